@@ -1,0 +1,69 @@
+"""The one backend interface: an async `generate` over engine requests.
+
+The vLLM Ray actor and (later) the OpenAI-compatible HTTP client implement it,
+so the scheduler never knows which serves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+__all__ = ["Backend", "EngineRequest", "EngineResult"]
+
+
+@dataclass
+class EngineRequest:
+    """One prompt for the engine: text, optional video with its metadata, and how to score it."""
+
+    request_id: str
+    prompt: str
+    video: np.ndarray | None = None
+    video_meta: dict[str, Any] | None = None
+    media_uuid: str | None = None
+    letters: list[str] = field(default_factory=list)
+    """Option letters; with `mode="letter"` the first token is constrained to them."""
+    mode: Literal["letter", "generate"] = "letter"
+    max_tokens: int = 16
+    mm_processor_kwargs: dict[str, Any] | None = None
+
+
+@dataclass
+class EngineResult:
+    """What the engine returned for one request (or why it failed)."""
+
+    request_id: str
+    text: str = ""
+    letter_logprobs: dict[str, float] = field(default_factory=dict)
+    """Log-probabilities of the option letters at the first answer token (letters not returned are absent)."""
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    mean_logprob: float | None = None
+    engine_s: float | None = None
+    worker: str | None = None
+    engine_version: str | None = None
+    error_type: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_type is None
+
+
+class Backend(Protocol):
+    """Anything that answers engine requests asynchronously."""
+
+    name: str
+
+    async def start(self) -> dict[str, Any]:
+        """Start (or connect to) the engine; returns facts such as the engine version."""
+        ...
+
+    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        """Answer every request; per-request failures come back as results with an error."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,200 @@
+"""vLLM inside a Ray actor: the in-process serving backend.
+
+The same code runs the CPU build of vLLM (CPU-only machines, tiny checkpoints)
+and the CUDA build (one actor per GPU). MCQ scoring constrains the first answer
+token to the option letters on an engine created with
+``logprobs_mode="processed_logprobs"``, so the returned logprobs are the full,
+renormalised distribution over the letters.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.backends.base import EngineRequest, EngineResult
+from engine.spec import EngineSpec
+
+__all__ = ["VLLMActorBackend", "VLLMWorker", "engine_env"]
+
+log = logging.getLogger(__name__)
+
+
+def _cuda_visible() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - no torch or a broken CUDA install both mean "no GPU"
+        return False
+
+
+def engine_env(engine: EngineSpec) -> dict[str, str]:
+    """Environment variables the engine process needs (CPU build settings are harmless on GPU)."""
+    return {
+        "VLLM_CPU_KVCACHE_SPACE": str(max(1, int(math.ceil(engine.kv_cache_gib)))),
+        "VLLM_CPU_NUM_OF_RESERVED_CPU": os.environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU", "0"),
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+
+
+class VLLMWorker:
+    """The actor body: owns one `vllm.LLM` and answers batches of requests."""
+
+    def __init__(self, model_path: str, engine: EngineSpec, seed: int = 0) -> None:
+        os.environ.update(engine_env(engine))
+        import engine as _fs  # noqa: F401  (installs the torchvision import hook in this process)
+        import vllm
+        from vllm import LLM
+
+        kwargs: dict[str, Any] = {
+            "model": model_path,
+            "max_model_len": engine.max_model_len,
+            "max_num_seqs": engine.max_num_seqs,
+            "enforce_eager": engine.enforce_eager,
+            "enable_prefix_caching": engine.enable_prefix_caching,
+            "dtype": engine.dtype,
+            "seed": seed,
+            "logprobs_mode": "processed_logprobs",
+            "limit_mm_per_prompt": {"video": 1, "image": 1},
+        }
+        if engine.max_num_batched_tokens is not None:
+            kwargs["max_num_batched_tokens"] = engine.max_num_batched_tokens
+        if _cuda_visible():
+            kwargs["gpu_memory_utilization"] = engine.gpu_memory_utilization
+        kwargs.update(engine.extra)
+        t0 = time.perf_counter()
+        self.llm = LLM(**kwargs)
+        self.start_s = time.perf_counter() - t0
+        self.version = f"vllm {vllm.__version__}"
+        self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self._tok = self.llm.get_tokenizer()
+        self._letter_ids: dict[str, int] = {}
+
+    def info(self) -> dict[str, Any]:
+        return {"engine_version": self.version, "worker": self.worker, "start_s": self.start_s}
+
+    def letter_token_id(self, letter: str) -> int:
+        """The single token that spells an option letter at the start of the answer."""
+        if letter not in self._letter_ids:
+            ids = self._tok.encode(letter, add_special_tokens=False)
+            if len(ids) != 1:
+                raise ValueError(f"option letter {letter!r} is not a single token ({ids})")
+            self._letter_ids[letter] = ids[0]
+        return self._letter_ids[letter]
+
+    def _inputs(self, r: EngineRequest) -> dict[str, Any]:
+        prompt: dict[str, Any] = {"prompt": r.prompt}
+        if r.video is not None:
+            prompt["multi_modal_data"] = {"video": (r.video, r.video_meta or {})}
+            if r.media_uuid:
+                prompt["multi_modal_uuids"] = {"video": [r.media_uuid]}
+        if r.mm_processor_kwargs:
+            prompt["mm_processor_kwargs"] = r.mm_processor_kwargs
+        return prompt
+
+    def _params(self, r: EngineRequest):  # type: ignore[no-untyped-def]
+        from vllm import SamplingParams
+
+        if r.mode == "letter":
+            ids = [self.letter_token_id(x) for x in r.letters]
+            return SamplingParams(max_tokens=1, temperature=0.0, allowed_token_ids=ids, logprobs=len(ids))
+        return SamplingParams(max_tokens=r.max_tokens, temperature=0.0, logprobs=20)
+
+    def _result(self, r: EngineRequest, out: Any, engine_s: float) -> EngineResult:
+        comp = out.outputs[0]
+        first = comp.logprobs[0] if comp.logprobs else {}
+        by_token = {tid: lp.logprob for tid, lp in first.items()}
+        letter_lp = {}
+        for x in r.letters:
+            try:
+                tid = self.letter_token_id(x)
+            except ValueError:
+                continue
+            if tid in by_token and math.isfinite(by_token[tid]):
+                letter_lp[x] = float(by_token[tid])
+        chosen = [comp.logprobs[i].get(t) for i, t in enumerate(comp.token_ids)] if comp.logprobs else []
+        lps = [c.logprob for c in chosen if c is not None]
+        return EngineResult(
+            request_id=r.request_id,
+            text=comp.text,
+            letter_logprobs=letter_lp,
+            prompt_tokens=len(out.prompt_token_ids or []),
+            output_tokens=len(comp.token_ids),
+            mean_logprob=float(sum(lps) / len(lps)) if lps else None,
+            engine_s=engine_s,
+            worker=self.worker,
+            engine_version=self.version,
+        )
+
+    def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        """Answer a batch; if the batch fails, answer one by one so a bad request becomes its own error."""
+        if not requests:
+            return []
+        t0 = time.perf_counter()
+        try:
+            outs = self.llm.generate([self._inputs(r) for r in requests], [self._params(r) for r in requests],
+                                     use_tqdm=False)
+        except Exception as err:  # noqa: BLE001 - isolate the failing request below
+            log.warning("batch of %d failed (%s: %s); retrying one by one", len(requests), type(err).__name__, err)
+            return [self._one(r) for r in requests]
+        per = (time.perf_counter() - t0) / len(requests)
+        return [self._result(r, o, per) for r, o in zip(requests, outs)]
+
+    def _one(self, r: EngineRequest) -> EngineResult:
+        t0 = time.perf_counter()
+        try:
+            (out,) = self.llm.generate([self._inputs(r)], [self._params(r)], use_tqdm=False)
+        except Exception as err:  # noqa: BLE001 - errors are data
+            return EngineResult(r.request_id, error_type=type(err).__name__, error=str(err)[:2000],
+                                worker=self.worker, engine_version=self.version)
+        return self._result(r, out, time.perf_counter() - t0)
+
+
+class VLLMActorBackend:
+    """`Backend` over a Ray actor running `VLLMWorker` (restarted by Ray if it dies)."""
+
+    name = "vllm"
+
+    def __init__(self, model_path: Path | str, engine: EngineSpec, seed: int = 0, max_restarts: int = 2) -> None:
+        self.model_path = str(model_path)
+        self.engine = engine
+        self.seed = seed
+        self.max_restarts = max_restarts
+        self._actor: Any = None
+        self.info: dict[str, Any] = {}
+
+    async def start(self) -> dict[str, Any]:
+        import ray
+
+        num_gpus = self.engine.num_gpus
+        if num_gpus == "auto":
+            num_gpus = 1 if _cuda_visible() else 0
+        cls = ray.remote(VLLMWorker)
+        self._actor = cls.options(
+            num_cpus=0 if num_gpus else 1,
+            num_gpus=num_gpus,
+            max_restarts=self.max_restarts,
+            max_task_retries=0,
+            runtime_env={"env_vars": engine_env(self.engine)},
+        ).remote(self.model_path, self.engine, self.seed)
+        self.info = await self._actor.info.remote()
+        return self.info
+
+    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        if self._actor is None:
+            raise RuntimeError("backend not started")
+        return await self._actor.generate.remote(list(requests))
+
+    async def close(self) -> None:
+        if self._actor is not None:
+            import ray
+
+            ray.kill(self._actor, no_restart=True)
+            self._actor = None

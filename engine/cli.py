@@ -1,0 +1,172 @@
+"""The `framesweep` command line: run, demo, status (and the analysis commands)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.resources
+import logging
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from engine.spec import SpecError, SweepSpec, load_spec
+from engine.store import StoreLockedError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="framesweep: paired item-level scaling audits of video LLMs.")
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s",
+                        handlers=[RichHandler(console=err_console, show_path=False)], force=True)
+
+
+def _load(spec_path: Path, out: Path | None) -> SweepSpec:
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as err:
+        err_console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    return spec.with_out_dir(out) if out is not None else spec
+
+
+def _run_spec(spec: SweepSpec) -> int:
+    from engine.scheduler import Sweep
+
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=False) as progress:
+        task = progress.add_task("starting engines", total=None)
+
+        def on_progress(event: str, n: int) -> None:
+            if event == "total":
+                progress.update(task, total=n, description=f"{spec.sweep_id}: jobs")
+            elif event == "done":
+                progress.advance(task, n)
+
+        sweep = Sweep(spec, progress=on_progress)
+        try:
+            summary = asyncio.run(sweep.run())
+        except StoreLockedError as err:
+            err_console.print(f"[red]{err}[/red]")
+            return 3
+    console.print(
+        f"[bold]{spec.sweep_id}[/bold]: {summary.jobs_ok} ok, {summary.jobs_failed} failed, "
+        f"{summary.jobs_skipped} already committed; {summary.videos} videos, {summary.decode_calls} decode passes, "
+        f"{summary.frames_decoded} frames decoded; {summary.wall_s:.1f}s -> {spec.store.out_dir}"
+    )
+    if summary.stopped:
+        console.print("[yellow]stopped early; rerun the same command to finish[/yellow]")
+        return 130
+    return 0
+
+
+@app.command()
+def run(
+    spec_path: Annotated[Path, typer.Argument(metavar="SPEC.toml", help="Sweep spec (TOML).")],
+    out: Annotated[Path | None, typer.Option("--out", help="Results directory (overrides store.out_dir).")] = None,
+    address: Annotated[str | None, typer.Option("--address", help="Ray cluster to join.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Run (or resume) a sweep: every model x item x budget not yet committed."""
+    _logging(verbose)
+    spec = _load(spec_path, out)
+    if address:
+        spec = spec.model_copy(update={"ray_address": address})
+    raise typer.Exit(_run_spec(spec))
+
+
+def _print_tables(out_dir: Path) -> None:
+    from engine.metrics.basic import fixed_accuracy, transitions
+    from engine.store import latest_rows, scan_results
+
+    rows = latest_rows(scan_results(out_dir))
+    acc = fixed_accuracy(rows).collect()
+    flows = transitions(rows).collect()
+    for (model_id, dataset), part in acc.group_by(["model_id", "dataset"], maintain_order=True):
+        t = Table(title=f"{model_id} on {dataset}: accuracy per budget")
+        t.add_column("budget")
+        t.add_column("items", justify="right")
+        t.add_column("accuracy", justify="right")
+        for r in part.iter_rows(named=True):
+            t.add_row(r["budget_id"], str(r["n_items"]), f"{100 * r['accuracy']:.1f}")
+        console.print(t)
+        f = flows.filter((pl.col("model_id") == model_id) & (pl.col("dataset") == dataset))
+        t = Table(title="rescue / harm per transition")
+        for c in ("from", "to", "rescue", "harm", "net", "churn"):
+            t.add_column(c, justify="right")
+        for r in f.iter_rows(named=True):
+            t.add_row(r["from"], r["to"], str(r["rescue"]), str(r["harm"]),
+                      f"{100 * r['net']:+.1f}", f"{100 * r['churn']:.1f}")
+        console.print(t)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="Results directory.")] = Path("runs/demo"),
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Build the tiny checkpoint and synthetic benchmark if missing, run the demo grid, print the audit."""
+    _logging(verbose)
+    text = importlib.resources.files("engine.grids").joinpath("demo.toml").read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "demo.toml"
+        path.write_text(text)
+        spec = _load(path, out)
+    code = _run_spec(spec)
+    if code in (0, 130):
+        _print_tables(out)
+    raise typer.Exit(code)
+
+
+@app.command()
+def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")]) -> None:
+    """Jobs done / failed / pending per model and budget, throughput and ETA (safe while a sweep runs)."""
+    from engine.status import sweep_status
+
+    try:
+        st = sweep_status(out_dir)
+    except FileNotFoundError as err:
+        err_console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    t = Table(title=f"{st.sweep_id}: {st.done} done, {st.failed} failed, {st.pending} pending")
+    for c in ("model", "budget", "done", "failed", "pending"):
+        t.add_column(c, justify="right" if c in ("done", "failed", "pending") else "left")
+    for r in st.per_budget.iter_rows(named=True):
+        t.add_row(r["model_id"], r["budget_id"], str(r["done"]), str(r["failed"]), str(r["pending"]))
+    console.print(t)
+    rate = f"{st.jobs_per_min:.1f} jobs/min" if st.jobs_per_min else "n/a"
+    eta = f"{st.eta_min:.1f} min" if st.eta_min is not None else "n/a"
+    console.print(f"throughput {rate}; ETA {eta}")
+
+
+def _register_extensions() -> None:
+    for mod in ("engine.cli_analysis",):
+        try:
+            module = __import__(mod, fromlist=["register"])
+        except ModuleNotFoundError as err:
+            if err.name != mod:
+                raise
+            continue
+        module.register(app)
+
+
+_register_extensions()
+
+
+def main() -> None:
+    app(prog_name="framesweep")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Starting or joining a Ray cluster."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+__all__ = ["ensure_ray"]
+
+log = logging.getLogger(__name__)
+
+
+def ensure_ray(address: str | None = None, *, num_cpus: int | None = None,
+               object_store_mb: int | None = 1024) -> None:
+    """Join the cluster at `address`, or start a local one bound to loopback.
+
+    A local instance keeps all its traffic on 127.0.0.1. Joining a real cluster
+    needs its auth token (`RAY_AUTH_TOKEN` or `RAY_AUTH_TOKEN_PATH`) unless the
+    cluster runs with `RAY_AUTH_MODE=disabled`; the token is never logged.
+    """
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address:
+        log.info("joining Ray cluster at %s", address)
+        ray.init(address=address, log_to_driver=False)
+        return
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keeps a local node on 127.0.0.1
+    ray.init(
+        num_cpus=num_cpus,
+        include_dashboard=False,
+        object_store_memory=object_store_mb * 1024 * 1024 if object_store_mb else None,
+        log_to_driver=False,
+        configure_logging=False,
+    )

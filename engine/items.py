@@ -1,0 +1,65 @@
+"""The sweep vocabulary: items, jobs and their keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from engine.spec import BudgetPoint
+
+__all__ = ["Item", "Job", "JobKey", "TaskKind", "option_letters"]
+
+TaskKind = Literal["mcq", "open", "yesno", "dialog"]
+
+
+def option_letters(n: int) -> list[str]:
+    """The letters naming `n` options: A, B, C, ..."""
+    return [chr(ord("A") + i) for i in range(n)]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One benchmark question over one video (or one image, or none)."""
+
+    dataset: str
+    dataset_version: str
+    item_id: str
+    video_id: str
+    video_path: Path | None
+    question: str
+    options: tuple[str, ...] = ()
+    answer: str | None = None
+    references: tuple[str, ...] = ()
+    kind: TaskKind = "mcq"
+    task_type: str | None = None
+    category: str | None = None
+    duration: str | None = None
+    prompt: str | None = field(default=None, compare=False)
+    """The benchmark's official prompt text (question + options); built by the adapter."""
+
+    @property
+    def letters(self) -> list[str]:
+        return option_letters(len(self.options))
+
+
+class JobKey(NamedTuple):
+    """The result key: one row per (model, dataset, item, budget)."""
+
+    model_id: str
+    dataset: str
+    item_id: str
+    budget_id: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """One model answering one item at one budget."""
+
+    model_id: str
+    item: Item
+    budget: BudgetPoint
+
+    @property
+    def key(self) -> JobKey:
+        return JobKey(self.model_id, self.item.dataset, self.item.item_id, self.budget.budget_id)

@@ -1,0 +1,1 @@
+"""Metrics over a results dataset: pure Polars functions over LazyFrames."""

@@ -1,0 +1,105 @@
+"""Turn engine results (or failures) into result rows: the score step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.backends.base import EngineRequest, EngineResult
+from engine.backends.prompts import prompt_hash
+from engine.items import Job
+from engine.schema import ResultRow
+from engine.scoring import extract_letter_videomme, score_letters, token_f1
+from engine.spec import SweepSpec
+
+__all__ = ["JobContext", "error_row", "scored_row"]
+
+
+@dataclass
+class JobContext:
+    """What was sent for one job (recorded on its row whatever the outcome)."""
+
+    job: Job
+    model_family: str
+    indices: np.ndarray
+    width: int | None
+    height: int | None
+    decoder: str | None
+    decode_s: float | None
+    attempt: int
+    pipeline: str = "raw"
+    request: EngineRequest | None = None
+
+
+def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
+    job, item, b = ctx.job, ctx.job.item, ctx.job.budget
+    n = int(ctx.indices.size)
+    return ResultRow(
+        sweep_id=spec.sweep_id,
+        model_id=job.model_id,
+        model_family=ctx.model_family,
+        dataset=item.dataset,
+        dataset_version=item.dataset_version,
+        item_id=item.item_id,
+        video_id=item.video_id,
+        task_kind=item.kind,
+        task_type=item.task_type,
+        category=item.category,
+        duration=item.duration,
+        budget_id=b.budget_id,
+        frames=b.frames,
+        frames_sent=n,
+        max_pixels=b.max_pixels,
+        short_side=b.short_side,
+        policy=b.policy,
+        seed=b.seed,
+        frame_indices=[int(i) for i in ctx.indices],
+        width=ctx.width if n else None,
+        height=ctx.height if n else None,
+        pixels_total=n * (ctx.width or 0) * (ctx.height or 0) if n else 0,
+        pipeline=ctx.pipeline,
+        decoder=ctx.decoder if n else None,
+        scoring=spec.prompt.scoring,
+        media_uuid=ctx.request.media_uuid if ctx.request else None,
+        prompt_hash=prompt_hash(ctx.request.prompt, ctx.request.media_uuid) if ctx.request else None,
+        answer=item.answer,
+        decode_s=ctx.decode_s,
+        attempt=ctx.attempt,
+    )
+
+
+def error_row(spec: SweepSpec, ctx: JobContext, error_type: str, message: str, worker: str | None = None) -> ResultRow:
+    """A job that failed: kept as data, retried by a rerun."""
+    row = _base(spec, ctx)
+    row.status, row.error_type, row.error, row.worker = "error", error_type, message[:2000], worker
+    return row
+
+
+def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult) -> ResultRow:
+    """Score an engine result against the item's answer."""
+    if not res.ok:
+        return error_row(spec, ctx, res.error_type or "EngineError", res.error or "", res.worker)
+    row = _base(spec, ctx)
+    item = ctx.job.item
+    row.response = res.text
+    row.prompt_tokens, row.output_tokens = res.prompt_tokens, res.output_tokens
+    row.engine_s, row.worker, row.engine_version = res.engine_s, res.worker, res.engine_version
+    if item.kind == "mcq":
+        ls = score_letters(item.letters, res.letter_logprobs)
+        row.option_probs, row.confidence = ls.probs, ls.confidence
+        if ctx.request is not None and ctx.request.mode == "generate":
+            row.pred = extract_letter_videomme(res.text, "".join(item.letters)) or None
+        else:
+            row.pred = ls.pred
+        row.correct = row.pred is not None and row.pred == item.answer
+        row.score = float(row.correct)
+    elif item.kind == "yesno":
+        row.pred = res.text.strip().split()[0].strip(".,").lower() if res.text.strip() else None
+        row.correct = row.pred is not None and row.pred == (item.answer or "").lower()
+        row.score = float(row.correct)
+    else:
+        row.pred = res.text.strip()
+        row.score = token_f1(res.text, list(item.references) or [item.answer or ""])
+        row.confidence = float(np.exp(res.mean_logprob)) if res.mean_logprob is not None else None
+    return row

@@ -1,0 +1,270 @@
+"""The sweep scheduler: fan out model x item x budget jobs, one decode per video.
+
+Data path per video: plan every pending budget's indices -> decode their union
+once (in a worker thread, overlapping the engines' work on other videos) ->
+take each budget's frames as a view -> build requests (video first, so the
+questions of one video and budget share a prefix) -> generate on every model's
+backend -> score -> buffer rows -> commit atomically every few seconds.
+
+At most `decode.max_videos_in_flight` videos hold frames at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.backends.base import Backend, EngineRequest
+from engine.backends.prompts import MediaView, get_family
+from engine.datasets import build_adapter
+from engine.frames.decode import DecodedVideo, DecodeError, decode_union, get_decoder, target_size
+from engine.frames.plan import FramePlan, plan_budget, union_indices
+from engine.items import Item, Job
+from engine.rows import JobContext, error_row, scored_row
+from engine.schema import ResultRow
+from engine.spec import ModelSpec, SweepSpec
+from engine.store import ResultStore
+
+__all__ = ["Sweep", "SweepSummary", "plan_jobs"]
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[str, int], None]
+
+
+@dataclass
+class SweepSummary:
+    """What a sweep run did."""
+
+    jobs_total: int = 0
+    jobs_skipped: int = 0
+    jobs_ok: int = 0
+    jobs_failed: int = 0
+    videos: int = 0
+    decode_calls: int = 0
+    frames_decoded: int = 0
+    wall_s: float = 0.0
+    stopped: bool = False
+    engines: dict[str, Any] = field(default_factory=dict)
+
+
+def plan_jobs(spec: SweepSpec, items: list[Item], done: set[tuple[str, str, str, str]]) -> dict[str, list[Job]]:
+    """Pending jobs grouped by video (committed keys and budgets over a model's ceiling are left out)."""
+    by_video: dict[str, list[Job]] = defaultdict(list)
+    for item in items:
+        for model in spec.models:
+            for b in spec.budgets_in_cost_order():
+                if model.max_frames is not None and b.frames > model.max_frames:
+                    continue
+                job = Job(model.id, item, b)
+                if tuple(job.key) not in done:
+                    by_video[item.video_id].append(job)
+    return dict(by_video)
+
+
+class Sweep:
+    """One run of a sweep spec against its results directory (resumable)."""
+
+    def __init__(self, spec: SweepSpec, backends: dict[str, Backend] | None = None,
+                 progress: ProgressFn | None = None) -> None:
+        self.spec = spec
+        self.backends: dict[str, Backend] = dict(backends or {})
+        self._own_backends = backends is None
+        self.progress = progress or (lambda event, n: None)
+        self.summary = SweepSummary()
+        self._stop = asyncio.Event()
+        self._pool = ThreadPoolExecutor(max_workers=spec.decode.threads, thread_name_prefix="decode")
+        self._models: dict[str, ModelSpec] = {m.id: m for m in spec.models}
+        self._attempts: dict[tuple[str, str, str, str], int] = {}
+
+    def request_stop(self) -> None:
+        """Stop after committing what is finished (SIGINT/SIGTERM)."""
+        log.warning("stop requested: committing finished rows and exiting")
+        self._stop.set()
+
+    async def run(self) -> SweepSummary:
+        t0 = time.perf_counter()
+        items = list(build_adapter(self.spec.dataset).items())
+        store = ResultStore(self.spec.store.out_dir)
+        try:
+            done = store.done_keys()
+            self._attempts = store.attempts()
+            jobs = plan_jobs(self.spec, items, done)
+            self._record_plan(store, items, done, jobs)
+            if jobs:
+                await self._start_backends()
+                await self._run_videos(store, items, jobs)
+        finally:
+            store.close()
+            if self._own_backends:
+                await asyncio.gather(*(b.close() for b in self.backends.values()), return_exceptions=True)
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        self.summary.wall_s = time.perf_counter() - t0
+        self.summary.stopped = self._stop.is_set()
+        return self.summary
+
+    def _record_plan(self, store: ResultStore, items: list[Item], done: set[Any], jobs: dict[str, list[Job]]) -> None:
+        n_pending = sum(len(v) for v in jobs.values())
+        self.summary.jobs_total = n_pending + len(done)
+        self.summary.jobs_skipped = len(done)
+        self.summary.videos = len(jobs)
+        expected: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for m in self.spec.models:
+            for b in self.spec.budgets:
+                if m.max_frames is None or b.frames <= m.max_frames:
+                    expected[m.id][b.budget_id] = len(items)
+        store.write_manifest({
+            "sweep_id": self.spec.sweep_id,
+            "dataset": self.spec.dataset.name,
+            "spec": self.spec.model_dump(mode="json"),
+            "expected_jobs": {m: dict(v) for m, v in expected.items()},
+        })
+        self.progress("total", n_pending)
+
+    async def _start_backends(self) -> None:
+        if self.backends:
+            return
+        from engine.backends.vllm_actor import VLLMActorBackend
+        from engine.cluster import ensure_ray
+        from engine.tiny import resolve_model_path
+
+        ensure_ray(self.spec.ray_address)
+        for m in self.spec.models:
+            path = await asyncio.to_thread(resolve_model_path, m.path)
+            self.backends[m.id] = VLLMActorBackend(path, m.engine)
+        infos = await asyncio.gather(*(b.start() for b in self.backends.values()))
+        self.summary.engines = dict(zip(self.backends, infos))
+
+    async def _run_videos(self, store: ResultStore, items: list[Item], jobs: dict[str, list[Job]]) -> None:
+        sem = asyncio.Semaphore(self.spec.decode.max_videos_in_flight)
+        committer = asyncio.create_task(self._committer(store))
+        loop = asyncio.get_running_loop()
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self.request_stop)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                pass
+
+        async def one(video_jobs: list[Job]) -> None:
+            async with sem:
+                if not self._stop.is_set():
+                    store.add(await self._run_video(video_jobs))
+
+        tasks = [asyncio.create_task(one(v)) for v in jobs.values()]
+        stopper = asyncio.create_task(self._stop.wait())
+        try:
+            pending = set(tasks)
+            while pending and not self._stop.is_set():
+                finished, pending = await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
+                pending.discard(stopper)
+                for t in finished:
+                    if t is not stopper and t.exception() is not None:
+                        raise t.exception()  # type: ignore[misc]
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        finally:
+            stopper.cancel()
+            committer.cancel()
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            await asyncio.to_thread(store.commit)
+
+    async def _committer(self, store: ResultStore) -> None:
+        cfg = self.spec.store
+        while True:
+            await asyncio.sleep(min(0.5, cfg.commit_interval_s))
+            due = time.monotonic() - store.last_commit >= cfg.commit_interval_s
+            if store.buffered and (due or store.buffered >= cfg.max_buffered_rows):
+                n = await asyncio.to_thread(store.commit)
+                self.progress("committed", n)
+
+    def _attempt(self, job: Job) -> int:
+        return self._attempts.get(tuple(job.key), 0) + 1  # type: ignore[arg-type]
+
+    async def _decode(self, video_jobs: list[Job]) -> tuple[DecodedVideo | None, dict[str, FramePlan]]:
+        """Plan every budget of this video and decode the union once."""
+        item = video_jobs[0].item
+        budgets = {j.budget.budget_id: j.budget for j in video_jobs}
+        visual = [b for b in budgets.values() if not b.is_text_only]
+        if not visual:
+            return None, {bid: plan_budget(b, 0, 0.0) for bid, b in budgets.items()}
+        if item.video_path is None:
+            raise DecodeError(f"item {item.item_id} has no video but the grid asks for frames")
+        loop = asyncio.get_running_loop()
+        decoder = get_decoder(self.spec.decode.decoder)
+        info = await loop.run_in_executor(self._pool, decoder.probe, item.video_path)
+        plans = {bid: plan_budget(b, info.n_frames, info.fps) for bid, b in budgets.items()}
+        union = union_indices(plans.values())
+        decoded = await loop.run_in_executor(self._pool, decode_union, item.video_path, union, decoder.name)
+        self.summary.decode_calls += 1
+        self.summary.frames_decoded += int(union.size)
+        return decoded, plans
+
+    async def _run_video(self, video_jobs: list[Job]) -> list[ResultRow]:
+        try:
+            decoded, plans = await self._decode(video_jobs)
+        except (DecodeError, ValueError, OSError) as err:
+            log.warning("%s: %s", video_jobs[0].item.video_id, err)
+            rows = [error_row(self.spec, self._ctx(j, None, None), type(err).__name__, str(err)) for j in video_jobs]
+            self._count(rows)
+            return rows
+        by_model: dict[str, list[JobContext]] = defaultdict(list)
+        for j in video_jobs:
+            by_model[j.model_id].append(self._ctx(j, decoded, plans[j.budget.budget_id]))
+        results = await asyncio.gather(*(self._generate(mid, ctxs, decoded) for mid, ctxs in by_model.items()))
+        rows = [r for part in results for r in part]
+        self._count(rows)
+        return rows
+
+    def _count(self, rows: list[ResultRow]) -> None:
+        ok = sum(r.status == "ok" for r in rows)
+        self.summary.jobs_ok += ok
+        self.summary.jobs_failed += len(rows) - ok
+        self.progress("done", len(rows))
+
+    def _ctx(self, job: Job, decoded: DecodedVideo | None, plan: FramePlan | None) -> JobContext:
+        model = self._models[job.model_id]
+        indices = plan.indices if plan is not None else np.empty(0, dtype=np.int64)
+        ctx = JobContext(job, model.family, indices, None, None, self.spec.decode.decoder,
+                         None, self._attempt(job))
+        if decoded is not None and indices.size:
+            ctx.width, ctx.height = target_size(decoded.info.width, decoded.info.height,
+                                                job.budget.max_pixels, job.budget.short_side)
+            ctx.decode_s = decoded.decode_s
+        return ctx
+
+    def _media(self, ctx: JobContext, decoded: DecodedVideo | None) -> MediaView | None:
+        if decoded is None or not ctx.indices.size:
+            return None
+        frames = decoded.view(ctx.indices, (ctx.width, ctx.height))  # type: ignore[arg-type]
+        uuid = f"{ctx.job.item.video_id}:{ctx.job.budget.budget_id}"
+        return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder)
+
+    async def _generate(self, model_id: str, ctxs: list[JobContext],
+                        decoded: DecodedVideo | None) -> list[ResultRow]:
+        family = get_family(self._models[model_id].family)
+        p = self.spec.prompt
+        requests: list[EngineRequest] = []
+        for i, ctx in enumerate(ctxs):
+            media = self._media(ctx, decoded)
+            ctx.request = family.build(f"{model_id}/{ctx.job.item.item_id}/{ctx.job.budget.budget_id}/{i}",
+                                       ctx.job.item, media, p.scoring, p.system_prompt, p.max_new_tokens)
+            requests.append(ctx.request)
+        try:
+            results = await self.backends[model_id].generate(requests)
+        except Exception as err:  # noqa: BLE001 - a dead engine: these jobs become error rows, the rerun retries
+            log.error("engine for %s failed: %s: %s", model_id, type(err).__name__, err)
+            return [error_row(self.spec, c, type(err).__name__, str(err)) for c in ctxs]
+        return [scored_row(self.spec, c, r) for c, r in zip(ctxs, results)]

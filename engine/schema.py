@@ -1,0 +1,124 @@
+"""The result schema, defined once. Add columns freely; renaming needs a migration."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+
+import polars as pl
+
+__all__ = ["KEY_COLUMNS", "RESULT_SCHEMA", "ResultRow", "rows_to_frame"]
+
+KEY_COLUMNS: tuple[str, ...] = ("model_id", "dataset", "item_id", "budget_id")
+
+RESULT_SCHEMA: dict[str, pl.DataType] = {
+    "sweep_id": pl.String(),
+    "model_id": pl.String(),
+    "model_family": pl.String(),
+    "dataset": pl.String(),
+    "dataset_version": pl.String(),
+    "item_id": pl.String(),
+    "video_id": pl.String(),
+    "task_type": pl.String(),
+    "category": pl.String(),
+    "duration": pl.String(),
+    "task_kind": pl.String(),
+    "budget_id": pl.String(),
+    "frames": pl.Int32(),
+    "frames_sent": pl.Int32(),
+    "max_pixels": pl.Int64(),
+    "short_side": pl.Int32(),
+    "policy": pl.String(),
+    "seed": pl.Int64(),
+    "frame_indices": pl.List(pl.Int64()),
+    "width": pl.Int32(),
+    "height": pl.Int32(),
+    "pixels_total": pl.Int64(),
+    "pipeline": pl.String(),
+    "decoder": pl.String(),
+    "scoring": pl.String(),
+    "media_uuid": pl.String(),
+    "prompt_hash": pl.String(),
+    "answer": pl.String(),
+    "response": pl.String(),
+    "pred": pl.String(),
+    "correct": pl.Boolean(),
+    "score": pl.Float64(),
+    "confidence": pl.Float64(),
+    "option_probs": pl.List(pl.Float64()),
+    "prompt_tokens": pl.Int32(),
+    "output_tokens": pl.Int32(),
+    "decode_s": pl.Float64(),
+    "engine_s": pl.Float64(),
+    "status": pl.String(),
+    "error_type": pl.String(),
+    "error": pl.String(),
+    "attempt": pl.Int32(),
+    "worker": pl.String(),
+    "engine_version": pl.String(),
+    "finished_at": pl.Datetime("us", "UTC"),
+}
+
+
+@dataclass
+class ResultRow:
+    """One committed result: a model's answer to one item at one budget (or its error)."""
+
+    sweep_id: str
+    model_id: str
+    model_family: str
+    dataset: str
+    dataset_version: str
+    item_id: str
+    video_id: str
+    task_kind: str
+    budget_id: str
+    frames: int
+    policy: str
+    seed: int
+    status: str = "ok"
+    task_type: str | None = None
+    category: str | None = None
+    duration: str | None = None
+    frames_sent: int | None = None
+    max_pixels: int | None = None
+    short_side: int | None = None
+    frame_indices: list[int] = field(default_factory=list)
+    width: int | None = None
+    height: int | None = None
+    pixels_total: int | None = None
+    pipeline: str = "raw"
+    decoder: str | None = None
+    scoring: str | None = None
+    media_uuid: str | None = None
+    prompt_hash: str | None = None
+    answer: str | None = None
+    response: str | None = None
+    pred: str | None = None
+    correct: bool | None = None
+    score: float | None = None
+    confidence: float | None = None
+    option_probs: list[float | None] | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    decode_s: float | None = None
+    engine_s: float | None = None
+    error_type: str | None = None
+    error: str | None = None
+    attempt: int = 1
+    worker: str | None = None
+    engine_version: str | None = None
+    finished_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.model_id, self.dataset, self.item_id, self.budget_id)
+
+
+assert {f.name for f in fields(ResultRow)} == set(RESULT_SCHEMA), "ResultRow and RESULT_SCHEMA disagree"
+
+
+def rows_to_frame(rows: list[ResultRow]) -> pl.DataFrame:
+    """Rows as a DataFrame with exactly the result schema, in schema column order."""
+    data = [asdict(r) for r in rows]
+    return pl.DataFrame(data, schema=RESULT_SCHEMA) if data else pl.DataFrame(schema=RESULT_SCHEMA)

@@ -1,0 +1,234 @@
+"""Sweep specifications: the TOML a user writes, loaded into pydantic models.
+
+Every model forbids unknown fields and describes every field, so a typo fails
+before any work starts, with the field's dotted path in the message.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+__all__ = [
+    "BudgetPoint",
+    "DecodeSpec",
+    "EngineSpec",
+    "ModelSpec",
+    "PromptSpec",
+    "SpecError",
+    "StoreSpec",
+    "SweepSpec",
+    "SyntheticDatasetSpec",
+    "load_spec",
+    "parse_spec",
+]
+
+
+class SpecError(ValueError):
+    """A sweep spec that cannot be used; the message names the file and field paths."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BudgetPoint(_Strict):
+    """One visual budget of the grid: how many frames, at what size, sampled how."""
+
+    frames: int = Field(ge=0, le=4096, description="Frames sent to the model; 0 means text-only (no media).")
+    max_pixels: int | None = Field(
+        default=None, gt=0, description="Upper bound on width*height of each frame (aspect kept); null: decoded size."
+    )
+    short_side: int | None = Field(
+        default=None, gt=0, description="Resize each frame so its short side has this many pixels (aspect kept)."
+    )
+    policy: str = Field(default="uniform", description="Sampling policy name (see `engine.frames.plan.POLICIES`).")
+    seed: int = Field(default=0, description="Seed for randomised sampling policies; recorded on every row.")
+    id: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_.@+-]+$",
+        description="Stable budget id used as a result key; derived from the other fields when omitted.",
+    )
+
+    @model_validator(mode="after")
+    def _one_size(self) -> BudgetPoint:
+        if self.max_pixels is not None and self.short_side is not None:
+            raise ValueError("set at most one of max_pixels and short_side")
+        if self.frames == 0 and (self.max_pixels or self.short_side):
+            raise ValueError("a text-only budget (frames = 0) takes no resolution")
+        return self
+
+    @property
+    def budget_id(self) -> str:
+        """The key of this budget in result rows."""
+        if self.id is not None:
+            return self.id
+        if self.frames == 0:
+            return "text"
+        parts = [f"f{self.frames}"]
+        if self.max_pixels is not None:
+            parts.append(f"px{self.max_pixels}")
+        if self.short_side is not None:
+            parts.append(f"s{self.short_side}")
+        if self.policy != "uniform":
+            parts.append(self.policy)
+        if self.seed != 0:
+            parts.append(f"seed{self.seed}")
+        return "-".join(parts)
+
+    @property
+    def is_text_only(self) -> bool:
+        return self.frames == 0
+
+
+class EngineSpec(_Strict):
+    """How an engine is started for one model."""
+
+    max_model_len: int = Field(default=8192, gt=0, description="vLLM max_model_len (context length in tokens).")
+    max_num_seqs: int = Field(default=16, gt=0, description="vLLM max_num_seqs: sequences scheduled at once.")
+    max_num_batched_tokens: int | None = Field(
+        default=None, gt=0, description="vLLM max_num_batched_tokens; null lets vLLM choose."
+    )
+    dtype: str = Field(default="auto", description="Weights dtype handed to vLLM (auto, float32, bfloat16, ...).")
+    enable_prefix_caching: bool = Field(
+        default=True, description="Share the cached video prefix between questions of one video and budget."
+    )
+    enforce_eager: bool = Field(default=True, description="Skip graph capture (faster start; needed on CPU).")
+    kv_cache_gib: float = Field(
+        default=1.0, gt=0, description="KV cache size in GiB on the CPU build (VLLM_CPU_KVCACHE_SPACE)."
+    )
+    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1, description="Fraction of GPU memory for vLLM.")
+    num_gpus: float | Literal["auto"] = Field(
+        default="auto", description="GPUs per engine actor; auto: 1 when CUDA is visible, else 0 (CPU build)."
+    )
+    num_engines: int = Field(default=1, ge=1, description="Engine actors for this model (one per GPU).")
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="Further keyword arguments handed to vllm.LLM untouched."
+    )
+
+
+class ModelSpec(_Strict):
+    """A frozen model to audit."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_.:@+-]+$", description="Model id used as a result key.")
+    family: str = Field(description="Model family (prompt and media packing); see `engine.backends.prompts`.")
+    path: str = Field(
+        description="Checkpoint directory, or `tiny:<family>` for the locally built tiny random checkpoint."
+    )
+    backend: Literal["vllm"] = Field(default="vllm", description="Serving backend.")
+    max_frames: int | None = Field(
+        default=None, gt=0, description="Frame ceiling from the context limit; budgets above it are skipped."
+    )
+    engine: EngineSpec = Field(default_factory=EngineSpec, description="Engine settings.")
+
+
+class SyntheticDatasetSpec(_Strict):
+    """The embedded synthetic video benchmark (real H.264 files, known answers)."""
+
+    name: Literal["synthetic"] = Field(description="Adapter name.")
+    root: Path | None = Field(
+        default=None, description="Where the videos are written; null: a cache folder keyed by the settings."
+    )
+    n_videos: int = Field(default=6, ge=1, le=10_000, description="Number of videos.")
+    seed: int = Field(default=0, description="Seed: the same seed gives the same videos and answers.")
+    seconds: float = Field(default=8.0, gt=0, le=3600, description="Video length in seconds.")
+    fps: int = Field(default=8, ge=1, le=120, description="Frames per second.")
+    width: int = Field(default=128, ge=16, le=4096, description="Frame width (even).")
+    height: int = Field(default=96, ge=16, le=4096, description="Frame height (even).")
+    questions: list[Literal["flash_count", "first_colour", "static_shape"]] = Field(
+        default_factory=lambda: ["flash_count", "first_colour", "static_shape"],
+        min_length=1,
+        description="Question kinds asked about each video.",
+    )
+
+
+DatasetSpec = Annotated[SyntheticDatasetSpec, Field(discriminator="name")]
+
+
+class PromptSpec(_Strict):
+    """How questions are asked and answers scored."""
+
+    scoring: Literal["letter", "generate"] = Field(
+        default="letter",
+        description="letter: one constrained answer token with option-letter probabilities; "
+        "generate: free greedy answer + official extraction.",
+    )
+    system_prompt: str | None = Field(default=None, description="System message; null uses the family default.")
+    max_new_tokens: int = Field(default=16, ge=1, description="Token limit for `generate` scoring.")
+
+
+class DecodeSpec(_Strict):
+    """How videos are decoded."""
+
+    decoder: str = Field(default="pyav", description="Decoder name (see `engine.frames.decode.DECODERS`).")
+    max_videos_in_flight: int = Field(default=4, ge=1, description="Videos decoded or being answered at once.")
+    threads: int = Field(default=2, ge=1, description="Decode worker threads in this process.")
+
+
+class StoreSpec(_Strict):
+    """Where and how often results are committed."""
+
+    out_dir: Path = Field(description="Results directory (relative paths are taken from the working directory).")
+    commit_interval_s: float = Field(default=5.0, gt=0, description="Commit buffered rows at least this often.")
+    max_buffered_rows: int = Field(default=512, ge=1, description="Commit once this many rows are buffered.")
+
+
+class SweepSpec(_Strict):
+    """A whole sweep: models x dataset items x budget grid."""
+
+    sweep_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Name of this sweep; recorded on every row.")
+    models: list[ModelSpec] = Field(min_length=1, description="Models to run.")
+    dataset: DatasetSpec = Field(description="Benchmark adapter and its settings.")
+    budgets: list[BudgetPoint] = Field(min_length=1, description="The budget grid.")
+    prompt: PromptSpec = Field(default_factory=PromptSpec, description="Prompt and scoring options.")
+    decode: DecodeSpec = Field(default_factory=DecodeSpec, description="Decoding options.")
+    store: StoreSpec = Field(description="Results store.")
+    ray_address: str | None = Field(default=None, description="Ray cluster to join; null starts a local one.")
+    max_attempts: int = Field(default=3, ge=1, description="Attempts per job before it is recorded as an error.")
+
+    @model_validator(mode="after")
+    def _unique_keys(self) -> SweepSpec:
+        for what, ids in (("models", [m.id for m in self.models]), ("budgets", [b.budget_id for b in self.budgets])):
+            dup = sorted({i for i in ids if ids.count(i) > 1})
+            if dup:
+                raise ValueError(f"duplicate {what} ids: {', '.join(dup)}")
+        return self
+
+    def budgets_in_cost_order(self) -> list[BudgetPoint]:
+        """Budgets ordered text-only first, then by frames and pixels."""
+        return sorted(self.budgets, key=lambda b: (b.frames, b.max_pixels or b.short_side or 0, b.budget_id))
+
+    def with_out_dir(self, out_dir: Path) -> SweepSpec:
+        """A copy of this spec writing to another directory."""
+        return self.model_copy(update={"store": self.store.model_copy(update={"out_dir": Path(out_dir)})})
+
+
+def _format_error(source: str, err: ValidationError) -> str:
+    lines = [f"{source}: invalid sweep spec ({err.error_count()} error(s))"]
+    for e in err.errors():
+        path = ".".join(str(p) for p in e["loc"]) or "<root>"
+        lines.append(f"  {path}: {e['msg']}")
+    return "\n".join(lines)
+
+
+def parse_spec(data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
+    """Validate a spec mapping; raise `SpecError` naming each bad field path."""
+    try:
+        return SweepSpec.model_validate(data)
+    except ValidationError as err:
+        raise SpecError(_format_error(source, err)) from None
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Load and validate a TOML sweep spec."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"{p}: spec file not found") from None
+    except tomllib.TOMLDecodeError as err:
+        raise SpecError(f"{p}: not valid TOML: {err}") from None
+    return parse_spec(data, str(p))

@@ -1,0 +1,201 @@
+"""Build a tiny, randomly initialised checkpoint of a real architecture, locally.
+
+No weights can be downloaded in tests or the demo, so framesweep builds its own:
+a byte-level BPE tokenizer trained on locally generated text (with the family's
+special tokens and chat template), a config of the real architecture with tiny
+dimensions, random weights from a fixed seed, and the matching processor. vLLM
+loads it like any Hugging Face checkpoint. Random weights give near-flat logits:
+use it to test the pipeline, never to read answers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from engine.paths import cache_dir
+
+__all__ = ["BUILDERS", "build_tiny_checkpoint", "resolve_model_path", "tiny_checkpoint_dir"]
+
+log = logging.getLogger(__name__)
+
+BUILD_VERSION = 1
+_MARKER = "framesweep-tiny.json"
+
+QWEN_SPECIAL_TOKENS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
+
+# The Qwen2-VL chat template, reduced to what framesweep sends (text, image, video parts).
+QWEN_VL_CHAT_TEMPLATE = (
+    "{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}"
+    "{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' %}"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n"
+    "{% else %}{% for content in message['content'] %}"
+    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
+    "{% set image_count.value = image_count.value + 1 %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif content['type'] == 'video' or 'video' in content or 'video_url' in content %}"
+    "{% set video_count.value = video_count.value + 1 %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}"
+    "{% endfor %}<|im_end|>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _corpus() -> list[str]:
+    """Local training text: benchmark-like questions, option lists, digits and letters."""
+    from engine.datasets.synthetic import COLOURS, MCQ_INSTRUCTION, SHAPES
+
+    words = list(COLOURS) + list(SHAPES) + ["video", "frame", "question", "answer", "option", "white", "square"]
+    lines = [MCQ_INSTRUCTION, "The best answer is:", "Best Option: (", "You are a helpful assistant."]
+    for i, w in enumerate(words * 20):
+        lines.append(f"{chr(65 + i % 8)}. {w} {i} {words[(i * 7) % len(words)]} the {w}s")
+    lines += [" ".join(str(d) for d in range(k, k + 10)) for k in range(100)]
+    lines += [chr(c) * 3 for c in range(32, 127)]
+    return lines
+
+
+def _train_tokenizer(vocab_size: int):  # type: ignore[no-untyped-def]
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=QWEN_SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_corpus(), trainer=trainer)
+    return tok
+
+
+def _qwen_tokenizer(vocab_size: int = 2000):  # type: ignore[no-untyped-def]
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=_train_tokenizer(vocab_size),
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        model_max_length=32768,
+    )
+    tok.chat_template = QWEN_VL_CHAT_TEMPLATE
+    return tok
+
+
+def _build_qwen2_5_vl(out: Path, seed: int) -> None:
+    import torch
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+    )
+
+    tok = _qwen_tokenizer()
+    ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
+    vocab = len(tok)
+    config = Qwen2_5_VLConfig(
+        text_config={
+            "vocab_size": vocab,
+            "hidden_size": 128,
+            "intermediate_size": 256,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 32768,
+            "max_window_layers": 2,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [4, 6, 6]},
+            "bos_token_id": ids["<|endoftext|>"],
+            "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<|endoftext|>"],
+        },
+        vision_config={
+            "depth": 2,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "out_hidden_size": 128,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "window_size": 112,
+            "fullatt_block_indexes": [1],
+            "tokens_per_second": 2,
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    config.architectures = ["Qwen2_5_VLForConditionalGeneration"]
+    torch.manual_seed(seed)
+    model = Qwen2_5_VLForConditionalGeneration(config).to(torch.float32).eval()
+    model.save_pretrained(out)
+    image_proc = Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=448 * 448)
+    video_proc = Qwen2VLVideoProcessor(min_pixels=56 * 56, max_pixels=448 * 448, do_sample_frames=False)
+    processor = Qwen2_5_VLProcessor(
+        image_processor=image_proc, tokenizer=tok, video_processor=video_proc, chat_template=QWEN_VL_CHAT_TEMPLATE
+    )
+    processor.save_pretrained(out)
+    tok.save_pretrained(out)
+
+
+BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl}
+
+
+def tiny_checkpoint_dir(family: str, seed: int = 0) -> Path:
+    return cache_dir() / "checkpoints" / f"tiny-{family}-v{BUILD_VERSION}-seed{seed}"
+
+
+def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, force: bool = False) -> Path:
+    """Build (once) and return the directory of a tiny checkpoint of `family`."""
+    if family not in BUILDERS:
+        raise KeyError(f"no tiny checkpoint builder for family {family!r}; known: {', '.join(sorted(BUILDERS))}")
+    out = Path(out) if out is not None else tiny_checkpoint_dir(family, seed)
+    marker = out / _MARKER
+    if marker.exists() and not force:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        log.info("building tiny %s checkpoint in %s", family, out)
+        BUILDERS[family](tmp, seed)
+        (tmp / _MARKER).write_text(json.dumps({"family": family, "seed": seed, "build_version": BUILD_VERSION}))
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def resolve_model_path(path: str) -> Path:
+    """A model path from a spec: `tiny:<family>` builds the tiny checkpoint; anything else is a directory."""
+    if path.startswith("tiny:"):
+        return build_tiny_checkpoint(path.removeprefix("tiny:"))
+    return Path(path).expanduser()
