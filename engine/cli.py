@@ -151,7 +151,7 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
 
 
 def _register_extensions() -> None:
-    for mod in ("engine.cli_analysis",):
+    for mod in ("engine.cli_analysis", "engine.cli_datasets"):
         try:
             module = __import__(mod, fromlist=["register"])
         except ModuleNotFoundError as err:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
+
+from engine.dataset_specs import DatasetSpec, StrictModel, SyntheticDatasetSpec
 
 __all__ = [
     "BudgetPoint",
@@ -31,8 +33,7 @@ class SpecError(ValueError):
     """A sweep spec that cannot be used; the message names the file and field paths."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_Strict = StrictModel
 
 
 class BudgetPoint(_Strict):
@@ -125,27 +126,7 @@ class ModelSpec(_Strict):
     engine: EngineSpec = Field(default_factory=EngineSpec, description="Engine settings.")
 
 
-class SyntheticDatasetSpec(_Strict):
-    """The embedded synthetic video benchmark (real H.264 files, known answers)."""
 
-    name: Literal["synthetic"] = Field(description="Adapter name.")
-    root: Path | None = Field(
-        default=None, description="Where the videos are written; null: a cache folder keyed by the settings."
-    )
-    n_videos: int = Field(default=6, ge=1, le=10_000, description="Number of videos.")
-    seed: int = Field(default=0, description="Seed: the same seed gives the same videos and answers.")
-    seconds: float = Field(default=8.0, gt=0, le=3600, description="Video length in seconds.")
-    fps: int = Field(default=8, ge=1, le=120, description="Frames per second.")
-    width: int = Field(default=128, ge=16, le=4096, description="Frame width (even).")
-    height: int = Field(default=96, ge=16, le=4096, description="Frame height (even).")
-    questions: list[Literal["flash_count", "first_colour", "static_shape"]] = Field(
-        default_factory=lambda: ["flash_count", "first_colour", "static_shape"],
-        min_length=1,
-        description="Question kinds asked about each video.",
-    )
-
-
-DatasetSpec = Annotated[SyntheticDatasetSpec, Field(discriminator="name")]
 
 
 class PromptSpec(_Strict):

@@ -1,0 +1,220 @@
+"""Dataset specs: one pydantic model per benchmark adapter, joined in `DatasetSpec`.
+
+Each adapter's settings are typed (unknown fields fail); `name` picks the adapter.
+Add a new adapter's spec class here and to the `DatasetSpec` union.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "AVSDSpec",
+    "DatasetSpec",
+    "MLVUSpec",
+    "MMESpec",
+    "MMStarSpec",
+    "MVBenchSpec",
+    "POPESpec",
+    "StrictModel",
+    "SyntheticDatasetSpec",
+    "TempCompassSpec",
+    "VideoMMESpec",
+    "VideoMMEv2Spec",
+]
+
+
+class StrictModel(BaseModel):
+    """Base of every user-written model: unknown fields are errors; values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SyntheticDatasetSpec(StrictModel):
+    """The embedded synthetic video benchmark (real H.264 files, known answers)."""
+
+    name: Literal["synthetic"] = Field(description="Adapter name.")
+    root: Path | None = Field(
+        default=None, description="Where the videos are written; null: a cache folder keyed by the settings."
+    )
+    n_videos: int = Field(default=6, ge=1, le=10_000, description="Number of videos.")
+    seed: int = Field(default=0, description="Seed: the same seed gives the same videos and answers.")
+    seconds: float = Field(default=8.0, gt=0, le=3600, description="Video length in seconds.")
+    fps: int = Field(default=8, ge=1, le=120, description="Frames per second.")
+    width: int = Field(default=128, ge=16, le=4096, description="Frame width (even).")
+    height: int = Field(default=96, ge=16, le=4096, description="Frame height (even).")
+    questions: list[Literal["flash_count", "first_colour", "static_shape"]] = Field(
+        default_factory=lambda: ["flash_count", "first_colour", "static_shape"],
+        min_length=1,
+        description="Question kinds asked about each video.",
+    )
+
+
+_VIDEO_EXTS = [".mp4", ".MP4", ".mkv", ".webm"]
+
+
+class _FileDatasetSpec(StrictModel):
+    """Settings every benchmark read from files shares. Relative paths are taken from the working directory."""
+
+    strict: bool = Field(
+        default=True,
+        description="true: any malformed row fails the load, listing every problem at once; "
+        "false: malformed rows are skipped and reported (escaping paths and unreadable files always fail).",
+    )
+    limit: int | None = Field(default=None, ge=1, description="Keep only the first N items (smoke runs); null: all.")
+
+
+class VideoMMESpec(_FileDatasetSpec):
+    """Video-MME v1 (lmms-lab/Video-MME): the test parquet and a folder of `<videoID>.mp4` files."""
+
+    name: Literal["videomme"] = Field(description="Adapter name.")
+    annotations: Path = Field(description="videomme/test-00000-of-00001.parquet (or a folder of parquet shards).")
+    media_root: Path = Field(description="Folder holding `<videoID>.mp4` (the unzipped `data/` folder).")
+    video_exts: list[str] = Field(
+        default_factory=lambda: list(_VIDEO_EXTS), min_length=1,
+        description="Extensions tried in order for each videoID; the first that exists is used.",
+    )
+    durations: list[Literal["short", "medium", "long"]] = Field(
+        default_factory=lambda: ["short", "medium", "long"], min_length=1, description="Duration groups to keep."
+    )
+    subtitles: bool = Field(
+        default=False, description="Put the video's subtitles in the prompt (the official 'w/ subs' setting)."
+    )
+    subtitle_root: Path | None = Field(
+        default=None, description="Folder holding `<videoID>.srt` (the unzipped `subtitle/` folder); needed with subtitles."
+    )
+    extraction: Literal["official", "strict"] = Field(
+        default="official",
+        description="official: Video-MME's extract_characters_regex, quirks included (parity with published "
+        "numbers); strict: a corrected reading (see engine.scoring.extract_letter_videomme_strict).",
+    )
+
+    @model_validator(mode="after")
+    def _subtitle_root(self) -> VideoMMESpec:
+        if self.subtitles and self.subtitle_root is None:
+            raise ValueError("subtitles = true needs subtitle_root")
+        return self
+
+
+class VideoMMEv2Spec(_FileDatasetSpec):
+    """Video-MME v2: test.parquet (8 options A-H, questions in groups of 4) and its videos."""
+
+    name: Literal["videomme_v2"] = Field(description="Adapter name.")
+    annotations: Path = Field(description="test.parquet (or a folder of parquet shards).")
+    media_root: Path = Field(description="Folder holding the videos named by the `video` / `video_id` column.")
+    video_exts: list[str] = Field(
+        default_factory=lambda: list(_VIDEO_EXTS), min_length=1,
+        description="Extensions tried in order when the video column has none.",
+    )
+
+
+MLVU_TASKS = ("1_plotQA", "2_needle", "3_ego", "4_count", "5_order", "6_anomaly_reco", "7_topic_reasoning",
+              "8_sub_scene", "9_summary")
+
+
+class MLVUSpec(_FileDatasetSpec):
+    """MLVU dev: MLVU/json/<task>.json with videos in MLVU/video/<task>/."""
+
+    name: Literal["mlvu"] = Field(description="Adapter name.")
+    annotation_dir: Path = Field(description="The MLVU/json folder (one JSON list per task).")
+    media_root: Path = Field(description="The MLVU/video folder (one sub-folder per task, named like its JSON).")
+    tasks: list[Literal[MLVU_TASKS]] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(MLVU_TASKS), min_length=1,
+        description="Task files to read: the seven multiple-choice tasks and the two generation tasks.",
+    )
+    subplot_references: Literal["answer", "answer_and_scoring_points"] = Field(
+        default="answer",
+        description="References for sub-scene captioning token-F1: the answer, or also each scoring point.",
+    )
+
+
+class AVSDSpec(_FileDatasetSpec):
+    """AVSD (DSTC7): a {"dialogs": [...]} JSON over Charades videos; target: the next answer."""
+
+    name: Literal["avsd"] = Field(description="Adapter name.")
+    annotations: Path = Field(description="train/valid/test_set4DSTC7-AVSD.json.")
+    references: Path | None = Field(
+        default=None,
+        description="JSON of the same shape whose dialogs' answers replace '__UNDISCLOSED__' ones (the test "
+        "references); an answer there may be a string or a list of strings (several references).",
+    )
+    media_root: Path = Field(description="Folder holding the Charades videos `<image_id><video_ext>`.")
+    video_ext: str = Field(default=".mp4", description="Video file extension.")
+    turns: Literal["last", "all"] = Field(
+        default="last", description="last: one item per dialog (its last turn, the DSTC7 protocol); all: every turn."
+    )
+    use_caption: bool = Field(default=False, description="Put the video's caption before the dialog history.")
+
+
+MVBENCH_TASKS = ("action_sequence", "action_prediction", "action_antonym", "fine_grained_action",
+                 "unexpected_action", "object_existence", "object_interaction", "object_shuffle",
+                 "moving_direction", "action_localization", "scene_transition", "action_count", "moving_count",
+                 "moving_attribute", "state_change", "fine_grained_pose", "character_order",
+                 "egocentric_navigation", "episodic_reasoning", "counterfactual_inference")
+
+
+class MVBenchSpec(_FileDatasetSpec):
+    """MVBench (OpenGVLab/MVBench): json/<task>.json, videos under video/<source folder>/."""
+
+    name: Literal["mvbench"] = Field(description="Adapter name.")
+    annotation_dir: Path = Field(description="The MVBench json/ folder.")
+    media_root: Path = Field(description="The MVBench video/ folder (star/, clevrer/, ssv2_video/, ...).")
+    tasks: list[Literal[MVBENCH_TASKS]] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(MVBENCH_TASKS), min_length=1, description="Task files to read."
+    )
+
+
+class TempCompassSpec(_FileDatasetSpec):
+    """TempCompass (lmms-lab/TempCompass): one parquet folder per config, videos `<video_id>.mp4`."""
+
+    name: Literal["tempcompass"] = Field(description="Adapter name.")
+    annotation_root: Path = Field(description="Folder holding the config folders (multi-choice/, yes_no/, ...).")
+    media_root: Path = Field(description="Folder holding `<video_id>.mp4` (the unzipped videos).")
+    configs: list[Literal["multi-choice", "yes_no", "caption_matching"]] = Field(
+        default_factory=lambda: ["multi-choice", "yes_no", "caption_matching"], min_length=1,
+        description="Configs to read (captioning needs an LLM judge and is not offered).",
+    )
+
+
+class _ImageTableSpec(_FileDatasetSpec):
+    """An image benchmark in one parquet table; each item is one image (a budget's frames are ignored)."""
+
+    annotations: Path = Field(description="The parquet file (or a folder of parquet shards).")
+    media_root: Path | None = Field(
+        default=None, description="Folder the `image` column's paths are under, when it holds paths, not bytes."
+    )
+    image_cache: Path | None = Field(
+        default=None,
+        description="Where embedded image bytes are written once (by content hash); null: the framesweep cache.",
+    )
+
+
+class MMStarSpec(_ImageTableSpec):
+    """MMStar val (Lin-Chen/MMStar): index, question, image, answer (letter), category, l2_category."""
+
+    name: Literal["mmstar"] = Field(description="Adapter name.")
+
+
+class POPESpec(_ImageTableSpec):
+    """POPE (lmms-lab/POPE): question_id, question, answer (yes/no), image, category."""
+
+    name: Literal["pope"] = Field(description="Adapter name.")
+    categories: list[Literal["adversarial", "popular", "random"]] = Field(
+        default_factory=lambda: ["adversarial", "popular", "random"], min_length=1, description="Splits to keep."
+    )
+
+
+class MMESpec(_ImageTableSpec):
+    """MME (lmms-lab/MME): question_id, image, question, answer (Yes/No), category; two questions per image."""
+
+    name: Literal["mme"] = Field(description="Adapter name.")
+
+
+DatasetSpec = Annotated[
+    SyntheticDatasetSpec | VideoMMESpec | VideoMMEv2Spec | MLVUSpec | AVSDSpec | MVBenchSpec | TempCompassSpec
+    | MMStarSpec | POPESpec | MMESpec,
+    Field(discriminator="name"),
+]

@@ -1,0 +1,84 @@
+"""The real vLLM engine (CPU build, tiny random Qwen2.5-VL) inside a Ray actor."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.backends.prompts import MediaView, get_family
+from engine.backends.vllm_actor import VLLMActorBackend
+from engine.items import Item
+from engine.scoring import score_letters
+from engine.spec import EngineSpec
+
+ITEM = Item(dataset="t", dataset_version="1", item_id="q1", video_id="v1", video_path=None,
+            question="Which colour?", options=("red", "green", "blue", "yellow"), answer="B")
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_qwen25: Path):
+    import ray
+
+    from engine.cluster import ensure_ray
+
+    ensure_ray(num_cpus=2, object_store_mb=512)
+    be = VLLMActorBackend(tiny_qwen25, EngineSpec(max_model_len=4096, dtype="float32"))
+    loop = asyncio.new_event_loop()
+    info = loop.run_until_complete(be.start())
+    yield be, loop, info
+    loop.run_until_complete(be.close())
+    loop.close()
+    ray.shutdown()
+
+
+def _media(n: int, seed: int = 0) -> MediaView:
+    frames = np.random.default_rng(seed).integers(0, 255, (n, 64, 96, 3), dtype=np.uint8)
+    idx = np.linspace(0, 39, n).round().astype(np.int64)
+    return MediaView(frames, idx, 8.0, 40, f"v{seed}:f{n}", "pyav")
+
+
+def test_option_probabilities_for_video_and_text(backend) -> None:
+    be, loop, info = backend
+    assert info["engine_version"].startswith("vllm ")
+    fam = get_family("qwen2_5_vl")
+    reqs = [fam.build("text", ITEM, None, "letter", None, 1),
+            fam.build("f4", ITEM, _media(4), "letter", None, 1),
+            fam.build("f8", ITEM, _media(8), "letter", None, 1)]
+    assert reqs[0].video is None and reqs[1].media_uuid == "v0:f4"
+    res = loop.run_until_complete(be.generate(reqs))
+    assert [r.request_id for r in res] == ["text", "f4", "f8"]
+    for r in res:
+        assert r.ok, r.error
+        # the first token was constrained to the letters: all four came back, as a distribution
+        assert set(r.letter_logprobs) == {"A", "B", "C", "D"}
+        assert math.isclose(sum(math.exp(v) for v in r.letter_logprobs.values()), 1.0, rel_tol=1e-4)
+        assert r.text in {"A", "B", "C", "D"} and r.output_tokens == 1
+        s = score_letters(ITEM.letters, r.letter_logprobs)
+        assert s.pred == r.text  # greedy picks the argmax letter
+        assert math.isclose(s.confidence, max(s.probs))
+    # the video's tokens are in the prompt, and more frames cost more tokens
+    assert res[0].prompt_tokens < res[1].prompt_tokens < res[2].prompt_tokens
+
+
+def test_engine_is_deterministic_and_isolates_bad_requests(backend) -> None:
+    be, loop, _ = backend
+    fam = get_family("qwen2_5_vl")
+    good = fam.build("g", ITEM, _media(4, seed=1), "letter", None, 1)
+    again = fam.build("g2", ITEM, _media(4, seed=1), "letter", None, 1)
+    too_long = fam.build("long", ITEM, None, "letter", None, 1)
+    too_long.prompt = too_long.prompt.replace("Which colour?", "red green blue " * 3000)
+    res = loop.run_until_complete(be.generate([good, too_long, again]))
+    assert res[0].ok and res[2].ok
+    assert res[0].letter_logprobs == pytest.approx(res[2].letter_logprobs, abs=1e-5)
+    assert not res[1].ok and res[1].error_type and res[1].error  # an error row, not a crash
+
+
+def test_generate_mode_returns_text_and_top_letters(backend) -> None:
+    be, loop, _ = backend
+    req = get_family("qwen2_5_vl").build("gen", ITEM, _media(4), "generate", None, 4)
+    (r,) = loop.run_until_complete(be.generate([req]))
+    assert r.ok and 1 <= r.output_tokens <= 4 and r.mean_logprob is not None

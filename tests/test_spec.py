@@ -1,0 +1,70 @@
+from pathlib import Path
+
+import pytest
+
+from engine.spec import BudgetPoint, SpecError, load_spec, parse_spec
+
+from conftest import small_spec_dict
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_grids_load() -> None:
+    demo = load_spec(REPO / "grids" / "demo.toml")
+    assert [b.budget_id for b in demo.budgets_in_cost_order()] == ["text", "f4", "f8", "f16"]
+    matched = load_spec(REPO / "grids" / "matched.toml")
+    assert [b.frames for b in matched.budgets_in_cost_order()] == [0, 16, 32, 64]
+
+
+def test_unknown_field_is_named_with_its_path(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path)
+    d["models"][0]["engine"]["max_model_lenn"] = 10
+    with pytest.raises(SpecError, match=r"models\.0\.engine\.max_model_lenn: Extra inputs are not permitted"):
+        parse_spec(d, "x.toml")
+
+
+def test_wrong_type_and_missing_field(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path)
+    d["budgets"][1]["frames"] = "many"
+    del d["store"]
+    with pytest.raises(SpecError) as err:
+        parse_spec(d, "x.toml")
+    msg = str(err.value)
+    assert "x.toml: invalid sweep spec (2 error(s))" in msg
+    assert "budgets.1.frames" in msg and "store: Field required" in msg
+
+
+def test_unknown_dataset_and_bad_budget(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path)
+    d["dataset"] = {"name": "nope"}
+    with pytest.raises(SpecError, match=r"dataset"):
+        parse_spec(d)
+    d = small_spec_dict(tmp_path)
+    d["budgets"].append({"frames": 4, "max_pixels": 100, "short_side": 10})
+    with pytest.raises(SpecError, match=r"budgets\.4: Value error, set at most one of max_pixels and short_side"):
+        parse_spec(d)
+
+
+def test_duplicate_budget_ids_rejected(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path)
+    d["budgets"].append({"frames": 4})
+    with pytest.raises(SpecError, match="duplicate budgets ids: f4"):
+        parse_spec(d)
+
+
+def test_toml_syntax_error_names_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("sweep_id = \n")
+    with pytest.raises(SpecError, match=r"bad.toml: not valid TOML"):
+        load_spec(bad)
+    with pytest.raises(SpecError, match="spec file not found"):
+        load_spec(tmp_path / "missing.toml")
+
+
+def test_budget_ids_are_derived_and_stable() -> None:
+    assert BudgetPoint(frames=0).budget_id == "text"
+    assert BudgetPoint(frames=16, max_pixels=200704).budget_id == "f16-px200704"
+    assert BudgetPoint(frames=32, policy="random", seed=3).budget_id == "f32-random-seed3"
+    assert BudgetPoint(frames=8, id="custom").budget_id == "custom"
+    with pytest.raises(ValueError):
+        BudgetPoint(frames=0, short_side=224)

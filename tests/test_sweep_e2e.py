@@ -1,0 +1,144 @@
+"""A whole sweep through the CLI with the real engine; crash and resume.
+
+Each `framesweep run` is a real process with its own local Ray cluster and vLLM
+CPU engine, so killing it is a real crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import psutil
+import pytest
+
+from engine.schema import KEY_COLUMNS
+from engine.spec import parse_spec
+from engine.store import scan_results
+
+from conftest import small_spec_dict, write_toml
+
+FRAMESWEEP = [sys.executable, "-m", "engine.cli"]
+
+
+def _spec(tmp_path: Path, out: Path, n_videos: int) -> Path:
+    d = small_spec_dict(out)
+    d["dataset"]["n_videos"] = n_videos
+    parse_spec(d)  # valid before it goes to the CLI
+    return write_toml(tmp_path / "spec.toml", d)
+
+
+def _start(spec: Path) -> subprocess.Popen:
+    return subprocess.Popen([*FRAMESWEEP, "run", str(spec)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True, env=os.environ.copy())
+
+
+def _shards(out: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((out / "results").glob("part-*"))}
+
+
+def _wait_for_shards(proc: subprocess.Popen, out: Path, n: int, timeout: float = 240) -> None:
+    t0 = time.monotonic()
+    while len(_shards(out)) < n:
+        assert proc.poll() is None, f"sweep ended early:\n{proc.stdout.read() if proc.stdout else ''}"
+        assert time.monotonic() - t0 < timeout, "no commit in time"
+        time.sleep(0.05)
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL the driver and everything it started (Ray, the engine): a machine-style crash."""
+    parent = psutil.Process(proc.pid)
+    victims = [parent, *parent.children(recursive=True)]
+    for p in victims:
+        try:
+            p.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+    proc.wait(timeout=30)
+    psutil.wait_procs(victims, timeout=30)
+
+
+def _keys(df: pl.DataFrame) -> list[tuple]:
+    return list(df.select(KEY_COLUMNS).iter_rows())
+
+
+def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    spec = _spec(tmp_path, out, n_videos=8)
+    expected = {("tiny", "synthetic", f"syn0-{v:04d}/{q}", b)
+                for v in range(8) for q in ("flash_count", "first_colour", "static_shape")
+                for b in ("text", "f2", "f4", "f8")}
+
+    # 1) SIGTERM: stops cleanly after committing what finished
+    proc = _start(spec)
+    _wait_for_shards(proc, out, 1)
+    proc.send_signal(signal.SIGTERM)
+    log = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130, log
+    assert "stopped early" in log
+    after_term = scan_results(out).collect()
+    assert 0 < after_term.height < len(expected)
+
+    # 2) SIGKILL mid-run: whatever was committed stays, nothing half-written is visible
+    proc = _start(spec)
+    _wait_for_shards(proc, out, len(_shards(out)) + 1)
+    _kill_tree(proc)
+    before = _shards(out)
+    committed = scan_results(out).collect()
+    assert set(_keys(committed)) < expected, "the crash must leave work undone for this test to mean anything"
+
+    # 3) rerun: finishes exactly the rest
+    proc = _start(spec)
+    log = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 0, log
+    final = scan_results(out).collect()
+    keys = _keys(final)
+    assert len(keys) == len(set(keys)), "duplicate keys"
+    assert set(keys) == expected
+    assert (final["status"] == "ok").all()
+    for name, digest in before.items():  # committed shards untouched
+        assert _shards(out)[name] == digest
+    new_rows = final.filter(~pl.col("finished_at").is_in(committed["finished_at"].implode()))
+    assert set(_keys(new_rows)).isdisjoint(_keys(committed)), "a committed row was recomputed"
+    # every row records what was sent
+    visual = final.filter(pl.col("frames") > 0)
+    assert (visual["frame_indices"].list.len() == visual["frames"]).all()
+    assert (final.filter(pl.col("frames") == 0)["frame_indices"].list.len() == 0).all()
+    assert final["option_probs"].list.len().eq(4).all() and final["prompt_tokens"].is_not_null().all()
+
+    # 4) a rerun of a finished sweep is a no-op (no engine is even started)
+    shards = _shards(out)
+    done = subprocess.run([*FRAMESWEEP, "run", str(spec)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "0 ok" in done.stdout and _shards(out) == shards
+
+    # status from another shell
+    st = subprocess.run([*FRAMESWEEP, "status", str(out)], capture_output=True, text=True, timeout=60)
+    assert st.returncode == 0 and f"{len(expected)} done, 0 failed, 0 pending" in st.stdout
+
+
+def test_each_video_decoded_once_per_sweep(tmp_path: Path) -> None:
+    """In-process sweep: every video is decoded in exactly one pass for all its budgets."""
+    import asyncio
+
+    from engine.frames.decode import DECODE_CALLS
+    from engine.scheduler import Sweep
+
+    spec = parse_spec(small_spec_dict(tmp_path / "out"))
+    before = dict(DECODE_CALLS)
+    summary = asyncio.run(Sweep(spec).run())
+    import ray
+
+    ray.shutdown()
+    assert summary.jobs_ok == 3 * 3 * 4 and summary.jobs_failed == 0
+    calls = {k: v - before.get(k, 0) for k, v in DECODE_CALLS.items() if v - before.get(k, 0)}
+    assert len(calls) == 3 and set(calls.values()) == {1}
+    df = scan_results(tmp_path / "out").collect()
+    # the union of 2, 4 and 8 uniform frames of a 32-frame clip
+    per_video = df.filter(pl.col("frames") > 0).group_by("video_id").agg(pl.col("frame_indices").list.explode().unique())
+    assert per_video["frame_indices"].list.len().to_list() == [summary.frames_decoded // 3] * 3

@@ -1,0 +1,29 @@
+"""The tiny checkpoint builder: real architecture files, single-token option letters, deterministic."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.tiny import build_tiny_checkpoint, resolve_model_path
+
+
+def test_tiny_checkpoint_is_a_real_qwen25vl(tiny_qwen25: Path) -> None:
+    from transformers import AutoProcessor, AutoTokenizer
+
+    cfg = json.loads((tiny_qwen25 / "config.json").read_text())
+    assert cfg["architectures"] == ["Qwen2_5_VLForConditionalGeneration"]
+    assert (tiny_qwen25 / "model.safetensors").stat().st_size < 20_000_000
+    tok = AutoTokenizer.from_pretrained(tiny_qwen25)
+    assert all(len(tok.encode(x, add_special_tokens=False)) == 1 for x in "ABCDEFGH")
+    assert tok.convert_tokens_to_ids("<|video_pad|>") == cfg["video_token_id"]
+    proc = AutoProcessor.from_pretrained(tiny_qwen25)
+    assert type(proc).__name__ == "Qwen2_5_VLProcessor"
+    assert resolve_model_path("tiny:qwen2_5_vl") == tiny_qwen25  # built once, then reused
+
+
+def test_same_seed_same_weights(tmp_path: Path, tiny_qwen25: Path) -> None:
+    other = build_tiny_checkpoint("qwen2_5_vl", tmp_path / "again")
+    assert (other / "model.safetensors").read_bytes() == (tiny_qwen25 / "model.safetensors").read_bytes()
+    with pytest.raises(KeyError, match="known: qwen2_5_vl"):
+        build_tiny_checkpoint("nope")

