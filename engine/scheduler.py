@@ -137,8 +137,14 @@ class Sweep:
         from engine.cluster import ensure_ray
         from engine.tiny import resolve_model_path
 
-        ensure_ray(self.spec.ray_address)
+        from engine.backends.openai_http import OpenAIHTTPBackend
+
         for m in self.spec.models:
+            if m.backend == "openai":
+                assert m.http is not None
+                self.backends[m.id] = OpenAIHTTPBackend(m.http, m.path)
+                continue
+            ensure_ray(self.spec.ray_address)
             path = await asyncio.to_thread(resolve_model_path, m.path)
             self.backends[m.id] = VLLMActorBackend(path, m.engine)
         infos = await asyncio.gather(*(b.start() for b in self.backends.values()))

@@ -18,6 +18,7 @@ __all__ = [
     "BudgetPoint",
     "DecodeSpec",
     "EngineSpec",
+    "HTTPSpec",
     "ModelSpec",
     "PromptSpec",
     "SpecError",
@@ -111,6 +112,25 @@ class EngineSpec(_Strict):
     )
 
 
+class HTTPSpec(_Strict):
+    """An OpenAI-compatible server (e.g. `vllm serve`) that answers for this model."""
+
+    base_url: str = Field(description="Server root, e.g. http://127.0.0.1:8000 (the /v1 paths are appended).")
+    served_model: str | None = Field(default=None, description="Model name on the server; null: the model path.")
+    api_key_env: str | None = Field(
+        default=None, description="Environment variable holding the API key (never logged or stored)."
+    )
+    concurrency: int = Field(default=8, ge=1, description="Requests in flight at once.")
+    timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout in seconds.")
+    max_retries: int = Field(default=3, ge=0, description="Retries on 5xx, connection errors and timeouts.")
+    backoff_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles each retry.")
+    jpeg_quality: int = Field(default=85, ge=1, le=100, description="JPEG quality of the frames sent.")
+    send_video_metadata: bool = Field(
+        default=True,
+        description="Send fps/frame indices per request (server needs --trust-request-mm-kwargs).",
+    )
+
+
 class ModelSpec(_Strict):
     """A frozen model to audit."""
 
@@ -119,11 +139,20 @@ class ModelSpec(_Strict):
     path: str = Field(
         description="Checkpoint directory, or `tiny:<family>` for the locally built tiny random checkpoint."
     )
-    backend: Literal["vllm"] = Field(default="vllm", description="Serving backend.")
+    backend: Literal["vllm", "openai"] = Field(
+        default="vllm", description="vllm: engine in a Ray actor; openai: an OpenAI-compatible server (see `http`)."
+    )
     max_frames: int | None = Field(
         default=None, gt=0, description="Frame ceiling from the context limit; budgets above it are skipped."
     )
     engine: EngineSpec = Field(default_factory=EngineSpec, description="Engine settings.")
+    http: HTTPSpec | None = Field(default=None, description="Server settings for backend = openai.")
+
+    @model_validator(mode="after")
+    def _http_needs_server(self) -> ModelSpec:
+        if self.backend == "openai" and self.http is None:
+            raise ValueError("backend = 'openai' needs an [models.http] table with base_url")
+        return self
 
 
 

@@ -12,7 +12,9 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-__all__ = ["Backend", "EngineRequest", "EngineResult"]
+__all__ = ["VIDEO_URL_SLOT", "Backend", "EngineRequest", "EngineResult"]
+
+VIDEO_URL_SLOT = "<framesweep:video>"
 
 
 @dataclass
@@ -29,6 +31,12 @@ class EngineRequest:
     mode: Literal["letter", "generate"] = "letter"
     max_tokens: int = 16
     mm_processor_kwargs: dict[str, Any] | None = None
+    messages: list[dict[str, Any]] | None = None
+    """The same prompt as OpenAI chat messages; a video part's url is `VIDEO_URL_SLOT`, filled by the HTTP backend."""
+    video_key: str | None = None
+    """Identity of the video the frames come from (frame encodings are cached per video, index and size)."""
+    jpeg_frames: list[bytes] | None = None
+    """Already-encoded JPEG frames (the cached pipeline's), sent as they are instead of re-encoding `video`."""
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from engine.backends.base import EngineRequest
+from engine.backends.base import VIDEO_URL_SLOT, EngineRequest
 from engine.items import Item
 
 __all__ = ["FAMILIES", "MediaView", "PromptFamily", "get_family", "prompt_hash"]
@@ -30,6 +30,7 @@ class MediaView:
     total_frames: int
     uuid: str
     backend: str
+    jpeg_frames: list[bytes] | None = None
 
     @property
     def duration(self) -> float:
@@ -84,7 +85,8 @@ class Qwen25VL:
     """Qwen2.5-VL: ChatML with `<|vision_start|><|video_pad|><|vision_end|>` before the question.
 
     Frames are sampled by framesweep, so the processor gets the video metadata
-    (`do_sample_frames=False`) and the real sampling fps for its time positions.
+    (`do_sample_frames=False`, the real fps and frame indices), from which it derives
+    the real sampling fps for its time positions.
     """
 
     name = "qwen2_5_vl"
@@ -94,10 +96,15 @@ class Qwen25VL:
               max_tokens: int) -> EngineRequest:
         sys_msg = system if system is not None else self.default_system
         vision = "<|vision_start|><|video_pad|><|vision_end|>" if media is not None else ""
+        text = question_text(item)
         prompt = (
             f"<|im_start|>system\n{sys_msg}<|im_end|>\n<|im_start|>user\n{vision}"
-            f"{question_text(item)}<|im_end|>\n<|im_start|>assistant\n"
+            f"{text}<|im_end|>\n<|im_start|>assistant\n"
         )
+        user: Any = text
+        if media is not None:
+            user = [{"type": "video_url", "video_url": {"url": VIDEO_URL_SLOT}}, {"type": "text", "text": text}]
+        messages = [{"role": "system", "content": sys_msg}, {"role": "user", "content": user}]
         meta: dict[str, Any] | None = None
         kwargs: dict[str, Any] | None = None
         if media is not None:
@@ -109,7 +116,6 @@ class Qwen25VL:
                 "video_backend": media.backend,
                 "do_sample_frames": False,
             }
-            kwargs = {"fps": media.sampling_fps}
         return EngineRequest(
             request_id=request_id,
             prompt=prompt,
@@ -120,4 +126,7 @@ class Qwen25VL:
             mode="letter" if (mode == "letter" and item.kind == "mcq") else "generate",
             max_tokens=max_tokens,
             mm_processor_kwargs=kwargs,
+            messages=messages,
+            video_key=item.video_id if media is not None else None,
+            jpeg_frames=media.jpeg_frames if media is not None else None,
         )

@@ -1,0 +1,217 @@
+"""The HTTP backend: any OpenAI-compatible chat server (e.g. `vllm serve`), with httpx.
+
+Frames travel as one `video_url` data URL of comma-separated base64 JPEG frames
+(what vLLM's server accepts); each frame is encoded once per (video, index, size)
+and reused across budgets and questions. MCQ letters are scored like the
+in-process engine: the first token is constrained with `allowed_token_ids` and
+the letters' logprobs are read from `top_logprobs` (start vLLM's server with
+`--logprobs-mode processed_logprobs` to get the renormalised distribution).
+
+Bounded concurrency; retries with exponential backoff on 5xx, connection errors
+and timeouts; then the request becomes an error result (an error row). The API
+key is read from an environment variable and never logged or returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import numpy as np
+from PIL import Image
+
+from engine.backends.base import VIDEO_URL_SLOT, EngineRequest, EngineResult
+from engine.spec import HTTPSpec
+
+__all__ = ["FrameEncoder", "OpenAIHTTPBackend"]
+
+log = logging.getLogger(__name__)
+
+_RETRYABLE = (httpx.TimeoutException, httpx.TransportError)
+
+
+class FrameEncoder:
+    """JPEG-encodes frames once per (video, frame index, size), bounded by bytes (LRU)."""
+
+    def __init__(self, quality: int = 85, max_bytes: int = 256 * 1024 * 1024) -> None:
+        self.quality = quality
+        self.max_bytes = max_bytes
+        self._cache: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self._bytes = 0
+        self.encoded = 0
+
+    def b64(self, key: tuple[Any, ...], frame: np.ndarray) -> str:
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        buf = io.BytesIO()
+        Image.fromarray(frame).save(buf, format="JPEG", quality=self.quality)
+        out = base64.b64encode(buf.getvalue()).decode("ascii")
+        self.encoded += 1
+        self._cache[key] = out
+        self._bytes += len(out)
+        while self._bytes > self.max_bytes and self._cache:
+            _, old = self._cache.popitem(last=False)
+            self._bytes -= len(old)
+        return out
+
+    def data_url(self, r: EngineRequest) -> str:
+        if r.jpeg_frames is not None:
+            parts = [base64.b64encode(b).decode("ascii") for b in r.jpeg_frames]
+        else:
+            assert r.video is not None
+            indices = (r.video_meta or {}).get("frames_indices") or list(range(len(r.video)))
+            shape = r.video.shape[1:3]
+            parts = [self.b64((r.video_key, int(i), shape), f) for i, f in zip(indices, r.video)]
+        return "data:video/jpeg;base64," + ",".join(parts)
+
+
+class OpenAIHTTPBackend:
+    """`Backend` over an OpenAI-compatible `/v1/chat/completions` endpoint."""
+
+    name = "openai"
+
+    def __init__(self, http: HTTPSpec, model: str, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.http = http
+        self.model = http.served_model or model
+        self.encoder = FrameEncoder(http.jpeg_quality)
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._sem = asyncio.Semaphore(http.concurrency)
+        self._letter_ids: dict[str, int] = {}
+        self.info: dict[str, Any] = {}
+
+    def _headers(self) -> dict[str, str]:
+        if self.http.api_key_env:
+            key = os.environ.get(self.http.api_key_env)
+            if not key:
+                raise RuntimeError(f"environment variable {self.http.api_key_env} (the API key) is not set")
+            return {"Authorization": f"Bearer {key}"}
+        return {}
+
+    async def start(self) -> dict[str, Any]:
+        self._client = httpx.AsyncClient(base_url=self.http.base_url.rstrip("/"), headers=self._headers(),
+                                         timeout=self.http.timeout_s, transport=self._transport)
+        version = "unknown"
+        try:
+            resp = await self._client.get("/version")
+            if resp.status_code == 200:
+                version = f"vllm {resp.json().get('version', '?')}"
+        except httpx.HTTPError:
+            pass
+        self.info = {"engine_version": f"openai-http ({version})", "worker": self.http.base_url}
+        return self.info
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _letter_token_id(self, letter: str) -> int:
+        if letter not in self._letter_ids:
+            body = {"model": self.model, "prompt": letter, "add_special_tokens": False}
+            data = await self._post("/tokenize", body)
+            tokens = data.get("tokens") or []
+            if len(tokens) != 1:
+                raise ValueError(f"option letter {letter!r} is not a single token on the server ({tokens})")
+            self._letter_ids[letter] = int(tokens[0])
+        return self._letter_ids[letter]
+
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST with retries on 5xx / connection errors / timeouts; 4xx fails at once."""
+        assert self._client is not None, "backend not started"
+        delay = self.http.backoff_s
+        for attempt in range(self.http.max_retries + 1):
+            try:
+                resp = await self._client.post(path, json=body)
+                if resp.status_code < 500:
+                    resp.raise_for_status()
+                    return resp.json()
+                err: Exception = httpx.HTTPStatusError(
+                    f"server error {resp.status_code}: {resp.text[:300]}", request=resp.request, response=resp)
+            except _RETRYABLE as e:
+                err = e
+            except httpx.HTTPStatusError as e:
+                raise httpx.HTTPStatusError(f"{e.response.status_code}: {e.response.text[:500]}",
+                                            request=e.request, response=e.response) from None
+            if attempt == self.http.max_retries:
+                raise err
+            log.info("%s %s failed (%s); retry %d in %.2fs", path, self.model, type(err).__name__, attempt + 1, delay)
+            await asyncio.sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable")
+
+    async def _body(self, r: EngineRequest) -> dict[str, Any]:
+        messages = self._messages(r)
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0.0, "logprobs": True}
+        if r.mode == "letter":
+            body.update(max_tokens=1, top_logprobs=len(r.letters),
+                        allowed_token_ids=[await self._letter_token_id(x) for x in r.letters])
+        else:
+            body.update(max_tokens=r.max_tokens, top_logprobs=20)
+        if r.video is not None and self.http.send_video_metadata and r.video_meta:
+            meta = r.video_meta
+            body["media_io_kwargs"] = {"video": {
+                "fps": meta["fps"], "frames_indices": meta["frames_indices"],
+                "total_num_frames": meta["total_num_frames"], "duration": meta["duration"],
+            }}
+        return body
+
+    def _messages(self, r: EngineRequest) -> list[dict[str, Any]]:
+        if r.messages is None:
+            raise ValueError("this model family builds no chat messages; the HTTP backend needs them")
+        if r.video is None and r.jpeg_frames is None:
+            return r.messages
+        url = self.encoder.data_url(r)
+        out = []
+        for m in r.messages:
+            content = m["content"]
+            if isinstance(content, list):
+                content = [{"type": "video_url", "video_url": {"url": url}}
+                           if p.get("type") == "video_url" and p["video_url"]["url"] == VIDEO_URL_SLOT else p
+                           for p in content]
+            out.append({**m, "content": content})
+        return out
+
+    async def _one(self, r: EngineRequest) -> EngineResult:
+        async with self._sem:
+            t0 = time.perf_counter()
+            try:
+                data = await self._post("/v1/chat/completions", await self._body(r))
+            except Exception as err:  # noqa: BLE001 - errors are data
+                return EngineResult(r.request_id, error_type=type(err).__name__, error=str(err)[:2000] or repr(err),
+                                    worker=self.http.base_url, engine_version=self.info.get("engine_version"))
+            return self._result(r, data, time.perf_counter() - t0)
+
+    def _result(self, r: EngineRequest, data: dict[str, Any], engine_s: float) -> EngineResult:
+        choice = data["choices"][0]
+        content = (choice.get("logprobs") or {}).get("content") or []
+        letters = set(r.letters)
+        first = {t["token"]: t["logprob"] for t in (content[0].get("top_logprobs") or [])} if content else {}
+        letter_lp = {tok: float(lp) for tok, lp in first.items() if tok in letters and lp is not None
+                     and np.isfinite(lp)}
+        lps = [c["logprob"] for c in content if c.get("logprob") is not None]
+        usage = data.get("usage") or {}
+        return EngineResult(
+            request_id=r.request_id,
+            text=choice["message"].get("content") or "",
+            letter_logprobs=letter_lp,
+            prompt_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+            mean_logprob=float(np.mean(lps)) if lps else None,
+            engine_s=engine_s,
+            worker=self.http.base_url,
+            engine_version=self.info.get("engine_version"),
+        )
+
+    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        return list(await asyncio.gather(*(self._one(r) for r in requests)))

@@ -1,0 +1,148 @@
+"""The HTTP backend against a real `vllm` OpenAI-compatible server on loopback,
+compared row for row with the in-process engine on the same frames."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from PIL import Image
+
+from engine.backends.openai_http import OpenAIHTTPBackend
+from engine.backends.prompts import MediaView, get_family
+from engine.backends.vllm_actor import VLLMActorBackend
+from engine.items import Item
+from engine.spec import EngineSpec, HTTPSpec
+
+ITEMS = [Item(dataset="t", dataset_version="1", item_id=f"q{i}", video_id="v1", video_path=None,
+              question=q, options=("red", "green", "blue", "yellow"), answer="B")
+         for i, q in enumerate(["Which colour comes first?", "Which colour is last?"])]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tiny_qwen25: Path):
+    """`vllm`'s OpenAI server, configured to keep every frame and to take per-request video metadata."""
+    port = _free_port()
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_qwen25),
+           "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "4096", "--dtype", "float32",
+           "--enforce-eager", "--seed", "0", "--logprobs-mode", "processed_logprobs",
+           "--media-io-kwargs", '{"video": {"num_frames": -1}}', "--trust-request-mm-kwargs",
+           "--limit-mm-per-prompt", '{"video": 1, "image": 1}']
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    log = open(Path(os.environ["FRAMESWEEP_CACHE"]) / f"server-{port}.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while True:
+        assert proc.poll() is None, "vllm server exited; see " + log.name
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "vllm server did not start"
+        time.sleep(1)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+def _jpeg_frames(n: int) -> tuple[np.ndarray, list[bytes]]:
+    """Frames as the cached pipeline has them: JPEG bytes and their decoded pixels."""
+    rng = np.random.default_rng(7)
+    raw = rng.integers(0, 255, (n, 84, 112, 3), dtype=np.uint8)
+    blobs = []
+    for f in raw:
+        buf = io.BytesIO()
+        Image.fromarray(f).save(buf, format="JPEG", quality=90)
+        blobs.append(buf.getvalue())
+    decoded = np.stack([np.asarray(Image.open(io.BytesIO(b)).convert("RGB")) for b in blobs])
+    return decoded, blobs
+
+
+def _requests() -> list:
+    fam = get_family("qwen2_5_vl")
+    out = []
+    for n in (0, 4, 8):
+        media = None
+        if n:
+            frames, blobs = _jpeg_frames(n)
+            idx = np.linspace(0, 79, n).round().astype(np.int64)
+            media = MediaView(frames, idx, 10.0, 80, f"v1:f{n}", "pyav", jpeg_frames=blobs)
+        for item in ITEMS:
+            out.append(fam.build(f"{item.item_id}/{n}", item, media, "letter", None, 1))
+    return out
+
+
+def test_http_and_engine_paths_agree(server: str, tiny_qwen25: Path) -> None:
+    import ray
+
+    from engine.cluster import ensure_ray
+
+    async def both():
+        http = OpenAIHTTPBackend(HTTPSpec(base_url=server), str(tiny_qwen25))
+        await http.start()
+        ensure_ray(num_cpus=2, object_store_mb=512)
+        actor = VLLMActorBackend(tiny_qwen25, EngineSpec(max_model_len=4096, dtype="float32"))
+        await actor.start()
+        try:
+            return await http.generate(_requests()), await actor.generate(_requests())
+        finally:
+            await http.close()
+            await actor.close()
+
+    try:
+        via_http, via_engine = asyncio.run(both())
+    finally:
+        ray.shutdown()
+    assert len(via_http) == len(via_engine) == 6
+    for h, e in zip(via_http, via_engine):
+        assert h.ok and e.ok, (h.error, e.error)
+        assert h.prompt_tokens == e.prompt_tokens, h.request_id
+        assert set(h.letter_logprobs) == set(e.letter_logprobs) == {"A", "B", "C", "D"}
+        for letter in "ABCD":
+            assert math.isclose(h.letter_logprobs[letter], e.letter_logprobs[letter], abs_tol=2e-4), h.request_id
+    tokens = [h.prompt_tokens for h in via_http]
+    assert tokens[0] < tokens[2] < tokens[4] and tokens[1] < tokens[3] < tokens[5]  # more frames, more tokens
+
+
+def test_frames_are_encoded_once_per_video_index_and_size(server: str, tiny_qwen25: Path) -> None:
+    fam = get_family("qwen2_5_vl")
+    frames = np.random.default_rng(1).integers(0, 255, (8, 64, 96, 3), dtype=np.uint8)
+    idx = np.arange(0, 80, 10)
+    reqs = []
+    for n, sel in ((4, slice(0, 8, 2)), (8, slice(None))):  # the 4-frame budget is a subset of the 8
+        media = MediaView(frames[sel], idx[sel], 10.0, 80, f"v9:f{n}", "pyav")
+        reqs += [fam.build(f"{it.item_id}/{n}", it, media, "letter", None, 1) for it in ITEMS]
+
+    async def go():
+        be = OpenAIHTTPBackend(HTTPSpec(base_url=server), str(tiny_qwen25))
+        await be.start()
+        try:
+            return await be.generate(reqs), be.encoder.encoded
+        finally:
+            await be.close()
+
+    res, encoded = asyncio.run(go())
+    assert all(r.ok for r in res)
+    assert encoded == 8  # 2 budgets x 2 questions, 4 + 8 frames requested, 8 distinct frames
