@@ -7,7 +7,7 @@ Add a new adapter's spec class here and to the `DatasetSpec` union.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -54,6 +54,18 @@ class SyntheticDatasetSpec(StrictModel):
 
 
 _VIDEO_EXTS = [".mp4", ".MP4", ".mkv", ".webm"]
+Duration = Literal["short", "medium", "long"]
+MLVUTask = Literal["1_plotQA", "2_needle", "3_ego", "4_count", "5_order", "6_anomaly_reco", "7_topic_reasoning",
+                   "8_sub_scene", "9_summary"]
+MVBenchTask = Literal["action_sequence", "action_prediction", "action_antonym", "fine_grained_action",
+                      "unexpected_action", "object_existence", "object_interaction", "object_shuffle",
+                      "moving_direction", "action_localization", "scene_transition", "action_count", "moving_count",
+                      "moving_attribute", "state_change", "fine_grained_pose", "character_order",
+                      "egocentric_navigation", "episodic_reasoning", "counterfactual_inference"]
+TempCompassConfig = Literal["multi-choice", "yes_no", "caption_matching"]
+POPECategory = Literal["adversarial", "popular", "random"]
+MLVU_TASKS = get_args(MLVUTask)
+MVBENCH_TASKS = get_args(MVBenchTask)
 
 
 class _FileDatasetSpec(StrictModel):
@@ -77,14 +89,15 @@ class VideoMMESpec(_FileDatasetSpec):
         default_factory=lambda: list(_VIDEO_EXTS), min_length=1,
         description="Extensions tried in order for each videoID; the first that exists is used.",
     )
-    durations: list[Literal["short", "medium", "long"]] = Field(
-        default_factory=lambda: ["short", "medium", "long"], min_length=1, description="Duration groups to keep."
+    durations: list[Duration] = Field(
+        default_factory=lambda: list(get_args(Duration)), min_length=1, description="Duration groups to keep."
     )
     subtitles: bool = Field(
         default=False, description="Put the video's subtitles in the prompt (the official 'w/ subs' setting)."
     )
     subtitle_root: Path | None = Field(
-        default=None, description="Folder holding `<videoID>.srt` (the unzipped `subtitle/` folder); needed with subtitles."
+        default=None,
+        description="Folder holding `<videoID>.srt` (the unzipped `subtitle/` folder); needed with subtitles.",
     )
     extraction: Literal["official", "strict"] = Field(
         default="official",
@@ -111,17 +124,13 @@ class VideoMMEv2Spec(_FileDatasetSpec):
     )
 
 
-MLVU_TASKS = ("1_plotQA", "2_needle", "3_ego", "4_count", "5_order", "6_anomaly_reco", "7_topic_reasoning",
-              "8_sub_scene", "9_summary")
-
-
 class MLVUSpec(_FileDatasetSpec):
     """MLVU dev: MLVU/json/<task>.json with videos in MLVU/video/<task>/."""
 
     name: Literal["mlvu"] = Field(description="Adapter name.")
     annotation_dir: Path = Field(description="The MLVU/json folder (one JSON list per task).")
     media_root: Path = Field(description="The MLVU/video folder (one sub-folder per task, named like its JSON).")
-    tasks: list[Literal[MLVU_TASKS]] = Field(  # type: ignore[valid-type]
+    tasks: list[MLVUTask] = Field(
         default_factory=lambda: list(MLVU_TASKS), min_length=1,
         description="Task files to read: the seven multiple-choice tasks and the two generation tasks.",
     )
@@ -149,20 +158,13 @@ class AVSDSpec(_FileDatasetSpec):
     use_caption: bool = Field(default=False, description="Put the video's caption before the dialog history.")
 
 
-MVBENCH_TASKS = ("action_sequence", "action_prediction", "action_antonym", "fine_grained_action",
-                 "unexpected_action", "object_existence", "object_interaction", "object_shuffle",
-                 "moving_direction", "action_localization", "scene_transition", "action_count", "moving_count",
-                 "moving_attribute", "state_change", "fine_grained_pose", "character_order",
-                 "egocentric_navigation", "episodic_reasoning", "counterfactual_inference")
-
-
 class MVBenchSpec(_FileDatasetSpec):
     """MVBench (OpenGVLab/MVBench): json/<task>.json, videos under video/<source folder>/."""
 
     name: Literal["mvbench"] = Field(description="Adapter name.")
     annotation_dir: Path = Field(description="The MVBench json/ folder.")
     media_root: Path = Field(description="The MVBench video/ folder (star/, clevrer/, ssv2_video/, ...).")
-    tasks: list[Literal[MVBENCH_TASKS]] = Field(  # type: ignore[valid-type]
+    tasks: list[MVBenchTask] = Field(
         default_factory=lambda: list(MVBENCH_TASKS), min_length=1, description="Task files to read."
     )
 
@@ -173,8 +175,8 @@ class TempCompassSpec(_FileDatasetSpec):
     name: Literal["tempcompass"] = Field(description="Adapter name.")
     annotation_root: Path = Field(description="Folder holding the config folders (multi-choice/, yes_no/, ...).")
     media_root: Path = Field(description="Folder holding `<video_id>.mp4` (the unzipped videos).")
-    configs: list[Literal["multi-choice", "yes_no", "caption_matching"]] = Field(
-        default_factory=lambda: ["multi-choice", "yes_no", "caption_matching"], min_length=1,
+    configs: list[TempCompassConfig] = Field(
+        default_factory=lambda: list(get_args(TempCompassConfig)), min_length=1,
         description="Configs to read (captioning needs an LLM judge and is not offered).",
     )
 
@@ -202,8 +204,8 @@ class POPESpec(_ImageTableSpec):
     """POPE (lmms-lab/POPE): question_id, question, answer (yes/no), image, category."""
 
     name: Literal["pope"] = Field(description="Adapter name.")
-    categories: list[Literal["adversarial", "popular", "random"]] = Field(
-        default_factory=lambda: ["adversarial", "popular", "random"], min_length=1, description="Splits to keep."
+    categories: list[POPECategory] = Field(
+        default_factory=lambda: list(get_args(POPECategory)), min_length=1, description="Splits to keep."
     )
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from engine.spec import BudgetPoint
 
-__all__ = ["Item", "Job", "JobKey", "TaskKind", "option_letters"]
+__all__ = ["Item", "Job", "JobKey", "MediaKind", "TaskKind", "option_letters"]
 
 TaskKind = Literal["mcq", "open", "yesno", "dialog"]
+MediaKind = Literal["video", "image", "frames", "none"]
 
 
 def option_letters(n: int) -> list[str]:
@@ -37,6 +38,21 @@ class Item:
     duration: str | None = None
     prompt: str | None = field(default=None, compare=False)
     """The benchmark's official prompt text (question + options); built by the adapter."""
+    media_kind: MediaKind = "video"
+    """What `video_path` points at: a video file, one image (an item with one frame), a folder of
+    frame images (MVBench's episodic reasoning), or nothing."""
+    subtitle_path: Path | None = None
+    """Subtitle file (.srt) when the spec asks for subtitles; the prompt then depends on the frames sent."""
+    group_id: str | None = None
+    """Items scored together (Video-MME v2 groups of 4, the two MME questions of one image)."""
+    system_prompt: str | None = field(default=None, compare=False)
+    """The benchmark's official system message, if it has one (null: the model family's default)."""
+    response_prefix: str | None = field(default=None, compare=False)
+    """Text the official evaluation puts at the start of the assistant turn (e.g. MLVU's "Best Option: (")."""
+    clip: tuple[float, float] | None = None
+    """(start, end) seconds of the video the question is about (MVBench tasks with bounds); null: all of it."""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Benchmark-specific fields (sub-category, scoring points, group structure, ...), JSON-serialisable."""
 
     @property
     def letters(self) -> list[str]:

@@ -1,0 +1,97 @@
+"""What every file-backed adapter shares: load all rows, report problems, yield, score one answer."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from engine.datasets.errors import Problem, Problems
+from engine.items import Item
+from engine.scoring import token_f1
+
+__all__ = ["BaseAdapter", "ItemScore", "Occurrences"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ItemScore:
+    """One response scored by the benchmark's rule."""
+
+    pred: str | None
+    """The extracted answer (a letter, yes/no, or the stripped text); None when nothing was found."""
+    correct: bool | None
+    """Right or wrong for mcq / yesno; None for open and dialog items."""
+    score: float
+    """1.0 / 0.0 for mcq / yesno; token-F1 (max over references) for open and dialog items."""
+
+
+class BaseAdapter:
+    """Base of the benchmark adapters: subclasses set `name`, `version` and implement `_load`.
+
+    `items()` reads every annotation row first, so all problems are reported at once
+    (see `engine.datasets.errors` for the policy), then yields the items in file order.
+    `extract` and `score` apply the benchmark's official answer rule to one response.
+    """
+
+    name: str
+    version: str
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+        self.problems: list[Problem] = []
+        """Rows skipped by the last `items()` call (``strict = false``)."""
+
+    def _load(self, problems: Problems) -> list[Item]:
+        raise NotImplementedError
+
+    def _source(self) -> str:
+        """The annotation path problems of the whole set are reported against."""
+        for attr in ("annotations", "annotation_dir", "annotation_root"):
+            if hasattr(self.spec, attr):
+                return str(getattr(self.spec, attr))
+        return self.name
+
+    def load(self) -> list[Item]:
+        """Every valid item; raise `DatasetError` listing all problems (strict, or any fatal one)."""
+        problems = Problems(self.name)
+        items = self._load(problems)
+        counts = Counter(it.item_id for it in items)
+        for item_id in sorted(k for k, n in counts.items() if n > 1):
+            problems.add(self._source(), None, f"item id appears {counts[item_id]} times", item_id=item_id)
+        items = [it for it in items if counts[it.item_id] == 1]
+        self.problems = problems.finish(self.spec.strict)
+        return items[: self.spec.limit] if self.spec.limit else items
+
+    def items(self) -> Iterator[Item]:
+        """Yield the benchmark's items (media paths resolved under the declared roots)."""
+        yield from self.load()
+
+    def extract(self, response: str, item: Item | None = None) -> str:
+        """The benchmark's official answer extraction; "" when no answer is found."""
+        return response.strip()
+
+    def score(self, item: Item, response: str) -> ItemScore:
+        """Score one response to `item` with the benchmark's rule."""
+        if item.kind in ("mcq", "yesno"):
+            pred = self.extract(response, item)
+            correct = bool(pred) and pred.lower() == (item.answer or "").lower()
+            return ItemScore(pred or None, correct, float(correct))
+        pred = self.extract(response, item)
+        refs = list(item.references) or ([item.answer] if item.answer else [])
+        return ItemScore(pred, None, token_f1(pred, refs))
+
+
+class Occurrences:
+    """Stable ids for rows sharing a key (several questions over one video): ``key#0``, ``key#1``, ..."""
+
+    def __init__(self) -> None:
+        self._seen: Counter[str] = Counter()
+
+    def next(self, key: str) -> str:
+        k = self._seen[key]
+        self._seen[key] += 1
+        return f"{key}#{k}"

@@ -1,0 +1,105 @@
+"""What adapters exist and what their spec fields are (for `framesweep datasets`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from engine.dataset_specs import DatasetSpec
+from engine.datasets import get_adapter, registered_adapters
+
+__all__ = ["AdapterInfo", "FieldInfo", "describe_adapters", "spec_classes"]
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """One field a user may write under ``[dataset]``."""
+
+    name: str
+    type: str
+    default: str
+    required: bool
+    description: str
+
+
+@dataclass(frozen=True)
+class AdapterInfo:
+    """One registered adapter: its name, version, one-line summary and spec fields."""
+
+    name: str
+    version: str
+    summary: str
+    fields: list[FieldInfo]
+
+
+def spec_classes() -> dict[str, type[BaseModel]]:
+    """Adapter name -> its spec class (the members of the `DatasetSpec` union)."""
+    union = typing.get_args(DatasetSpec)[0]
+    out = {}
+    for cls in typing.get_args(union):
+        (name,) = typing.get_args(cls.model_fields["name"].annotation)
+        out[name] = cls
+    return out
+
+
+def _type_name(tp: Any) -> str:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Literal:
+        return " | ".join(json.dumps(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join("null" if a is type(None) else _type_name(a) for a in args)
+    if origin is list:
+        return f"list[{_type_name(args[0])}]"
+    if tp is Path:
+        return "path"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _toml(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, str | Path):
+        return json.dumps(str(value))
+    return str(value)
+
+
+def _default(field: Any) -> str:
+    if field.default_factory is not None:
+        return _toml(field.default_factory())
+    if field.default is PydanticUndefined:
+        return ""
+    return _toml(field.default)
+
+
+def _version(name: str) -> str:
+    factory = get_adapter(name)
+    version = getattr(factory, "version", None) if isinstance(getattr(factory, "version", None), str) else None
+    return version or str(getattr(sys.modules.get(factory.__module__), "VERSION", "?"))
+
+
+def describe_adapters() -> list[AdapterInfo]:
+    """Every registered adapter with its spec fields (`name` first)."""
+    classes = spec_classes()
+    out = []
+    for name in registered_adapters():
+        cls = classes.get(name)
+        fields = []
+        if cls is not None:
+            for fname, f in sorted(cls.model_fields.items(), key=lambda kv: kv[0] != "name"):
+                fields.append(FieldInfo(fname, _type_name(f.annotation), _default(f), f.is_required(),
+                                        f.description or ""))
+        summary = (cls.__doc__ or "").strip().split("\n")[0] if cls is not None else ""
+        out.append(AdapterInfo(name, _version(name), summary, fields))
+    return out

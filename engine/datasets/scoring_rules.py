@@ -1,0 +1,209 @@
+"""Benchmark scores beyond one item, as pure Polars functions over result rows.
+
+`rows` is a LazyFrame with the columns of `engine.schema.RESULT_SCHEMA`; only rows
+with ``status == "ok"`` are scored (error rows are retried, not answers). Every
+result is keyed by (model_id, dataset, budget_id) plus any `by` columns. Group-based
+rules also take the item table from `group_table(items)` (group membership is a
+property of the benchmark, not of a result row).
+
+- `videomme_accuracy`: Video-MME accuracy with empty extractions excluded from the
+  denominator (official) and counted wrong.
+- `videomme_v2_group_scores` / `videomme_v2_summary`: Video-MME v2 relevance and logic
+  group scores (0-100) and their means (the "Non-Lin Score").
+- `pope_metrics`: POPE accuracy, precision, recall, F1 and yes-ratio ("yes" positive).
+- `mme_scores` / `mme_totals`: MME acc and acc+ per category (x100), score = acc + acc+,
+  and the perception / cognition totals.
+
+Rates here follow each benchmark's convention: Video-MME accuracy and POPE metrics
+are fractions in [0, 1]; MME and Video-MME v2 scores are on their official 0-100 scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import polars as pl
+
+from engine.datasets.mme import COGNITION, PERCEPTION
+from engine.items import Item
+
+__all__ = [
+    "GROUP_TABLE_SCHEMA",
+    "group_table",
+    "mme_scores",
+    "mme_totals",
+    "pope_metrics",
+    "videomme_accuracy",
+    "videomme_v2_group_scores",
+    "videomme_v2_summary",
+]
+
+KEYS = ["model_id", "dataset", "budget_id"]
+
+GROUP_TABLE_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String(),
+    "item_id": pl.String(),
+    "group_id": pl.String(),
+    "position": pl.Int64(),
+    "group_type": pl.String(),
+    "group_structure": pl.String(),
+    "level": pl.Int64(),
+}
+
+_SIXTEENTHS = {0: 0.0, 1: 100 / 16, 2: 400 / 16, 3: 900 / 16, 4: 100.0}
+_GROUP_MAPS: dict[str, dict[int, float]] = {
+    "relevance": _SIXTEENTHS,
+    "logic:[1,2,3,4]": _SIXTEENTHS,
+    "logic:[1,[2,3],4]": {0: 0.0, 1: 100 / 12, 2: 400 / 12, 3: 700 / 12, 4: 100.0},
+    "logic:[[1,2],3,4]": {0: 0.0, 1: 10.0, 2: 20.0, 3: 50.0, 4: 100.0},
+}
+
+
+def _ok(rows: pl.LazyFrame) -> pl.LazyFrame:
+    return rows.filter(pl.col("status") == "ok")
+
+
+def _int_or_none(x: object) -> int | None:
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def group_table(items: Iterable[Item]) -> pl.DataFrame:
+    """Items' group membership: dataset, item_id, group_id, position, group_type, group_structure, level."""
+    recs = [
+        {"dataset": it.dataset, "item_id": it.item_id, "group_id": it.group_id,
+         "position": _int_or_none(it.extra.get("position")), "group_type": it.extra.get("group_type"),
+         "group_structure": it.extra.get("group_structure"), "level": _int_or_none(it.extra.get("level"))}
+        for it in items
+    ]
+    return pl.DataFrame(recs, schema=GROUP_TABLE_SCHEMA)
+
+
+def videomme_accuracy(rows: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
+    """n, n_empty, n_correct, accuracy_official (empty answers left out) and accuracy_counted (empty = wrong)."""
+    keys = [*KEYS, *by]
+    empty = pl.col("pred").is_null() | (pl.col("pred").str.strip_chars() == "")
+    answered = pl.col("n") - pl.col("n_empty")
+    return (
+        _ok(rows)
+        .group_by(keys)
+        .agg(n=pl.len(), n_empty=empty.sum(), n_correct=pl.col("correct").fill_null(False).sum())
+        .with_columns(
+            accuracy_official=pl.when(answered > 0).then(pl.col("n_correct") / answered),
+            accuracy_counted=pl.col("n_correct") / pl.col("n"),
+        )
+        .sort(keys)
+    )
+
+
+def _group_map() -> pl.LazyFrame:
+    recs = [(key, k, score) for key, m in _GROUP_MAPS.items() for k, score in m.items()]
+    return pl.LazyFrame(recs, schema={"map_key": pl.String, "k": pl.Int64, "score": pl.Float64}, orient="row")
+
+
+def videomme_v2_group_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """One row per (model, dataset, budget, group): its answers right, leading run and score (0-100).
+
+    relevance: k = answers right (any order) -> {0, 100/16, 400/16, 900/16, 100}.
+    logic: k = leading run of right answers in position order (first-error truncation),
+    mapped by the group's structure. A group missing any of its 4 answers gets no score
+    (`complete` false).
+    """
+    c = pl.col("correct").fill_null(False).cast(pl.Int64)
+    per_group = (
+        _ok(rows)
+        .join(groups.lazy(), on=["dataset", "item_id"], how="inner")
+        .group_by([*KEYS, "group_id"])
+        .agg(
+            group_type=pl.col("group_type").first(),
+            group_structure=pl.col("group_structure").first(),
+            level=pl.col("level").first(),
+            n=pl.len(),
+            n_right=c.sum(),
+            run=c.sort_by("position").cum_min().sum(),
+        )
+        .with_columns(
+            complete=pl.col("n") == 4,
+            map_key=pl.when(pl.col("group_type") == "logic")
+            .then(pl.lit("logic:") + pl.col("group_structure").str.replace_all(r"\s", ""))
+            .otherwise(pl.col("group_type")),
+            k=pl.when(pl.col("group_type") == "logic").then(pl.col("run")).otherwise(pl.col("n_right")),
+        )
+    )
+    return (
+        per_group.join(_group_map(), on=["map_key", "k"], how="left")
+        .with_columns(score=pl.when(pl.col("complete")).then(pl.col("score")))
+        .drop("map_key", "k")
+        .sort([*KEYS, "group_id"])
+    )
+
+
+def videomme_v2_summary(group_scores: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
+    """Mean group score overall and per group type, over complete groups (the Non-Lin Score, 0-100)."""
+    keys = [*KEYS, *by]
+    done = group_scores.filter(pl.col("complete"))
+    return (
+        done.group_by(keys)
+        .agg(
+            n_groups=pl.len(),
+            score=pl.col("score").mean(),
+            relevance_score=pl.col("score").filter(pl.col("group_type") == "relevance").mean(),
+            logic_score=pl.col("score").filter(pl.col("group_type") == "logic").mean(),
+        )
+        .sort(keys)
+    )
+
+
+def pope_metrics(rows: pl.LazyFrame, by: Sequence[str] = ("category",)) -> pl.LazyFrame:
+    """POPE's accuracy, precision, recall, F1 and yes-ratio with "yes" as positive (fractions)."""
+    keys = [*KEYS, *by]
+    pred = pl.col("pred").str.strip_chars().str.to_lowercase()
+    said_yes, said_no = (pred == "yes").fill_null(False), (pred == "no").fill_null(False)
+    gold = pl.col("answer").str.to_lowercase() == "yes"
+    p, r = pl.col("precision"), pl.col("recall")
+    return (
+        _ok(rows)
+        .group_by(keys)
+        .agg(n=pl.len(), tp=(said_yes & gold).sum(), fp=(said_yes & ~gold).sum(),
+             tn=(said_no & ~gold).sum(), fn=(~said_yes & gold).sum())
+        .with_columns(
+            accuracy=(pl.col("tp") + pl.col("tn")) / pl.col("n"),
+            precision=pl.when(pl.col("tp") + pl.col("fp") > 0).then(pl.col("tp") / (pl.col("tp") + pl.col("fp"))),
+            recall=pl.when(pl.col("tp") + pl.col("fn") > 0).then(pl.col("tp") / (pl.col("tp") + pl.col("fn"))),
+            yes_ratio=(pl.col("tp") + pl.col("fp")) / pl.col("n"),
+        )
+        .with_columns(f1=pl.when(p + r > 0).then(2 * p * r / (p + r)).when(p + r == 0).then(0.0))
+        .sort(keys)
+    )
+
+
+def mme_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """Per category: acc (questions right) and acc+ (images with both questions right), x100; score = sum."""
+    keys = [*KEYS, "category"]
+    scored = (
+        _ok(rows)
+        .join(groups.lazy().select("dataset", "item_id", "group_id"), on=["dataset", "item_id"], how="left")
+        .with_columns(pl.col("correct").fill_null(False), pl.coalesce("group_id", "item_id").alias("group_id"))
+    )
+    acc = scored.group_by(keys).agg(n=pl.len(), acc=pl.col("correct").mean() * 100)
+    plus = (
+        scored.group_by([*keys, "group_id"]).agg(all_right=pl.col("correct").all())
+        .group_by(keys).agg(n_images=pl.len(), acc_plus=pl.col("all_right").mean() * 100)
+    )
+    return (
+        acc.join(plus, on=keys, how="left")
+        .with_columns(score=pl.col("acc") + pl.col("acc_plus"))
+        .sort(keys)
+    )
+
+
+def mme_totals(scores: pl.LazyFrame) -> pl.LazyFrame:
+    """MME's perception and cognition totals: sums of category scores (max 2000 and 800)."""
+    return (
+        scores.group_by(KEYS)
+        .agg(
+            perception=pl.col("score").filter(pl.col("category").is_in(list(PERCEPTION))).sum(),
+            cognition=pl.col("score").filter(pl.col("category").is_in(list(COGNITION))).sum(),
+            n_categories=pl.len(),
+        )
+        .sort(KEYS)
+    )

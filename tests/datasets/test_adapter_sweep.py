@@ -1,0 +1,55 @@
+"""A real-format adapter through the scheduler (fake engine): a missing video becomes error rows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from ds_fixtures import videomme_fixture
+
+from engine.backends.base import EngineRequest, EngineResult
+from engine.datasets.synthetic import write_h264
+from engine.scheduler import Sweep
+from engine.spec import parse_spec
+from engine.store import scan_results
+
+
+class AnswersB:
+    """A fake engine that always answers "B" with certainty."""
+
+    name = "fake"
+
+    async def start(self) -> dict[str, Any]:
+        return {}
+
+    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        return [EngineResult(r.request_id, text="B", letter_logprobs={"B": 0.0}) for r in requests]
+
+    async def close(self) -> None:
+        pass
+
+
+def test_missing_video_becomes_error_rows(tmp_path: Path) -> None:
+    ann, media = videomme_fixture(tmp_path, present=())
+    frames = [np.full((48, 64, 3), 40 * i, dtype=np.uint8) for i in range(6)]
+    write_h264(media / "fFjv93ACGo8.mp4", iter(frames), fps=6, width=64, height=48)
+    spec = parse_spec({
+        "sweep_id": "adapter",
+        "models": [{"id": "m", "family": "qwen2_5_vl", "path": "tiny:qwen2_5_vl"}],
+        "dataset": {"name": "videomme", "annotations": str(ann), "media_root": str(media)},
+        "budgets": [{"frames": 0}, {"frames": 2}],
+        "store": {"out_dir": str(tmp_path / "out"), "commit_interval_s": 0.5},
+    })
+    asyncio.run(Sweep(spec, backends={"m": AnswersB()}).run())
+    rows = scan_results(tmp_path / "out").collect()
+    assert rows.height == 6 * 2 and set(rows["dataset_version"]) == {"videomme-v1.fs1"}
+    missing = rows.filter(pl.col("video_id") == "aBcD1234xyz")
+    # The missing video's jobs that need frames are error rows (whether its text-only jobs run is the
+    # scheduler's choice); the present video's jobs all succeed.
+    assert set(missing.filter(pl.col("frames") > 0)["status"]) == {"error"}
+    present = rows.filter(pl.col("video_id") == "fFjv93ACGo8")
+    assert set(present["status"]) == {"ok"} and present["correct"].all()  # answers B to B questions

@@ -1,0 +1,116 @@
+"""`framesweep datasets` and `framesweep inspect` (no engine, no Ray)."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from pathlib import Path
+
+from ds_fixtures import videomme_fixture, videomme_row
+from typer.testing import CliRunner
+
+from engine.cli import app
+
+runner = CliRunner()
+
+
+def _write_spec(path: Path, dataset: str, out: Path) -> Path:
+    path.write_text(f"""
+sweep_id = "inspect-test"
+
+[[models]]
+id = "small"
+family = "qwen2_5_vl"
+path = "tiny:qwen2_5_vl"
+max_frames = 16
+
+[[models]]
+id = "big"
+family = "qwen2_5_vl"
+path = "tiny:qwen2_5_vl"
+
+[dataset]
+{dataset}
+
+[[budgets]]
+frames = 0
+
+[[budgets]]
+frames = 8
+
+[[budgets]]
+frames = 16
+
+[[budgets]]
+frames = 64
+
+[store]
+out_dir = "{out}"
+""")
+    return path
+
+
+def _output(result: object) -> str:
+    out = getattr(result, "output", "")
+    with contextlib.suppress(ValueError):  # older click: stderr not captured separately
+        out += getattr(result, "stderr", "") or ""
+    return out
+
+
+def test_datasets_lists_every_adapter_with_fields() -> None:
+    result = runner.invoke(app, ["datasets"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    for name in ("videomme", "videomme_v2", "mlvu", "avsd", "mvbench", "tempcompass", "mmstar", "pope", "mme",
+                 "synthetic"):
+        assert name in result.output
+    assert "media_root" in result.output and "videomme-v1.fs1" in result.output and "list[str]" in result.output
+    one = runner.invoke(app, ["datasets", "pope"], env={"COLUMNS": "200"})
+    assert one.exit_code == 0 and "categories" in one.output and "mlvu" not in one.output
+    assert runner.invoke(app, ["datasets", "nope"]).exit_code == 2
+
+
+def test_inspect_counts_items_media_and_jobs(tmp_path: Path) -> None:
+    ann, media = videomme_fixture(tmp_path)
+    spec = _write_spec(tmp_path / "spec.toml",
+                       f'name = "videomme"\nannotations = "{ann}"\nmedia_root = "{media}"', tmp_path / "out")
+    result = runner.invoke(app, ["inspect", str(spec)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, _output(result)
+    out = result.output
+    assert "videomme (videomme-v1.fs1): 6 items" in out
+    assert "1 found, 1 missing" in out and "aBcD1234xyz.mp4 (3 item(s): 002-1, 002-2, 002-3)" in out
+    # small: 6 items x {text, f8, f16}; big: 6 items x 4 budgets
+    assert "text f8 f16 " in out and "18" in out and "24" in out and "42" in out
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_inspect_reports_dataset_errors(tmp_path: Path) -> None:
+    ann, media = videomme_fixture(tmp_path, [videomme_row("001", "v1", 1, answer="Q")])
+    spec = _write_spec(tmp_path / "spec.toml",
+                       f'name = "videomme"\nannotations = "{ann}"\nmedia_root = "{media}"', tmp_path / "out")
+    result = runner.invoke(app, ["inspect", str(spec)])
+    assert result.exit_code == 2
+    assert "row 0: answer: expected one of the option letters, got 'Q'" in _output(result)
+    bad = _write_spec(tmp_path / "bad.toml", 'name = "videomme"\nannotations = "x"', tmp_path / "out")
+    result = runner.invoke(app, ["inspect", str(bad)])
+    assert result.exit_code == 2 and "dataset.videomme.media_root" in _output(result)
+
+
+def test_inspect_synthetic_writes_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "syn"
+    spec = _write_spec(tmp_path / "spec.toml", f'name = "synthetic"\nn_videos = 2\nroot = "{root}"', tmp_path / "o")
+    result = runner.invoke(app, ["inspect", str(spec)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, _output(result)
+    assert "6 items" in result.output and "0 found, 2 missing" in result.output
+    assert not root.exists()
+
+
+def test_inspect_starts_no_engine(tmp_path: Path) -> None:
+    ann, media = videomme_fixture(tmp_path)
+    spec = _write_spec(tmp_path / "spec.toml",
+                       f'name = "videomme"\nannotations = "{ann}"\nmedia_root = "{media}"', tmp_path / "out")
+    code = ("import sys; from typer.testing import CliRunner; from engine.cli import app; "
+            f"r = CliRunner().invoke(app, ['inspect', {str(spec)!r}]); "
+            "print(r.exit_code, sorted(m for m in ('ray', 'vllm', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert out.stdout.strip().splitlines()[-1] == "0 []", out.stderr

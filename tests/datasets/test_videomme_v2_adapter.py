@@ -1,0 +1,115 @@
+"""Video-MME v2: 8 options in one string, groups of 4, relevance and logic group scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from ds_fixtures import touch, write_parquet
+from polars.testing import assert_frame_equal
+
+from engine.dataset_specs import VideoMMEv2Spec
+from engine.datasets import build_adapter
+from engine.datasets.errors import DatasetError
+from engine.datasets.scoring_rules import group_table, videomme_v2_group_scores, videomme_v2_summary
+from engine.schema import RESULT_SCHEMA
+
+SCHEMA = {
+    "video": pl.String(), "question_id": pl.String(), "question": pl.String(), "options": pl.String(),
+    "answer": pl.String(), "group_type": pl.String(), "group_structure": pl.String(), "level": pl.Int64(),
+    "second_head": pl.String(), "third_head": pl.String(),
+}
+OPTIONS = "\n".join(f"{chr(65 + i)}. choice {i}" for i in range(8))
+
+
+def _row(video: str, q: int, gtype: str, structure: str, answer: str = "C") -> dict[str, object]:
+    return {"video": video, "question_id": f"{video}-{q}", "question": f"What happens ({q})?", "options": OPTIONS,
+            "answer": answer, "group_type": gtype, "group_structure": structure, "level": 2,
+            "second_head": "Temporal Dynamics", "third_head": "Causality"}
+
+
+def _fixture(tmp_path: Path, rows: list[dict[str, object]] | None = None) -> VideoMMEv2Spec:
+    rows = rows if rows is not None else (
+        [_row("001", q, "relevance", "[1, 2, 3, 4]") for q in (1, 2, 3, 4)]
+        + [_row("002", q, "logic", "[1, [2, 3], 4]") for q in (1, 2, 3, 4)]
+        + [_row("003", q, "logic", "[[1, 2], 3, 4]") for q in (1, 2, 3, 4)]
+    )
+    ann = write_parquet(tmp_path / "test.parquet", rows, SCHEMA)
+    touch(tmp_path / "videos" / "001.mp4")
+    return VideoMMEv2Spec(name="videomme_v2", annotations=ann, media_root=tmp_path / "videos")
+
+
+def test_items_and_prompt(tmp_path: Path) -> None:
+    items = list(build_adapter(_fixture(tmp_path)).items())
+    assert len(items) == 12
+    it = items[0]
+    assert it.item_id == "001-1" and it.group_id == "001" and it.video_path == (tmp_path / "videos/001.mp4").resolve()
+    assert it.letters == list("ABCDEFGH") and it.options[7] == "choice 7" and it.answer == "C"
+    assert it.prompt == (
+        "Select the best answer to the following multiple-choice question based on the video. "
+        "Respond with only the letter (A, B, C, D, E, F, G, or H) of the correct option.\n"
+        f"What happens (1)?\n{OPTIONS}\nThe best answer is:"
+    )
+    assert items[4].extra == {"position": 1, "group_type": "logic", "group_structure": "[1,[2,3],4]", "level": 2,
+                              "row": 4}
+    assert (it.task_type, it.category) == ("Causality", "Temporal Dynamics")
+
+
+@pytest.mark.parametrize(("response", "want"), [
+    ("G", "G"), ("Final Answer: F", "F"), ("Answer: H", "H"), ("Option: E", "E"), ("The answer is (B)", "B"),
+])
+def test_extraction_a_to_h(tmp_path: Path, response: str, want: str) -> None:
+    adapter = build_adapter(_fixture(tmp_path))
+    assert adapter.extract(response) == want
+
+
+def test_bad_groups_and_rows(tmp_path: Path) -> None:
+    rows = [_row("001", q, "relevance", "[1, 2, 3, 4]") for q in (1, 2, 3)]  # incomplete group
+    rows += [_row("002", 1, "logic", "[1, [2, 3]]"), _row("002", 2, "sideways", "[1, 2, 3, 4]"),
+             _row("002", 3, "logic", "[1, 2, 3, 4]", answer="Z")]
+    with pytest.raises(DatasetError) as err:
+        list(build_adapter(_fixture(tmp_path, rows)).items())
+    msg = str(err.value)
+    assert "group 001: expected questions at positions 1-4, got [1, 2, 3]" in msg
+    assert "row 3: group_structure: expected positions 1-4 once each" in msg
+    assert "row 4: group_type: expected relevance or logic" in msg
+    assert "row 5: answer: expected one of the option letters, got 'Z'" in msg
+
+
+def _results(correct: dict[str, list[bool]]) -> pl.LazyFrame:
+    ids = [f"{g}-{q}" for g, cs in correct.items() for q in range(1, len(cs) + 1)]
+    flags = [c for cs in correct.values() for c in cs]
+    n = len(ids)
+    data = {c: [None] * n for c in RESULT_SCHEMA}
+    data.update(model_id=["m"] * n, dataset=["videomme_v2"] * n, budget_id=["f32"] * n, status=["ok"] * n,
+                item_id=ids, correct=flags)
+    return pl.LazyFrame(data, schema=RESULT_SCHEMA)
+
+
+def test_group_scores_by_hand(tmp_path: Path) -> None:
+    groups = group_table(build_adapter(_fixture(tmp_path)).items())
+    rows = _results({
+        "001": [True, False, True, True],   # relevance: 3 right -> 900/16
+        "002": [True, True, False, True],   # logic [1,[2,3],4]: leading run 2 -> 400/12
+        "003": [False, True, True, True],   # logic [[1,2],3,4]: run 0 -> 0
+    })
+    got = videomme_v2_group_scores(rows, groups).collect()
+    assert got["group_id"].to_list() == ["001", "002", "003"]
+    assert got["n_right"].to_list() == [3, 3, 3]
+    assert got["run"].to_list() == [1, 2, 0]
+    assert got["score"].to_list() == pytest.approx([56.25, 400 / 12, 0.0])
+    summary = videomme_v2_summary(got.lazy()).collect()
+    want = pl.DataFrame({"model_id": ["m"], "dataset": ["videomme_v2"], "budget_id": ["f32"], "n_groups": [3],
+                         "score": [(56.25 + 400 / 12) / 3], "relevance_score": [56.25],
+                         "logic_score": [(400 / 12) / 2]})
+    assert_frame_equal(summary, want, check_dtypes=False)
+
+
+def test_logic_maps_and_incomplete_group(tmp_path: Path) -> None:
+    groups = group_table(build_adapter(_fixture(tmp_path)).items())
+    rows = _results({"001": [True, True, True, True], "003": [True, True, True, False], "002": [True, True]})
+    got = videomme_v2_group_scores(rows, groups).collect()
+    by_group = dict(zip(got["group_id"], got["score"], strict=True))
+    assert by_group == {"001": 100.0, "003": 50.0, "002": None}  # 002 has 2 of its 4 answers: no score
+    assert dict(zip(got["group_id"], got["complete"], strict=True)) == {"001": True, "002": False, "003": True}
