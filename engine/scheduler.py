@@ -146,7 +146,8 @@ class Sweep:
                 continue
             ensure_ray(self.spec.ray_address)
             path = await asyncio.to_thread(resolve_model_path, m.path)
-            self.backends[m.id] = VLLMActorBackend(path, m.engine)
+            family_kwargs = get_family(m.family).engine_kwargs(m.max_frames)
+            self.backends[m.id] = VLLMActorBackend(path, m.engine, family_kwargs=family_kwargs)
         infos = await asyncio.gather(*(b.start() for b in self.backends.values()))
         self.summary.engines = dict(zip(self.backends, infos))
 

@@ -164,7 +164,65 @@ def _build_qwen2_5_vl(out: Path, seed: int) -> None:
     tok.save_pretrained(out)
 
 
-BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl}
+def _build_qwen3_vl(out: Path, seed: int) -> None:
+    import torch
+    from transformers import (
+        Qwen2VLImageProcessor,
+        Qwen3VLConfig,
+        Qwen3VLForConditionalGeneration,
+        Qwen3VLProcessor,
+        Qwen3VLVideoProcessor,
+    )
+
+    tok = _qwen_tokenizer()
+    ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
+    config = Qwen3VLConfig(
+        text_config={
+            "vocab_size": len(tok),
+            "hidden_size": 128,
+            "intermediate_size": 256,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 32,
+            "max_position_embeddings": 32768,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [6, 5, 5],
+                                "mrope_interleaved": True},
+            "bos_token_id": ids["<|endoftext|>"],
+            "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<|endoftext|>"],
+        },
+        vision_config={
+            "depth": 2,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "out_hidden_size": 128,
+            "patch_size": 16,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "num_position_embeddings": 576,
+            "deepstack_visual_indexes": [1],
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    config.architectures = ["Qwen3VLForConditionalGeneration"]
+    torch.manual_seed(seed)
+    Qwen3VLForConditionalGeneration(config).to(torch.float32).eval().save_pretrained(out)
+    image_proc = Qwen2VLImageProcessor(patch_size=16, merge_size=2, min_pixels=64 * 64, max_pixels=512 * 512)
+    # A high total-pixel cap: resolution stays what framesweep sent, whatever the frame count.
+    video_proc = Qwen3VLVideoProcessor(size={"shortest_edge": 64 * 64, "longest_edge": 256 * 512 * 512},
+                                       do_sample_frames=False)
+    Qwen3VLProcessor(image_processor=image_proc, tokenizer=tok, video_processor=video_proc,
+                     chat_template=QWEN_VL_CHAT_TEMPLATE).save_pretrained(out)
+    tok.save_pretrained(out)
+
+
+BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl, "qwen3_vl": _build_qwen3_vl}
 
 
 def tiny_checkpoint_dir(family: str, seed: int = 0) -> Path:

@@ -12,9 +12,10 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-__all__ = ["VIDEO_URL_SLOT", "Backend", "EngineRequest", "EngineResult"]
+__all__ = ["IMAGE_URL_SLOT", "VIDEO_URL_SLOT", "Backend", "EngineRequest", "EngineResult"]
 
 VIDEO_URL_SLOT = "<framesweep:video>"
+IMAGE_URL_SLOT = "<framesweep:image:{}>"
 
 
 @dataclass
@@ -37,6 +38,11 @@ class EngineRequest:
     """Identity of the video the frames come from (frame encodings are cached per video, index and size)."""
     jpeg_frames: list[bytes] | None = None
     """Already-encoded JPEG frames (the cached pipeline's), sent as they are instead of re-encoding `video`."""
+    images: list[np.ndarray] | None = None
+    """Frames sent as separate images (InternVL's `Frame{i}: <image>` packing, or an image item)."""
+    image_uuids: list[str] | None = None
+    chat_extra: dict[str, Any] | None = None
+    """Extra chat-request fields (e.g. continue_final_message for a response prefix)."""
 
 
 @dataclass

@@ -28,7 +28,7 @@ import httpx
 import numpy as np
 from PIL import Image
 
-from engine.backends.base import VIDEO_URL_SLOT, EngineRequest, EngineResult
+from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT, EngineRequest, EngineResult
 from engine.spec import HTTPSpec
 
 __all__ = ["FrameEncoder", "OpenAIHTTPBackend"]
@@ -63,6 +63,11 @@ class FrameEncoder:
             _, old = self._cache.popitem(last=False)
             self._bytes -= len(old)
         return out
+
+    def image_url(self, r: EngineRequest, i: int) -> str:
+        assert r.images is not None
+        key = (r.image_uuids[i] if r.image_uuids else f"{r.request_id}:{i}", r.images[i].shape)
+        return "data:image/jpeg;base64," + self.b64(key, r.images[i])
 
     def data_url(self, r: EngineRequest) -> str:
         if r.jpeg_frames is not None:
@@ -152,12 +157,15 @@ class OpenAIHTTPBackend:
 
     async def _body(self, r: EngineRequest) -> dict[str, Any]:
         messages = self._messages(r)
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0.0, "logprobs": True}
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0.0, "logprobs": True,
+                                **(r.chat_extra or {})}
         if r.mode == "letter":
             body.update(max_tokens=1, top_logprobs=len(r.letters),
                         allowed_token_ids=[await self._letter_token_id(x) for x in r.letters])
         else:
             body.update(max_tokens=r.max_tokens, top_logprobs=20)
+        if r.mm_processor_kwargs:
+            body["mm_processor_kwargs"] = r.mm_processor_kwargs
         if r.video is not None and self.http.send_video_metadata and r.video_meta:
             meta = r.video_meta
             body["media_io_kwargs"] = {"video": {
@@ -169,18 +177,20 @@ class OpenAIHTTPBackend:
     def _messages(self, r: EngineRequest) -> list[dict[str, Any]]:
         if r.messages is None:
             raise ValueError("this model family builds no chat messages; the HTTP backend needs them")
-        if r.video is None and r.jpeg_frames is None:
+        if r.video is None and r.jpeg_frames is None and not r.images:
             return r.messages
-        url = self.encoder.data_url(r)
-        out = []
-        for m in r.messages:
-            content = m["content"]
-            if isinstance(content, list):
-                content = [{"type": "video_url", "video_url": {"url": url}}
-                           if p.get("type") == "video_url" and p["video_url"]["url"] == VIDEO_URL_SLOT else p
-                           for p in content]
-            out.append({**m, "content": content})
-        return out
+        slots = {IMAGE_URL_SLOT.format(i): i for i in range(len(r.images or []))}
+        video_url = self.encoder.data_url(r) if (r.video is not None or r.jpeg_frames is not None) else None
+
+        def fill(part: dict[str, Any]) -> dict[str, Any]:
+            if part.get("type") == "video_url" and part["video_url"]["url"] == VIDEO_URL_SLOT:
+                return {"type": "video_url", "video_url": {"url": video_url}}
+            if part.get("type") == "image_url" and part["image_url"]["url"] in slots:
+                return {"type": "image_url", "image_url": {"url": self.encoder.image_url(r, slots[part["image_url"]["url"]])}}
+            return part
+
+        return [{**m, "content": [fill(p) for p in m["content"]] if isinstance(m["content"], list) else m["content"]}
+                for m in r.messages]
 
     async def _one(self, r: EngineRequest) -> EngineResult:
         async with self._sem:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from engine.backends.base import VIDEO_URL_SLOT, EngineRequest
+from engine.backends.base import EngineRequest
 from engine.items import Item
 
 __all__ = ["FAMILIES", "MediaView", "PromptFamily", "get_family", "prompt_hash"]
@@ -48,6 +48,10 @@ class PromptFamily(Protocol):
     def build(self, request_id: str, item: Item, media: MediaView | None, mode: str, system: str | None,
               max_tokens: int) -> EngineRequest: ...
 
+    def engine_kwargs(self, max_frames: int | None) -> dict[str, Any]:
+        """vLLM engine settings this family needs (e.g. media items per prompt)."""
+        ...
+
 
 FAMILIES: dict[str, Callable[[], PromptFamily]] = {}
 
@@ -80,53 +84,27 @@ def question_text(item: Item) -> str:
     return f"{item.question}\n{opts}" if opts else item.question
 
 
-@register_family("qwen2_5_vl")
-class Qwen25VL:
-    """Qwen2.5-VL: ChatML with `<|vision_start|><|video_pad|><|vision_end|>` before the question.
+def system_message(item: Item, system: str | None, default: str) -> str:
+    """The spec's system prompt, else the benchmark's official one, else the family default."""
+    if system is not None:
+        return system
+    return item.system_prompt if item.system_prompt is not None else default
 
-    Frames are sampled by framesweep, so the processor gets the video metadata
-    (`do_sample_frames=False`, the real fps and frame indices), from which it derives
-    the real sampling fps for its time positions.
-    """
 
-    name = "qwen2_5_vl"
-    default_system = "You are a helpful assistant."
+def video_metadata(media: MediaView) -> dict[str, Any]:
+    """What Qwen-style processors need about frames framesweep sampled itself."""
+    return {
+        "fps": float(media.video_fps),
+        "duration": float(media.duration),
+        "total_num_frames": int(media.total_frames),
+        "frames_indices": [int(i) for i in media.indices],
+        "video_backend": media.backend,
+        "do_sample_frames": False,
+    }
 
-    def build(self, request_id: str, item: Item, media: MediaView | None, mode: str, system: str | None,
-              max_tokens: int) -> EngineRequest:
-        sys_msg = system if system is not None else self.default_system
-        vision = "<|vision_start|><|video_pad|><|vision_end|>" if media is not None else ""
-        text = question_text(item)
-        prompt = (
-            f"<|im_start|>system\n{sys_msg}<|im_end|>\n<|im_start|>user\n{vision}"
-            f"{text}<|im_end|>\n<|im_start|>assistant\n"
-        )
-        user: Any = text
-        if media is not None:
-            user = [{"type": "video_url", "video_url": {"url": VIDEO_URL_SLOT}}, {"type": "text", "text": text}]
-        messages = [{"role": "system", "content": sys_msg}, {"role": "user", "content": user}]
-        meta: dict[str, Any] | None = None
-        kwargs: dict[str, Any] | None = None
-        if media is not None:
-            meta = {
-                "fps": media.video_fps,
-                "duration": media.duration,
-                "total_num_frames": media.total_frames,
-                "frames_indices": [int(i) for i in media.indices],
-                "video_backend": media.backend,
-                "do_sample_frames": False,
-            }
-        return EngineRequest(
-            request_id=request_id,
-            prompt=prompt,
-            video=media.frames if media is not None else None,
-            video_meta=meta,
-            media_uuid=media.uuid if media is not None else None,
-            letters=item.letters if item.kind == "mcq" else [],
-            mode="letter" if (mode == "letter" and item.kind == "mcq") else "generate",
-            max_tokens=max_tokens,
-            mm_processor_kwargs=kwargs,
-            messages=messages,
-            video_key=item.video_id if media is not None else None,
-            jpeg_frames=media.jpeg_frames if media is not None else None,
-        )
+
+def scoring_mode(item: Item, mode: str) -> str:
+    return "letter" if (mode == "letter" and item.kind == "mcq") else "generate"
+
+
+from engine.backends import families as _families  # noqa: E402,F401  (registers the families)

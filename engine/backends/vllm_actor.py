@@ -47,7 +47,8 @@ def engine_env(engine: EngineSpec) -> dict[str, str]:
 class VLLMWorker:
     """The actor body: owns one `vllm.LLM` and answers batches of requests."""
 
-    def __init__(self, model_path: str, engine: EngineSpec, seed: int = 0) -> None:
+    def __init__(self, model_path: str, engine: EngineSpec, seed: int = 0,
+                 family_kwargs: dict[str, Any] | None = None) -> None:
         os.environ.update(engine_env(engine))
         import engine as _fs  # noqa: F401  (installs the torchvision import hook in this process)
         import vllm
@@ -63,6 +64,7 @@ class VLLMWorker:
             "seed": seed,
             "logprobs_mode": "processed_logprobs",
             "limit_mm_per_prompt": {"video": 1, "image": 1},
+            **(family_kwargs or {}),
         }
         if engine.max_num_batched_tokens is not None:
             kwargs["max_num_batched_tokens"] = engine.max_num_batched_tokens
@@ -92,9 +94,14 @@ class VLLMWorker:
     def _inputs(self, r: EngineRequest) -> dict[str, Any]:
         prompt: dict[str, Any] = {"prompt": r.prompt}
         if r.video is not None:
-            prompt["multi_modal_data"] = {"video": (r.video, r.video_meta or {})}
+            video = (r.video, r.video_meta) if r.video_meta is not None else r.video
+            prompt["multi_modal_data"] = {"video": video}
             if r.media_uuid:
                 prompt["multi_modal_uuids"] = {"video": [r.media_uuid]}
+        elif r.images:
+            prompt["multi_modal_data"] = {"image": r.images if len(r.images) > 1 else r.images[0]}
+            if r.image_uuids:
+                prompt["multi_modal_uuids"] = {"image": list(r.image_uuids)}
         if r.mm_processor_kwargs:
             prompt["mm_processor_kwargs"] = r.mm_processor_kwargs
         return prompt
@@ -162,8 +169,10 @@ class VLLMActorBackend:
 
     name = "vllm"
 
-    def __init__(self, model_path: Path | str, engine: EngineSpec, seed: int = 0, max_restarts: int = 2) -> None:
+    def __init__(self, model_path: Path | str, engine: EngineSpec, seed: int = 0, max_restarts: int = 2,
+                 family_kwargs: dict[str, Any] | None = None) -> None:
         self.model_path = str(model_path)
+        self.family_kwargs = family_kwargs
         self.engine = engine
         self.seed = seed
         self.max_restarts = max_restarts
@@ -183,7 +192,7 @@ class VLLMActorBackend:
             max_restarts=self.max_restarts,
             max_task_retries=0,
             runtime_env={"env_vars": engine_env(self.engine)},
-        ).remote(self.model_path, self.engine, self.seed)
+        ).remote(self.model_path, self.engine, self.seed, self.family_kwargs)
         self.info = await self._actor.info.remote()
         return self.info
 

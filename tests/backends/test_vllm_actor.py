@@ -19,17 +19,22 @@ ITEM = Item(dataset="t", dataset_version="1", item_id="q1", video_id="v1", video
             question="Which colour?", options=("red", "green", "blue", "yellow"), answer="B")
 
 
-@pytest.fixture(scope="module")
-def backend(tiny_qwen25: Path):
+@pytest.fixture(scope="module", params=["qwen2_5_vl", "qwen3_vl"])
+def backend(request: pytest.FixtureRequest, fs_cache: Path):
+    """One engine per family for the module (the tiny checkpoint of that family)."""
     import ray
 
     from engine.cluster import ensure_ray
+    from engine.tiny import build_tiny_checkpoint
 
     ensure_ray(num_cpus=2, object_store_mb=512)
-    be = VLLMActorBackend(tiny_qwen25, EngineSpec(max_model_len=4096, dtype="float32"))
+    family = request.param
+    fam = get_family(family)
+    be = VLLMActorBackend(build_tiny_checkpoint(family), EngineSpec(max_model_len=4096, dtype="float32"),
+                          family_kwargs=fam.engine_kwargs(None))
     loop = asyncio.new_event_loop()
     info = loop.run_until_complete(be.start())
-    yield be, loop, info
+    yield be, loop, info, fam
     loop.run_until_complete(be.close())
     loop.close()
     ray.shutdown()
@@ -42,9 +47,8 @@ def _media(n: int, seed: int = 0) -> MediaView:
 
 
 def test_option_probabilities_for_video_and_text(backend) -> None:
-    be, loop, info = backend
+    be, loop, info, fam = backend
     assert info["engine_version"].startswith("vllm ")
-    fam = get_family("qwen2_5_vl")
     reqs = [fam.build("text", ITEM, None, "letter", None, 1),
             fam.build("f4", ITEM, _media(4), "letter", None, 1),
             fam.build("f8", ITEM, _media(8), "letter", None, 1)]
@@ -65,8 +69,7 @@ def test_option_probabilities_for_video_and_text(backend) -> None:
 
 
 def test_engine_is_deterministic_and_isolates_bad_requests(backend) -> None:
-    be, loop, _ = backend
-    fam = get_family("qwen2_5_vl")
+    be, loop, _, fam = backend
     good = fam.build("g", ITEM, _media(4, seed=1), "letter", None, 1)
     again = fam.build("g2", ITEM, _media(4, seed=1), "letter", None, 1)
     too_long = fam.build("long", ITEM, None, "letter", None, 1)
@@ -78,7 +81,7 @@ def test_engine_is_deterministic_and_isolates_bad_requests(backend) -> None:
 
 
 def test_generate_mode_returns_text_and_top_letters(backend) -> None:
-    be, loop, _ = backend
-    req = get_family("qwen2_5_vl").build("gen", ITEM, _media(4), "generate", None, 4)
+    be, loop, _, fam = backend
+    req = fam.build("gen", ITEM, _media(4), "generate", None, 4)
     (r,) = loop.run_until_complete(be.generate([req]))
     assert r.ok and 1 <= r.output_tokens <= 4 and r.mean_logprob is not None
