@@ -222,7 +222,79 @@ def _build_qwen3_vl(out: Path, seed: int) -> None:
     tok.save_pretrained(out)
 
 
-BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl, "qwen3_vl": _build_qwen3_vl}
+LLAVA_CHAT_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'system' %}{{ message['content'] }} "
+    "{% elif message['role'] == 'user' %}USER: {% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for c in message['content'] %}{% if c['type'] in ['video', 'video_url'] %}<video>\n"
+    "{% elif c['type'] in ['image', 'image_url'] %}<image>\n{% elif c['type'] == 'text' %}{{ c['text'] }}"
+    "{% endif %}{% endfor %}{% endif %} {% elif message['role'] == 'assistant' %}ASSISTANT:{{ message['content'] }}"
+    "{% endif %}{% endfor %}{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+
+def _nest_clip_weights(path: Path) -> None:
+    """Store the CLIP tower under `vision_tower.vision_model.*`, the layout LLaVA checkpoints (and vLLM) use."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(path)
+    renamed = {
+        (k.replace("vision_tower.", "vision_tower.vision_model.", 1)
+         if k.startswith("vision_tower.") and not k.startswith("vision_tower.vision_model.") else k): v
+        for k, v in tensors.items()
+    }
+    save_file(renamed, path, metadata={"format": "pt"})
+
+
+def _build_llava_next_video(out: Path, seed: int) -> None:
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import (
+        LlavaNextImageProcessor,
+        LlavaNextVideoConfig,
+        LlavaNextVideoForConditionalGeneration,
+        LlavaNextVideoProcessor,
+        LlavaNextVideoVideoProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    base: Tokenizer = _train_tokenizer(2000)
+    base.add_special_tokens(["<s>", "</s>", "<unk>", "<video>", "<image>"])
+    tok = PreTrainedTokenizerFast(tokenizer_object=base, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                  pad_token="<unk>", model_max_length=4096)
+    tok.chat_template = LLAVA_CHAT_TEMPLATE
+    # vLLM needs image_size >= patch_size**2; 14 x 14 patches per frame, pooled to 7 x 7 video tokens
+    size = 196
+    config = LlavaNextVideoConfig(
+        text_config={"model_type": "llama", "vocab_size": len(tok), "hidden_size": 128, "intermediate_size": 256,
+                     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                     "max_position_embeddings": 4096, "bos_token_id": tok.bos_token_id,
+                     "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id},
+        vision_config={"model_type": "clip_vision_model", "hidden_size": 64, "intermediate_size": 128,
+                       "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": size, "patch_size": 14,
+                       "projection_dim": 64},
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+        video_token_index=tok.convert_tokens_to_ids("<video>"),
+        image_grid_pinpoints=[[size, size]],
+        image_seq_length=(size // 14) ** 2,
+        video_seq_length=(size // 28) ** 2,
+        vision_feature_layer=-1,
+    )
+    config.architectures = ["LlavaNextVideoForConditionalGeneration"]
+    torch.manual_seed(seed)
+    LlavaNextVideoForConditionalGeneration(config).to(torch.float32).eval().save_pretrained(out)
+    _nest_clip_weights(out / "model.safetensors")
+    resize = {"shortest_edge": size}
+    crop = {"height": size, "width": size}
+    LlavaNextVideoProcessor(
+        video_processor=LlavaNextVideoVideoProcessor(size=resize, crop_size=crop),
+        image_processor=LlavaNextImageProcessor(size=resize, crop_size=crop, image_grid_pinpoints=[[size, size]]),
+        tokenizer=tok, patch_size=14, vision_feature_select_strategy="default", num_additional_image_tokens=1,
+        chat_template=LLAVA_CHAT_TEMPLATE,
+    ).save_pretrained(out)
+    tok.save_pretrained(out)
+
+
+BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl, "qwen3_vl": _build_qwen3_vl, "llava_next_video": _build_llava_next_video}
 
 
 def tiny_checkpoint_dir(family: str, seed: int = 0) -> Path:

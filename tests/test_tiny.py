@@ -25,5 +25,15 @@ def test_tiny_checkpoint_is_a_real_qwen25vl(tiny_qwen25: Path) -> None:
 def test_same_seed_same_weights(tmp_path: Path, tiny_qwen25: Path) -> None:
     other = build_tiny_checkpoint("qwen2_5_vl", tmp_path / "again")
     assert (other / "model.safetensors").read_bytes() == (tiny_qwen25 / "model.safetensors").read_bytes()
-    with pytest.raises(KeyError, match="known: qwen2_5_vl"):
+    with pytest.raises(KeyError, match="known: llava_next_video, qwen2_5_vl, qwen3_vl"):
         build_tiny_checkpoint("nope")
+
+
+@pytest.mark.parametrize("family,arch", [("qwen3_vl", "Qwen3VLForConditionalGeneration"),
+                                         ("llava_next_video", "LlavaNextVideoForConditionalGeneration")])
+def test_other_families_build(family: str, arch: str) -> None:
+    from transformers import AutoProcessor
+
+    path = build_tiny_checkpoint(family)
+    assert json.loads((path / "config.json").read_text())["architectures"] == [arch]
+    assert AutoProcessor.from_pretrained(path).tokenizer.encode("B", add_special_tokens=False).__len__() == 1

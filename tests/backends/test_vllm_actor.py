@@ -19,7 +19,7 @@ ITEM = Item(dataset="t", dataset_version="1", item_id="q1", video_id="v1", video
             question="Which colour?", options=("red", "green", "blue", "yellow"), answer="B")
 
 
-@pytest.fixture(scope="module", params=["qwen2_5_vl", "qwen3_vl"])
+@pytest.fixture(scope="module", params=["qwen2_5_vl", "qwen3_vl", "llava_next_video"])
 def backend(request: pytest.FixtureRequest, fs_cache: Path):
     """One engine per family for the module (the tiny checkpoint of that family)."""
     import ray
