@@ -17,6 +17,7 @@ from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from engine.datasets.errors import DatasetError
 from engine.spec import SpecError, SweepSpec, load_spec
 from engine.store import StoreLockedError
 
@@ -60,6 +61,9 @@ def _run_spec(spec: SweepSpec) -> int:
         except StoreLockedError as err:
             err_console.print(f"[red]{err}[/red]")
             return 3
+        except DatasetError as err:
+            err_console.print(f"[red]{err}[/red]")
+            return 2
     console.print(
         f"[bold]{spec.sweep_id}[/bold]: {summary.jobs_ok} ok, {summary.jobs_failed} failed, "
         f"{summary.jobs_skipped} already committed; {summary.videos} videos, {summary.decode_calls} decode passes, "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -76,8 +78,17 @@ def error_row(spec: SweepSpec, ctx: JobContext, error_type: str, message: str, w
     return row
 
 
-def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult) -> ResultRow:
-    """Score an engine result against the item's answer."""
+Scorer = Callable[[Any, str], Any]
+"""An adapter's `score(item, response) -> ItemScore(pred, correct, score)` (the benchmark's official rule)."""
+
+
+def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scorer | None = None) -> ResultRow:
+    """Score an engine result against the item's answer.
+
+    MCQ in `letter` mode: prediction = the most probable option letter. Otherwise the
+    benchmark's own rule (`scorer`) reads the generated text; without one, Video-MME's
+    official letter extraction (MCQ), a first-word yes/no, or token-F1 (open answers).
+    """
     if not res.ok:
         return error_row(spec, ctx, res.error_type or "EngineError", res.error or "", res.worker)
     row = _base(spec, ctx)
@@ -88,10 +99,16 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult) -> ResultRow
     if item.kind == "mcq":
         ls = score_letters(item.letters, res.letter_logprobs)
         row.option_probs, row.confidence = ls.probs, ls.confidence
-        if ctx.request is not None and ctx.request.mode == "generate":
-            row.pred = extract_letter_videomme(res.text, "".join(item.letters)) or None
-        else:
+        if ctx.request is not None and ctx.request.mode == "letter":
             row.pred = ls.pred
+            row.correct = row.pred is not None and row.pred == item.answer
+            row.score = float(row.correct)
+            return row
+    if scorer is not None:
+        judged = scorer(item, res.text)
+        row.pred, row.correct, row.score = judged.pred or None, judged.correct, float(judged.score)
+    elif item.kind == "mcq":
+        row.pred = extract_letter_videomme(res.text, "".join(item.letters)) or None
         row.correct = row.pred is not None and row.pred == item.answer
         row.score = float(row.correct)
     elif item.kind == "yesno":
@@ -101,5 +118,6 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult) -> ResultRow
     else:
         row.pred = res.text.strip()
         row.score = token_f1(res.text, list(item.references) or [item.answer or ""])
-        row.confidence = float(np.exp(res.mean_logprob)) if res.mean_logprob is not None else None
+    if item.kind != "mcq" and res.mean_logprob is not None:
+        row.confidence = float(np.exp(res.mean_logprob))
     return row

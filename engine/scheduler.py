@@ -85,6 +85,7 @@ class Sweep:
         self._pool = ThreadPoolExecutor(max_workers=spec.decode.threads, thread_name_prefix="decode")
         self._models: dict[str, ModelSpec] = {m.id: m for m in spec.models}
         self._attempts: dict[tuple[str, str, str, str], int] = {}
+        self._scorer: Any = None
 
     def request_stop(self) -> None:
         """Stop after committing what is finished (SIGINT/SIGTERM)."""
@@ -93,7 +94,9 @@ class Sweep:
 
     async def run(self) -> SweepSummary:
         t0 = time.perf_counter()
-        items = list(build_adapter(self.spec.dataset).items())
+        adapter = build_adapter(self.spec.dataset)
+        self._scorer = getattr(adapter, "score", None)
+        items = list(adapter.items())
         store = ResultStore(self.spec.store.out_dir)
         try:
             done = store.done_keys()
@@ -200,19 +203,32 @@ class Sweep:
     def _attempt(self, job: Job) -> int:
         return self._attempts.get(tuple(job.key), 0) + 1  # type: ignore[arg-type]
 
-    async def _decode(self, video_jobs: list[Job]) -> tuple[DecodedVideo | None, dict[str, FramePlan]]:
-        """Plan every budget of this video and decode the union once."""
+    @staticmethod
+    def _plan(job: Job, n_frames: int, fps: float) -> FramePlan:
+        """A budget's frames of this item: the whole video, its clip, or the one frame of an image."""
+        item, b = job.item, job.budget
+        if b.is_text_only:
+            return plan_budget(b, 0, 0.0)
+        if item.media_kind == "image":
+            return FramePlan(np.zeros(1, dtype=np.int64), n_frames, False)
+        if item.clip is None:
+            return plan_budget(b, n_frames, fps)
+        first = min(max(0, int(item.clip[0] * fps)), n_frames - 1)
+        last = min(n_frames, max(first + 1, int(np.ceil(item.clip[1] * fps))))
+        sub = plan_budget(b, last - first, fps)
+        return FramePlan(sub.indices + first, n_frames, sub.repeated)
+
+    async def _decode(self, video_jobs: list[Job]) -> tuple[DecodedVideo | None, dict[tuple[str, str], FramePlan]]:
+        """Plan every job of this video and decode the union of their frames once."""
         item = video_jobs[0].item
-        budgets = {j.budget.budget_id: j.budget for j in video_jobs}
-        visual = [b for b in budgets.values() if not b.is_text_only]
-        if not visual:
-            return None, {bid: plan_budget(b, 0, 0.0) for bid, b in budgets.items()}
+        if all(j.budget.is_text_only for j in video_jobs):
+            return None, {(j.item.item_id, j.budget.budget_id): self._plan(j, 0, 0.0) for j in video_jobs}
         if item.video_path is None:
             raise DecodeError(f"item {item.item_id} has no video but the grid asks for frames")
         loop = asyncio.get_running_loop()
         decoder = get_decoder(self.spec.decode.decoder)
         info = await loop.run_in_executor(self._pool, decoder.probe, item.video_path)
-        plans = {bid: plan_budget(b, info.n_frames, info.fps) for bid, b in budgets.items()}
+        plans = {(j.item.item_id, j.budget.budget_id): self._plan(j, info.n_frames, info.fps) for j in video_jobs}
         union = union_indices(plans.values())
         decoded = await loop.run_in_executor(self._pool, decode_union, item.video_path, union, decoder.name)
         self.summary.decode_calls += 1
@@ -220,18 +236,21 @@ class Sweep:
         return decoded, plans
 
     async def _run_video(self, video_jobs: list[Job]) -> list[ResultRow]:
+        rows: list[ResultRow] = []
         try:
             decoded, plans = await self._decode(video_jobs)
         except (DecodeError, ValueError, OSError) as err:
+            # The video is unusable: its visual jobs become error rows; text-only jobs need no media.
             log.warning("%s: %s", video_jobs[0].item.video_id, err)
-            rows = [error_row(self.spec, self._ctx(j, None, None), type(err).__name__, str(err)) for j in video_jobs]
-            self._count(rows)
-            return rows
+            visual = [j for j in video_jobs if not j.budget.is_text_only]
+            rows = [error_row(self.spec, self._ctx(j, None, None), type(err).__name__, str(err)) for j in visual]
+            video_jobs = [j for j in video_jobs if j.budget.is_text_only]
+            decoded, plans = None, {(j.item.item_id, j.budget.budget_id): self._plan(j, 0, 0.0) for j in video_jobs}
         by_model: dict[str, list[JobContext]] = defaultdict(list)
         for j in video_jobs:
-            by_model[j.model_id].append(self._ctx(j, decoded, plans[j.budget.budget_id]))
+            by_model[j.model_id].append(self._ctx(j, decoded, plans[(j.item.item_id, j.budget.budget_id)]))
         results = await asyncio.gather(*(self._generate(mid, ctxs, decoded) for mid, ctxs in by_model.items()))
-        rows = [r for part in results for r in part]
+        rows += [r for part in results for r in part]
         self._count(rows)
         return rows
 
@@ -256,7 +275,12 @@ class Sweep:
         if decoded is None or not ctx.indices.size:
             return None
         frames = decoded.view(ctx.indices, (ctx.width, ctx.height))  # type: ignore[arg-type]
-        uuid = f"{ctx.job.item.video_id}:{ctx.job.budget.budget_id}"
+        item = ctx.job.item
+        uuid = f"{item.video_id}:{ctx.job.budget.budget_id}"
+        if item.media_kind == "image":
+            uuid = f"{item.video_id}:image"
+        elif item.clip is not None:
+            uuid += f"@{item.clip[0]:g}-{item.clip[1]:g}"
         return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder)
 
     async def _generate(self, model_id: str, ctxs: list[JobContext],
@@ -274,4 +298,4 @@ class Sweep:
         except Exception as err:  # noqa: BLE001 - a dead engine: these jobs become error rows, the rerun retries
             log.error("engine for %s failed: %s: %s", model_id, type(err).__name__, err)
             return [error_row(self.spec, c, type(err).__name__, str(err)) for c in ctxs]
-        return [scored_row(self.spec, c, r) for c, r in zip(ctxs, results)]
+        return [scored_row(self.spec, c, r, self._scorer) for c, r in zip(ctxs, results)]

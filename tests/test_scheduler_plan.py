@@ -1,0 +1,37 @@
+"""Per-job frame planning in the scheduler: whole video, a question's clip, an image item."""
+
+from pathlib import Path
+
+import numpy as np
+
+from engine.items import Item, Job
+from engine.scheduler import Sweep, plan_jobs
+from engine.spec import BudgetPoint, parse_spec
+
+from conftest import small_spec_dict
+
+
+def _job(frames: int, **item_kw: object) -> Job:
+    item = Item(dataset="d", dataset_version="1", item_id="i", video_id="v", video_path=Path("v.mp4"),
+                question="q", options=("a", "b"), answer="A", **item_kw)
+    return Job("m", item, BudgetPoint(frames=frames))
+
+
+def test_whole_video_clip_and_image() -> None:
+    assert Sweep._plan(_job(4), 100, 10.0).indices.tolist() == [0, 33, 66, 99]
+    # a question about seconds 2..5 of the video: frames 20..49 only
+    assert Sweep._plan(_job(4, clip=(2.0, 5.0)), 100, 10.0).indices.tolist() == [20, 30, 39, 49]
+    # an image item sends its one frame whatever the budget
+    img = Sweep._plan(_job(16, media_kind="image"), 1, 25.0)
+    assert img.indices.tolist() == [0]
+    assert Sweep._plan(_job(0), 100, 10.0).indices.size == 0
+
+
+def test_plan_jobs_skips_committed_and_over_ceiling(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path)
+    d["models"][0]["max_frames"] = 4
+    spec = parse_spec(d)
+    items = [_job(0).item]
+    jobs = plan_jobs(spec, items, done={("tiny", "d", "i", "text")})
+    assert [j.budget.budget_id for j in jobs["v"]] == ["f2", "f4"]  # f8 is above the model's ceiling
+    assert np.array_equal([j.budget.frames for j in jobs["v"]], [2, 4])
