@@ -1,1 +1,61 @@
-"""Metrics over a results dataset: pure Polars functions over LazyFrames."""
+"""Metrics over a results dataset: pure Polars functions over LazyFrames.
+
+Start from `matched` (the matched long frame of a scan) and apply any metric; or get
+everything at once with `summary_tables` + `summary_document` (the JSON of
+``framesweep metrics``). Definitions: /DESIGN.md "Metric definitions"; each module's
+docstring states its own exactly.
+"""
+
+from engine.metrics.cascade import cascade_curve, cascade_items, fixed_cost, match_fixed, pareto_front
+from engine.metrics.confusion import visual_confusion
+from engine.metrics.crossmodel import checkpoint_flows, cross_model_matched, matched_grid
+from engine.metrics.document import summary_document
+from engine.metrics.flows import all_pair_flows, pair_flows, state_flows, transitions
+from engine.metrics.generation import generation_oracle, score_regressions
+from engine.metrics.grid import budget_table, grid_summary, matched
+from engine.metrics.iso_compute import iso_compute_allocations, iso_compute_sets
+from engine.metrics.oracle import best_fixed, fixed_accuracy, oracle
+from engine.metrics.overwrite import text_overwrite
+from engine.metrics.rates import rate_intervals, rate_table
+from engine.metrics.regression import alternate_rows, sampling_recovery, terminal_regressions
+from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
+from engine.metrics.trajectories import trajectory_patterns, trajectory_table, trajectory_wide
+
+__all__ = [
+    "SummaryOptions",
+    "all_pair_flows",
+    "alternate_rows",
+    "best_fixed",
+    "budget_table",
+    "cascade_curve",
+    "cascade_items",
+    "checkpoint_flows",
+    "cross_model_matched",
+    "fixed_accuracy",
+    "fixed_cost",
+    "generation_oracle",
+    "grid_summary",
+    "iso_compute_allocations",
+    "iso_compute_sets",
+    "load_rows",
+    "match_fixed",
+    "matched",
+    "matched_grid",
+    "oracle",
+    "pair_flows",
+    "pareto_front",
+    "rate_intervals",
+    "rate_table",
+    "sampling_recovery",
+    "score_regressions",
+    "state_flows",
+    "summary_document",
+    "summary_tables",
+    "terminal_regressions",
+    "text_overwrite",
+    "trajectory_patterns",
+    "trajectory_table",
+    "trajectory_wide",
+    "transitions",
+    "visual_confusion",
+]

@@ -1,0 +1,144 @@
+"""Paired bootstrap over items, in Polars.
+
+Resampling is over *items* within each group, and every budget of a drawn item comes
+with it, so paired quantities (flows, oracle minus best fixed, ...) keep their
+pairing. Replicate r draws n items with replacement: draw j of replicate r is item
+number ``splitmix64(r * n + j + splitmix64(seed)) mod n`` (64-bit wrapping arithmetic)
+of the group's items in item-id order, so the draws depend on the seed only, not on
+the Polars version. A resampled
+frame replaces ``item_id`` by the draw number and carries the replicate in ``_rep``,
+so any metric function run with ``by=[*by, "_rep"]`` yields one value per replicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from engine.metrics.grid import GROUP
+
+__all__ = ["REP", "draw_counts", "draws", "percentile_interval", "resample", "splitmix64"]
+
+REP = "_rep"
+
+
+def _indexed(m: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
+    """Distinct items of `m` with ``_idx`` = their position in item-id order within the group."""
+    return m.select([*by, "item_id"]).unique().with_columns(
+        (pl.col("item_id").rank("dense").over(by) - 1).cast(pl.Int64).alias("_idx"))
+
+
+_MASK = (1 << 64) - 1
+
+
+def splitmix64(x: int) -> int:
+    """SplitMix64 of a 64-bit integer (the reference for `_splitmix64`)."""
+    z = (x + 0x9E3779B97F4A7C15) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def _splitmix64(x: pl.Expr) -> pl.Expr:
+    """SplitMix64 on a UInt64 expression (wrapping arithmetic, as in the reference)."""
+    def mul(e: pl.Expr, k: int) -> pl.Expr:
+        return e * pl.lit(k, dtype=pl.UInt64)
+
+    z = x + pl.lit(0x9E3779B97F4A7C15, dtype=pl.UInt64)
+    z = mul(z ^ (z // (1 << 30)), 0xBF58476D1CE4E5B9)
+    z = mul(z ^ (z // (1 << 27)), 0x94D049BB133111EB)
+    return z ^ (z // (1 << 31))
+
+
+def _picks(sizes: pl.LazyFrame, keys: list[str], n_boot: int, seed: int) -> pl.LazyFrame:
+    """(keys, _rep, _draw, _idx): n draws per replicate for each group of size ``_n``."""
+    n = pl.col("_n").cast(pl.UInt64)
+    counter = pl.col(REP).cast(pl.UInt64) * n + pl.col("_draw").cast(pl.UInt64) + pl.lit(splitmix64(seed),
+                                                                                          dtype=pl.UInt64)
+    return (
+        sizes.with_columns(pl.int_ranges(0, n_boot).alias(REP)).explode(REP)
+        .with_columns(pl.int_ranges(0, pl.col("_n")).alias("_draw")).explode("_draw")
+        .with_columns((_splitmix64(counter) % n).cast(pl.Int64).alias("_idx"))
+        .select([*keys, REP, "_draw", "_idx"])
+    )
+
+
+def draw_counts(items: pl.LazyFrame, n_boot: int, seed: int = 0, by: Sequence[str] = GROUP,
+                key: str = "_type") -> pl.LazyFrame:
+    """How many times each `key` value is drawn per replicate (the draws of `draws`, pooled).
+
+    Args:
+        items: One row per (by, item_id) with a `key` column (e.g. the item's feature type).
+        n_boot: Number of replicates.
+        seed: Hash seed (same draws as `draws` with this seed).
+        by: Group keys.
+        key: Column to count draws by.
+
+    Returns:
+        *by, _rep, `key`, _w (Float64 count).
+    """
+    by = list(by)
+    # the B x n draws are the heavy part: carry a small integer group id through them, not the keys
+    indexed = _indexed(items, by).join(items.select([*by, "item_id", key]), on=[*by, "item_id"], nulls_equal=True)
+    indexed = indexed.with_columns(pl.struct(by).rank("dense").cast(pl.Int64).alias("_gid"))
+    groups = indexed.group_by("_gid").agg(*[pl.col(c).first() for c in by], pl.len().cast(pl.Int64).alias("_n"))
+    counts = (
+        _picks(groups.select("_gid", "_n"), ["_gid"], n_boot, seed)
+        .join(indexed.select("_gid", "_idx", key), on=["_gid", "_idx"])
+        .group_by(["_gid", REP, key]).agg(pl.len().cast(pl.Float64).alias("_w"))
+    )
+    return counts.join(groups.select("_gid", *by), on="_gid").select([*by, REP, key, "_w"])
+
+
+def draws(m: pl.LazyFrame, n_boot: int, seed: int = 0, by: Sequence[str] = GROUP) -> pl.LazyFrame:
+    """The bootstrap draws of the items of `m`, per group.
+
+    Args:
+        m: Any frame with the `by` columns and item_id (e.g. the matched long frame).
+        n_boot: Number of replicates.
+        seed: Hash seed.
+        by: Group keys; items are resampled within each group.
+
+    Returns:
+        *by, _rep, _draw, item_id: one row per draw.
+    """
+    by = list(by)
+    items = _indexed(m, by)
+    picks = _picks(items.group_by(by).agg(pl.len().cast(pl.Int64).alias("_n")), by, n_boot, seed)
+    return (
+        picks.join(items, on=[*by, "_idx"], how="inner", nulls_equal=True)
+        .select([*by, REP, "_draw", "item_id"])
+        .sort([*by, REP, "_draw"])
+    )
+
+
+def resample(frame: pl.LazyFrame, picks: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
+    """`frame`'s rows repeated once per draw of their item, ``item_id`` replaced by the draw.
+
+    Args:
+        frame: Rows keyed by (*by, item_id) (several rows per item are fine).
+        picks: `draws` output for the same groups.
+        by: Group keys used for the draws.
+    """
+    return (
+        frame.join(picks, on=[*list(by), "item_id"], how="inner", nulls_equal=True)
+        .with_columns(pl.col("_draw").cast(pl.String).alias("item_id"))
+        .drop("_draw")
+    )
+
+
+def percentile_interval(replicates: pl.LazyFrame, keys: Sequence[str], value: str = "value",
+                        level: float = 0.95) -> pl.LazyFrame:
+    """Percentile interval of `value` over the replicates, per `keys` (nulls ignored).
+
+    Returns:
+        *keys, lo, hi, n_boot (replicates with a value).
+    """
+    tail = (1.0 - level) / 2.0
+    v = pl.col(value)
+    return replicates.group_by(list(keys)).agg(
+        v.quantile(tail, interpolation="linear").alias("lo"),
+        v.quantile(1.0 - tail, interpolation="linear").alias("hi"),
+        v.count().cast(pl.Int64).alias("n_boot"),
+    )

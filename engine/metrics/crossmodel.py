@@ -1,0 +1,99 @@
+"""Comparisons across models: matched grids and flows between two checkpoints.
+
+The matched grid of a dataset is the set of chain budgets every compared model has
+results for (a model whose context cannot hold 256 frames has no such budget, so the
+comparison stops below it). `cross_model_matched` restricts every model to that grid
+and to the items complete for all of them, so each model's metrics are paired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from engine.metrics.grid import GROUP, budget_table, matched
+
+__all__ = ["checkpoint_flows", "cross_model_matched", "matched_grid"]
+
+
+def matched_grid(rows: pl.LazyFrame, models: Sequence[str] | None = None) -> pl.LazyFrame:
+    """Per dataset: the compared models and the budgets (cost order) all of them support.
+
+    Args:
+        rows: One row per key.
+        models: Models to compare (default: every model with rows for the dataset).
+
+    Returns:
+        dataset, models (sorted list), grid (budget ids in cost order; may be empty).
+    """
+    table = budget_table(rows).filter(pl.col("on_chain"))
+    if models is not None:
+        table = table.filter(pl.col("model_id").is_in(list(models)))
+    present = table.group_by("dataset").agg(pl.col("model_id").unique().sort().alias("models"))
+    common = (
+        table.group_by(["dataset", "budget_id"])
+        .agg(pl.col("model_id").n_unique().alias("_nm"), pl.col("frames").first(), pl.col("pixels").max())
+        .join(present.with_columns(pl.col("models").list.len().alias("_n")), on="dataset")
+        .filter(pl.col("_nm") == pl.col("_n"))
+        .group_by("dataset")
+        .agg(pl.col("budget_id").sort_by(pl.struct("frames", "pixels", "budget_id")).alias("grid"))
+    )
+    return (
+        present.join(common, on="dataset", how="left")
+        .with_columns(pl.col("grid").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+        .sort("dataset")
+    )
+
+
+def cross_model_matched(rows: pl.LazyFrame, models: Sequence[str] | None = None) -> pl.LazyFrame:
+    """The matched long frame of every compared model on its dataset's matched grid and common items.
+
+    Args:
+        rows: One row per key.
+        models: Models to compare (default: all).
+
+    Returns:
+        The columns of `engine.metrics.grid.matched` (correctness track).
+    """
+    grids = matched_grid(rows, models).select("dataset", "models", pl.col("grid").alias("budget_id")).explode(
+        "budget_id").drop_nulls("budget_id")
+    pairs = grids.explode("models").rename({"models": "model_id"})
+    m = matched(rows.join(pairs, on=[*GROUP, "budget_id"], how="semi"))
+    n_models = grids.select("dataset", pl.col("models").list.len().alias("_n")).unique()
+    common = (
+        m.group_by(["dataset", "item_id"]).agg(pl.col("model_id").n_unique().alias("_nm"))
+        .join(n_models, on="dataset").filter(pl.col("_nm") == pl.col("_n")).select("dataset", "item_id")
+    )
+    return m.join(common, on=["dataset", "item_id"], how="semi").sort([*GROUP, "item_id", "rank"])
+
+
+def checkpoint_flows(rows: pl.LazyFrame, base: str, other: str) -> pl.LazyFrame:
+    """Rescue and harm going from model `base` to model `other` at each budget both ran.
+
+    Rescue: base wrong, other right; harm: base right, other wrong; over the items both
+    answered at that budget.
+
+    Returns:
+        dataset, budget_id, frames, rescue, harm, n, net, churn; in cost order.
+    """
+    ok = rows.filter((pl.col("status") == "ok") & pl.col("correct").is_not_null())
+
+    def side(model: str, name: str) -> pl.LazyFrame:
+        return ok.filter(pl.col("model_id") == model).select(
+            "dataset", "item_id", "budget_id", "frames", pl.col("pixels_total").fill_null(0),
+            pl.col("correct").alias(name))
+
+    g, h = pl.col("c_base"), pl.col("c_other")
+    return (
+        side(base, "c_base").join(side(other, "c_other").drop("frames", "pixels_total"),
+                                  on=["dataset", "item_id", "budget_id"])
+        .group_by(["dataset", "budget_id"])
+        .agg(pl.col("frames").first(), pl.col("pixels_total").max().alias("_px"),
+             (~g & h).sum().cast(pl.Int64).alias("rescue"), (g & ~h).sum().cast(pl.Int64).alias("harm"),
+             pl.len().cast(pl.Int64).alias("n"))
+        .with_columns(((pl.col("rescue") - pl.col("harm")) / pl.col("n")).alias("net"),
+                      ((pl.col("rescue") + pl.col("harm")) / pl.col("n")).alias("churn"))
+        .sort(["dataset", "frames", "_px", "budget_id"])
+        .select(["dataset", "budget_id", "frames", "rescue", "harm", "n", "net", "churn"])
+    )

@@ -1,0 +1,112 @@
+"""Rescue, harm, net and churn between two budgets of the matched grid.
+
+For a transition g -> h over n matched items: rescue R = #{c(g)=0, c(h)=1},
+harm H = #{c(g)=1, c(h)=0}, net = (R - H)/n, churn = (R + H)/n. `state_flows` adds the
+two stay counts, which the report's flow (Sankey) figure draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from engine.metrics.grid import GROUP
+
+__all__ = ["all_pair_flows", "pair_flows", "paired", "state_flows", "transitions"]
+
+_SIDE = ["budget_id", "rank", "c", "s", "confidence"]
+
+
+def paired(m: pl.LazyFrame, by: Sequence[str] = GROUP, *, consecutive: bool = False) -> pl.LazyFrame:
+    """Each item's outcomes at g and h side by side, for every pair g < h (or consecutive ones).
+
+    Returns:
+        *by, item_id, from, to, rank_from, rank_to, c_from, c_to, s_from, s_to,
+        confidence_from, confidence_to.
+    """
+    by = list(by)
+    keys = [*by, "item_id"]
+
+    def side(suffix: str) -> pl.LazyFrame:
+        names = {"budget_id": suffix, **{c: f"{c}_{suffix}" for c in _SIDE[1:]}}
+        return m.select([*keys, *[pl.col(c).alias(names[c]) for c in _SIDE]])
+
+    if consecutive:
+        nxt = side("to").with_columns((pl.col("rank_to") - 1).alias("rank_from"))
+        return side("from").join(nxt, on=[*keys, "rank_from"], how="inner", nulls_equal=True)
+    joined = side("from").join(side("to"), on=keys, how="inner", nulls_equal=True)
+    return joined.filter(pl.col("rank_to") > pl.col("rank_from"))
+
+
+def _flow_counts(pairs: pl.LazyFrame, by: Sequence[str]) -> pl.LazyFrame:
+    g, h = pl.col("c_from"), pl.col("c_to")
+    return (
+        pairs.group_by([*by, "from", "to"])
+        .agg(
+            pl.col("rank_from").first(), pl.col("rank_to").first(),
+            (~g & h).sum().cast(pl.Int64).alias("rescue"),
+            (g & ~h).sum().cast(pl.Int64).alias("harm"),
+            (g & h).sum().cast(pl.Int64).alias("stay_correct"),
+            (~g & ~h).sum().cast(pl.Int64).alias("stay_wrong"),
+            pl.len().cast(pl.Int64).alias("n"),
+        )
+        .with_columns(
+            ((pl.col("rescue") - pl.col("harm")) / pl.col("n")).alias("net"),
+            ((pl.col("rescue") + pl.col("harm")) / pl.col("n")).alias("churn"),
+        )
+        .sort([*by, "rank_from", "rank_to"])
+    )
+
+
+_OUT = ["from", "to", "rescue", "harm", "n", "net", "churn"]
+
+
+def transitions(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
+    """Rescue, harm, net and churn for each consecutive pair of the grid.
+
+    Returns:
+        *by, from, to, rescue, harm, n, net, churn; in grid order.
+    """
+    by = list(by)
+    return _flow_counts(paired(m, by, consecutive=True), by).select([*by, *_OUT])
+
+
+def all_pair_flows(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
+    """Rescue, harm, net and churn for every pair g < h of the grid (same columns as `transitions`)."""
+    by = list(by)
+    return _flow_counts(paired(m, by), by).select([*by, *_OUT])
+
+
+def pair_flows(m: pl.LazyFrame, pairs: Sequence[tuple[str, str]], by: Sequence[str] = GROUP) -> pl.LazyFrame:
+    """Rescue, harm, net and churn for chosen (g, h) pairs, in either cost direction.
+
+    Args:
+        m: Matched long frame.
+        pairs: (from budget id, to budget id) pairs; a pair not in a group's grid yields no row.
+        by: Group keys.
+    """
+    by = list(by)
+    wanted = pl.LazyFrame({"from": [p[0] for p in pairs], "to": [p[1] for p in pairs]},
+                          schema={"from": pl.String, "to": pl.String})
+    both = paired(m, by).join(wanted, on=["from", "to"], how="semi")
+    swapped = (
+        paired(m, by)
+        .rename({"from": "to", "to": "from", "rank_from": "rank_to", "rank_to": "rank_from",
+                 "c_from": "c_to", "c_to": "c_from", "s_from": "s_to", "s_to": "s_from",
+                 "confidence_from": "confidence_to", "confidence_to": "confidence_from"})
+        .join(wanted, on=["from", "to"], how="semi")
+    )
+    return _flow_counts(pl.concat([both, swapped], how="diagonal"), by).select([*by, *_OUT])
+
+
+def state_flows(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
+    """Item-state flows between consecutive budgets (for the flow figure).
+
+    Returns:
+        *by, from, to, stay_correct, rescue, harm, stay_wrong, n.
+    """
+    by = list(by)
+    return _flow_counts(paired(m, by, consecutive=True), by).select(
+        [*by, "from", "to", "stay_correct", "rescue", "harm", "stay_wrong", "n"]
+    )

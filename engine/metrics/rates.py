@@ -1,0 +1,170 @@
+"""Every rate of a group as one tidy table (metric, key, value), with paired bootstrap intervals.
+
+Base rates are ``sum_i num_i / sum_i den_i`` over items (`engine.metrics.features`);
+derived ones follow from them: ``best_fixed`` = max fixed accuracy, ``oracle_headroom``
+= oracle - best fixed, ``net`` = rescue - harm, ``churn`` = rescue + harm (consecutive
+transitions), ``generation_best_score`` = max mean score, ``generation_oracle_gap`` =
+oracle score - best score. All values are fractions; a rate whose denominator is 0 is null.
+
+The tidy form serves per-category splits (``by=[*GROUP, "task_type"]``) and the paired
+bootstrap with the very same definitions. The bootstrap resamples items within each
+group (each track separately). Items with identical (num, den) vectors are pooled into
+types first, so a replicate costs one weighted sum per type, not per item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from engine.metrics.bootstrap import REP, draw_counts, percentile_interval
+from engine.metrics.features import METRIC_ORDER, correct_features, score_features
+from engine.metrics.generation import DEFAULT_EPS
+from engine.metrics.grid import GROUP
+
+__all__ = ["aggregate_features", "rate_intervals", "rate_table"]
+
+_KEYS = ["metric", "key", "korder"]
+
+
+def _ratio(frame: pl.LazyFrame) -> pl.LazyFrame:
+    return frame.with_columns(pl.when(pl.col("den") > 0).then(pl.col("num") / pl.col("den")).alias("value"))
+
+
+def _derived(base: pl.LazyFrame, by: list[str]) -> list[pl.LazyFrame]:
+    # filters stay inside the aggregations: a filter on `base` would be pushed below it and
+    # duplicate the whole (bootstrap) pipeline once per derived metric
+    def of(metric: str) -> pl.Expr:
+        return pl.col("value").filter(pl.col("metric") == metric)
+
+    scalars = base.group_by(by).agg(
+        of("fixed_accuracy").max().alias("best_fixed"), of("oracle_accuracy").first().alias("_o"),
+        of("generation_mean_score").max().alias("generation_best_score"),
+        of("generation_oracle_score").first().alias("_go"),
+    ).with_columns((pl.col("_o") - pl.col("best_fixed")).alias("oracle_headroom"),
+                   (pl.col("_go") - pl.col("generation_best_score")).alias("generation_oracle_gap"))
+    names = ["best_fixed", "oracle_headroom", "generation_best_score", "generation_oracle_gap"]
+    singles = (
+        scalars.unpivot(index=by, on=names, variable_name="metric", value_name="value")
+        .filter(pl.col("value").is_not_null())
+        .with_columns(pl.lit("").alias("key"), pl.lit(0, dtype=pl.Int64).alias("korder"))
+    )
+    steps = base.group_by([*by, "key", "korder"]).agg(
+        of("rescue_rate").first().alias("_r"), of("harm_rate").first().alias("_h"),
+        (pl.col("metric") == "rescue_rate").any().alias("_step"),
+    ).filter(pl.col("_step"))
+    flows = steps.with_columns((pl.col("_r") - pl.col("_h")).alias("net"), (pl.col("_r") + pl.col("_h")).alias("churn"))
+    return [
+        singles.select([*by, *_KEYS, "value"]),
+        flows.unpivot(index=[*by, "key", "korder"], on=["net", "churn"], variable_name="metric", value_name="value")
+        .select([*by, *_KEYS, "value"]),
+    ]
+
+
+def aggregate_features(features: pl.LazyFrame, by: Sequence[str] = GROUP, *, weight: str | None = None) -> pl.LazyFrame:
+    """Rates from per-item (num, den) features, plus the derived rates.
+
+    Args:
+        features: *by, item-or-type rows with metric, key, korder, num, den.
+        by: Group keys.
+        weight: Column holding each row's multiplicity (bootstrap counts); None: 1.
+
+    Returns:
+        *by, metric, key, korder, value; in metric order, then key order.
+    """
+    by = list(by)
+    w = pl.col(weight) if weight else pl.lit(1.0)
+    base = _ratio(features.group_by([*by, *_KEYS]).agg((w * pl.col("num")).sum().alias("num"),
+                                                       (w * pl.col("den")).sum().alias("den")))
+    base = base.select([*by, *_KEYS, "value"])
+    order = pl.DataFrame({"metric": list(METRIC_ORDER), "_m": list(range(len(METRIC_ORDER)))}).lazy()
+    return (
+        pl.concat([base, *_derived(base, by)], how="vertical_relaxed")
+        .join(order, on="metric", how="left")
+        .sort([*by, "_m", "korder", "key"], nulls_last=True)
+        .drop("_m")
+    )
+
+
+def _features(m: pl.LazyFrame | None, alt: pl.LazyFrame | None, m_score: pl.LazyFrame | None,
+              by: list[str], eps: float) -> list[pl.LazyFrame]:
+    out = []
+    if m is not None:
+        out.append(correct_features(m, alt, by))
+    if m_score is not None:
+        out.append(score_features(m_score, by, eps=eps))
+    return out
+
+
+def rate_table(m: pl.LazyFrame | None, *, alt: pl.LazyFrame | None = None, m_score: pl.LazyFrame | None = None,
+               by: Sequence[str] = GROUP, eps: float = DEFAULT_EPS) -> pl.LazyFrame:
+    """All rates of each group in tidy form.
+
+    Args:
+        m: Matched long frame, correctness track (None to skip).
+        alt: `engine.metrics.regression.alternate_rows`, for sampling recovery (None to skip).
+        m_score: Matched long frame, score track (None to skip the generation rates).
+        by: Group keys.
+        eps: Score-regression tolerance.
+
+    Returns:
+        *by, metric, key ("" for single values), value.
+    """
+    by = list(by)
+    parts = [aggregate_features(f, by) for f in _features(m, alt, m_score, by, eps)]
+    if not parts:
+        return pl.LazyFrame(schema={**dict.fromkeys(by, pl.String), "metric": pl.String, "key": pl.String,
+                                    "value": pl.Float64})
+    return pl.concat(parts, how="vertical_relaxed").drop("korder")
+
+
+def _replicates(features: pl.LazyFrame, by: list[str], n_boot: int, seed: int) -> pl.LazyFrame:
+    """The rates of every bootstrap replicate (pooling items with equal features into types)."""
+    # small integer ids for groups and features: the replicate tables are long
+    ids = features.with_columns(pl.struct(by).rank("dense").cast(pl.Int64).alias("_g"),
+                                pl.struct(_KEYS).rank("dense").cast(pl.Int64).alias("_f"))
+    names = ids.select("_g", "_f", *by, *_KEYS).unique(subset=["_g", "_f"])
+    cell = pl.concat_str([pl.col("_f").cast(pl.String), pl.col("num").cast(pl.String), pl.col("den").cast(pl.String)],
+                         separator="|")
+    types = (
+        ids.group_by(["_g", "item_id"]).agg(cell.sort().str.join(";").alias("_sig"))
+        .with_columns(pl.col("_sig").rank("dense").over("_g").cast(pl.Int64).alias("_type"))
+        .drop("_sig")
+    )
+    per_type = (
+        ids.select("_g", "item_id", "_f", "num", "den").join(types, on=["_g", "item_id"])
+        .group_by(["_g", "_type", "_f"]).agg(pl.col("num").first(), pl.col("den").first())
+    )
+    sums = (
+        draw_counts(types, n_boot, seed, ["_g"], "_type").join(per_type, on=["_g", "_type"])
+        .group_by(["_g", REP, "_f"])
+        .agg((pl.col("_w") * pl.col("num")).sum().alias("num"), (pl.col("_w") * pl.col("den")).sum().alias("den"))
+    )
+    return aggregate_features(sums.join(names, on=["_g", "_f"]).drop("_g", "_f"), [*by, REP])
+
+
+def rate_intervals(m: pl.LazyFrame | None, *, alt: pl.LazyFrame | None = None, m_score: pl.LazyFrame | None = None,
+                   n_boot: int = 1000, seed: int = 0, level: float = 0.95, by: Sequence[str] = GROUP,
+                   eps: float = DEFAULT_EPS) -> pl.LazyFrame:
+    """Paired bootstrap percentile intervals for every rate of `rate_table`.
+
+    The plan reads its inputs many times: pass materialized frames (``m.collect().lazy()``,
+    as `engine.metrics.summary.summary_tables` does), not a scan that recomputes the
+    matched grid on every read.
+
+    Returns:
+        *by, metric, key, value (estimate on all items), lo, hi, n_boot (replicates with a value).
+    """
+    by = list(by)
+    keys = [*by, *_KEYS]
+    parts = []
+    for feats in _features(m, alt, m_score, by, eps):
+        ci = percentile_interval(_replicates(feats, by, n_boot, seed), keys, "value", level)
+        parts.append(aggregate_features(feats, by).join(ci, on=keys, how="left", nulls_equal=True,
+                                                        maintain_order="left"))
+    if not parts:
+        return rate_table(None, by=by).with_columns(
+            pl.lit(None, pl.Float64).alias("lo"), pl.lit(None, pl.Float64).alias("hi"),
+            pl.lit(None, pl.Int64).alias("n_boot"))
+    return pl.concat(parts, how="vertical_relaxed").drop("korder")

@@ -1,0 +1,166 @@
+"""Compute every metric of a results dataset in one pass: the tables behind `framesweep metrics`.
+
+`summary_tables` snapshots the rows once (so a sweep that is still writing is read
+consistently), builds every metric lazily from that snapshot and collects them
+together. `engine.metrics.document.summary_document` turns the tables into the fixed
+JSON shape.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from engine.metrics.cascade import DEFAULT_TAUS, cascade_curve, fixed_cost, match_fixed, pareto_front
+from engine.metrics.confusion import visual_confusion
+from engine.metrics.crossmodel import checkpoint_flows, cross_model_matched, matched_grid
+from engine.metrics.flows import all_pair_flows, pair_flows, state_flows, transitions
+from engine.metrics.generation import DEFAULT_EPS, generation_oracle, score_regressions
+from engine.metrics.grid import CATEGORY_COLUMNS, GROUP, budget_table, grid_summary, matched
+from engine.metrics.iso_compute import iso_compute_allocations, iso_compute_sets
+from engine.metrics.oracle import fixed_accuracy, oracle
+from engine.metrics.overwrite import text_overwrite
+from engine.metrics.rates import rate_intervals, rate_table
+from engine.metrics.regression import alternate_rows, sampling_recovery, terminal_regressions
+from engine.metrics.trajectories import trajectory_patterns
+
+__all__ = ["SNAPSHOT_COLUMNS", "SummaryOptions", "load_rows", "summary_tables"]
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_COLUMNS: list[str] = [
+    *GROUP, "item_id", "budget_id", "frames", "frames_sent", "max_pixels", "short_side", "policy", "seed",
+    "pixels_total", "status", "task_kind", "correct", "score", "confidence", "frame_indices", *CATEGORY_COLUMNS,
+]
+
+
+@dataclass(frozen=True)
+class SummaryOptions:
+    """What `summary_tables` computes beyond the defaults."""
+
+    n_boot: int = 1000
+    """Bootstrap replicates for the confidence intervals (0: none)."""
+    seed: int = 0
+    """Bootstrap seed."""
+    level: float = 0.95
+    """Confidence level of the intervals."""
+    pairs: tuple[tuple[str, str], ...] | None = None
+    """Transitions to report besides the consecutive ones (None: every pair g < h)."""
+    cascade_stages: tuple[str, ...] | None = None
+    """Cascade stages (None: each group's visual budgets)."""
+    cascade_match: str | None = None
+    """Fixed budget the cascade must match (None: each group's dearest visual budget)."""
+    taus: tuple[float, ...] = DEFAULT_TAUS
+    """Cascade confidence thresholds."""
+    eps: float = DEFAULT_EPS
+    """Score-regression tolerance for open tasks."""
+    categories: tuple[str, ...] = CATEGORY_COLUMNS
+    """Category columns to split by."""
+    compare: tuple[str, str] | None = None
+    """(base, other) models for checkpoint flows at each shared budget."""
+    engine: str = "auto"
+    """Polars engine for every collect ("auto", "streaming", "in-memory")."""
+
+
+def load_rows(out_dir: str | Path) -> pl.LazyFrame:
+    """One row per key of a results directory (safe while a sweep writes to it)."""
+    from engine.store import latest_rows, scan_results
+
+    return latest_rows(scan_results(out_dir))
+
+
+def _correct_tables(m: pl.LazyFrame, alt: pl.LazyFrame, opts: SummaryOptions) -> dict[str, pl.LazyFrame]:
+    pairs = all_pair_flows(m) if opts.pairs is None else pair_flows(m, opts.pairs)
+    return {
+        "fixed": fixed_accuracy(m), "oracle": oracle(m), "transitions": transitions(m), "pairs": pairs,
+        "flows": state_flows(m), "confusion": visual_confusion(m), "overwrite": text_overwrite(m),
+        "terminal": terminal_regressions(m), "recovery": sampling_recovery(m, alt),
+        "iso_sets": iso_compute_sets(m), "iso_allocations": iso_compute_allocations(m),
+        "patterns": trajectory_patterns(m),
+    }
+
+
+def _score_tables(ms: pl.LazyFrame, opts: SummaryOptions) -> dict[str, pl.LazyFrame]:
+    return {"gen_fixed": fixed_accuracy(ms, value="s"), "gen_oracle": generation_oracle(ms),
+            "gen_regressions": score_regressions(ms, eps=opts.eps)}
+
+
+def _category_tables(m: pl.LazyFrame, alt: pl.LazyFrame, ms: pl.LazyFrame,
+                     opts: SummaryOptions) -> dict[str, pl.LazyFrame]:
+    out = {}
+    for col in opts.categories:
+        by = [*GROUP, col]
+        counts = pl.concat([m.select([*by, "item_id"]), ms.select([*by, "item_id"])]).group_by(by).agg(
+            pl.col("item_id").n_unique().cast(pl.Int64).alias("n_items"))
+        out[f"cat_n:{col}"] = counts.filter(pl.col(col).is_not_null()).sort(by)
+        out[f"cat_rates:{col}"] = rate_table(m, alt=alt, m_score=ms, by=by, eps=opts.eps).filter(
+            pl.col(col).is_not_null())
+    return out
+
+
+def _cascade_tables(snap: pl.LazyFrame, m: pl.LazyFrame, opts: SummaryOptions) -> dict[str, pl.LazyFrame]:
+    if opts.cascade_stages is None:
+        stages_m = all_m = m.filter(~pl.col("is_text"))
+    else:
+        budgets = [*opts.cascade_stages, *([opts.cascade_match] if opts.cascade_match else [])]
+        all_m = matched(snap, budgets=budgets)
+        stages_m = all_m.filter(pl.col("budget_id").is_in(list(opts.cascade_stages)))
+    curve = cascade_curve(stages_m, opts.taus)
+    return {
+        "cascade_stages": stages_m.group_by([*GROUP, "budget_id"]).agg(pl.col("rank").first()).sort([*GROUP, "rank"]),
+        "cascade_curve": curve,
+        "cascade_front": pareto_front(curve),
+        "cascade_front_unique": pareto_front(curve, cost="mean_unique_frames"),
+        "cascade_match": match_fixed(curve, fixed_cost(all_m, opts.cascade_match)),
+    }
+
+
+def _cross_tables(snap: pl.LazyFrame, opts: SummaryOptions) -> dict[str, pl.LazyFrame]:
+    cm = cross_model_matched(snap).collect(engine=_engine(opts)).lazy()
+    out = {
+        "cross_grid": matched_grid(snap), "cross_fixed": fixed_accuracy(cm), "cross_oracle": oracle(cm),
+        "cross_confusion": visual_confusion(cm),
+    }
+    if opts.compare is not None:
+        out["checkpoint_flows"] = checkpoint_flows(snap, *opts.compare)
+    return out
+
+
+def _engine(opts: SummaryOptions) -> Any:
+    return opts.engine
+
+
+def summary_tables(rows: pl.LazyFrame, opts: SummaryOptions | None = None) -> dict[str, pl.DataFrame]:
+    """Every metric table of a results dataset, collected together from one snapshot.
+
+    Args:
+        rows: One row per key (e.g. `load_rows`).
+        opts: What to compute.
+
+    Returns:
+        Named DataFrames (grid, grid_score, budgets, fixed, oracle, transitions, pairs, flows,
+        confusion, overwrite, terminal, recovery, iso_sets, iso_allocations, patterns, gen_*,
+        cat_n:<col>, cat_rates:<col>, cascade_*, cross_*, intervals, ...).
+    """
+    opts = opts or SummaryOptions()
+    engine: Any = opts.engine
+    snap = rows.select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
+    m = matched(snap).collect(engine=engine).lazy()
+    ms = matched(snap, track="score").collect(engine=engine).lazy()
+    alt = alternate_rows(snap).collect(engine=engine).lazy()
+    plans = {
+        "grid": grid_summary(snap), "grid_score": grid_summary(snap, track="score"),
+        "budgets": budget_table(snap),
+        **_correct_tables(m, alt, opts), **_score_tables(ms, opts), **_category_tables(m, alt, ms, opts),
+        **_cascade_tables(snap, m, opts), **_cross_tables(snap, opts),
+    }
+    if opts.n_boot > 0:
+        plans["intervals"] = rate_intervals(m, alt=alt, m_score=ms, n_boot=opts.n_boot, seed=opts.seed,
+                                            level=opts.level, eps=opts.eps)
+    frames = pl.collect_all(list(plans.values()), engine=engine)
+    log.info("computed %d metric tables", len(frames))
+    return dict(zip(plans, frames, strict=True))

@@ -1,0 +1,90 @@
+"""Generation (token-F1) oracle gap and regression shares; iso-compute allocations."""
+
+from __future__ import annotations
+
+import polars as pl
+from metric_rows import collect_both, lazy, row
+from polars.testing import assert_frame_equal
+
+from engine.metrics.generation import generation_oracle, score_regressions
+from engine.metrics.grid import matched
+from engine.metrics.iso_compute import iso_compute_allocations, iso_compute_sets
+from engine.metrics.oracle import fixed_accuracy
+
+OPEN_BUDGETS = {"text": 0, "f4": 4, "f8": 8}
+# scores at (text, f4, f8); binary fractions keep every sum exact
+SCORES = {"p": (0.25, 0.5, 0.5), "q": (0.5, 0.5, 1.0), "r": (0.0, 0.25, 0.0)}
+
+
+def _open_rows(scores: dict[str, tuple[float, ...]] = SCORES) -> pl.LazyFrame:
+    rows = []
+    for item, values in scores.items():
+        for (b, frames), s in zip(OPEN_BUDGETS.items(), values, strict=True):
+            r = row("m", "open", item, b, frames, "1", task_kind="open", correct=None, score=s)
+            rows.append(r)
+    return lazy(rows)
+
+
+def test_mean_score_oracle_and_gap() -> None:
+    ms = matched(_open_rows(), track="score")
+    means = collect_both(fixed_accuracy(ms, value="s"))
+    assert means["accuracy"].to_list() == [0.75 / 3, 1.25 / 3, 0.5]
+    got = collect_both(generation_oracle(ms))
+    assert got.rows() == [("m", "open", 3, 1.75 / 3, "f8", 0.5, 1.75 / 3 - 0.5)]
+
+
+def test_generation_best_budget_ties_go_to_the_cheapest() -> None:
+    ms = matched(_open_rows({"p": (0.5, 0.25, 0.5), "q": (0.0, 0.25, 0.0)}), track="score")
+    got = collect_both(generation_oracle(ms))
+    assert got.select("best_budget", "best_score", "oracle_score", "oracle_gap").rows() == [
+        ("text", 0.25, 0.375, 0.125)]
+
+
+def test_score_regressions_every_pair_and_eps() -> None:
+    ms = matched(_open_rows(), track="score")
+    got = collect_both(score_regressions(ms))
+    want = pl.DataFrame({"model_id": ["m"] * 3, "dataset": ["open"] * 3, "from": ["text", "text", "f4"],
+                         "to": ["f4", "f8", "f8"], "n": [3, 3, 3], "n_regressed": [0, 0, 1],
+                         "regression_share": [0.0, 0.0, 1 / 3]})
+    assert_frame_equal(got, want)
+    tolerant = collect_both(score_regressions(ms, eps=0.3))
+    assert tolerant["n_regressed"].to_list() == [0, 0, 0]
+    consecutive = collect_both(score_regressions(ms, consecutive=True))
+    assert consecutive.select("from", "to").rows() == [("text", "f4"), ("f4", "f8")]
+
+
+ISO_BUDGETS = {"f2-px400": (2, 400), "f4-px200": (4, 200), "f8-px100": (8, 100), "f8-px200": (8, 200)}
+ISO_ITEMS = {"i1": "1001", "i2": "1100", "i3": "0001", "i4": "0111"}
+
+
+def _iso_rows() -> pl.LazyFrame:
+    rows = []
+    for item, marks in ISO_ITEMS.items():
+        for (b, (frames, px)), mark in zip(ISO_BUDGETS.items(), marks, strict=True):
+            rows.append(row("m", "iso", item, b, frames, mark, max_pixels=px, pixels_total=frames * px))
+    return lazy(rows)
+
+
+def test_iso_compute_allocations() -> None:
+    got = collect_both(iso_compute_allocations(matched(_iso_rows())))
+    want = pl.DataFrame({
+        "model_id": ["m"] * 3, "dataset": ["iso"] * 3, "cost": [800] * 3,
+        "budget_id": ["f2-px400", "f4-px200", "f8-px100"], "frames": [2, 4, 8], "n_items": [4] * 3,
+        "accuracy": [0.5, 0.5, 0.25], "n_best": [2, 2, 1], "n_sole_best": [1, 0, 0],
+    })
+    assert_frame_equal(got, want)
+
+
+def test_iso_compute_sets() -> None:
+    got = collect_both(iso_compute_sets(matched(_iso_rows())))
+    assert got.to_dicts() == [{
+        "model_id": "m", "dataset": "iso", "cost": 800, "allocations": ["f2-px400", "f4-px200", "f8-px100"],
+        "n_items": 4, "best_allocation": "f2-px400", "best_accuracy": 0.5, "oracle_accuracy": 0.75,
+        "oracle_headroom": 0.25, "n_all_right": 0, "n_none_right": 1,
+    }]
+
+
+def test_no_iso_compute_set_without_equal_costs() -> None:
+    rows = lazy([row("m", "d", "i", "text", 0, "1"), row("m", "d", "i", "f4", 4, "1", max_pixels=100),
+                 row("m", "d", "i", "f8", 8, "0")])
+    assert collect_both(iso_compute_sets(matched(rows))).height == 0

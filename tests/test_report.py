@@ -1,0 +1,137 @@
+"""The HTML report: self-contained, and its figures render in a real (headless Chromium) browser."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent / "metrics"))
+
+from metric_rows import audit_rows, row, write_sweep
+
+from engine.cli import app
+from engine.metrics.document import summary_document
+from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
+from engine.report import render_report
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+TAUS = (0.0, 0.5, 0.7, 1.0)
+
+
+def _cascade_rows() -> list:
+    """A confident cascade group: model c on dataset d2, (right, confidence) at f2, f4, f8."""
+    cells = {"u": [("1", 0.9), ("1", 0.5), ("1", 0.95)], "v": [("0", 0.3), ("1", 0.8), ("1", 0.9)],
+             "w": [("0", 0.2), ("0", 0.4), ("1", 0.6)], "x": [("1", 0.6), ("0", 0.7), ("0", 0.99)]}
+    stages = {"f2": (2, [0, 8]), "f4": (4, [0, 4, 8, 12]), "f8": (8, list(range(0, 16, 2)))}
+    return [row("c", "d2", i, b, f, mark, confidence=conf, frame_indices=idx)
+            for i, cs in cells.items() for (b, (f, idx)), (mark, conf) in zip(stages.items(), cs, strict=True)]
+
+
+@pytest.fixture(scope="module")
+def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("report")
+    write_sweep(out / "sweep", [*audit_rows(), *_cascade_rows()])
+    opts = SummaryOptions(n_boot=20, taus=TAUS)
+    doc = summary_document(summary_tables(load_rows(out / "sweep"), opts), opts, source="sweep")
+    path = out / "report.html"
+    path.write_text(render_report(doc, "test <report>"), encoding="utf-8")
+    return path
+
+
+class _Svgs(HTMLParser):
+    """Counts, per svg id, its descendant elements by tag and class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.counts: dict[str, dict[str, int]] = {}
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"] or "")
+        if tag == "svg":
+            self.stack.append(a.get("id") or "")
+            self.counts.setdefault(self.stack[-1], {})
+        elif self.stack:
+            key = f"{tag}.{a['class']}" if a.get("class") else tag
+            c = self.counts[self.stack[-1]]
+            c[key] = c.get(key, 0) + 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "svg" and self.stack:
+            self.stack.pop()
+
+
+def _parse(text: str) -> _Svgs:
+    p = _Svgs()
+    p.feed(text)
+    return p
+
+
+def _check_figures(svgs: _Svgs) -> None:
+    """Groups in order: 0 = (c, d2) the confident cascade, 1 = (m, d) the hand-built sweep, ..."""
+    def fig(kind: str, idx: int) -> dict[str, int]:
+        return svgs.counts[f"fig-{kind}-{idx}"]
+
+    # (c, d2): grid f2 f4 f8, 2 transitions, 4 distinct patterns, 4 + 3 non-empty flow bands
+    assert fig("accuracy", 0)["rect.rescue"] == 2 and fig("accuracy", 0)["circle"] == 3
+    assert fig("flow", 0)["rect.node"] == 6 and fig("flow", 0)["path.flow"] == 7
+    assert fig("heatmap", 0)["rect.cell"] == 12
+    assert fig("cascade", 0)["circle.tau"] == len(TAUS) and fig("cascade", 0)["polyline.front"] == 1
+    assert fig("cascade", 0)["rect.fixed"] == 3
+    # (m, d): grid text f4 f8 f16, 3 transitions, 4 patterns, 4 + 4 + 3 flow bands, a category table
+    acc = fig("accuracy", 1)
+    assert (acc["rect.rescue"], acc["rect.harm"], acc["circle"], acc["polyline"]) == (3, 3, 4, 1)
+    assert fig("flow", 1)["rect.node"] == 8 and fig("flow", 1)["path.flow"] == 11
+    assert fig("heatmap", 1)["rect.cell"] == 16
+    assert "table-task_type-1" in svgs.ids
+
+
+def test_report_is_self_contained(report_html: Path) -> None:
+    text = report_html.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "test &lt;report&gt;" in text
+    for banned in ("<script", "src=", "href=", "@import", "url("):
+        assert banned not in text
+    assert text.replace("http://www.w3.org/2000/svg", "").count("http") == 0
+    _check_figures(_parse(text))
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome", "/usr/bin/chromium"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.skip("no chromium binary on PATH (apt-get install chromium) for the browser rendering check")
+
+
+def test_report_renders_in_headless_chromium(report_html: Path, tmp_path: Path) -> None:
+    browser = _chromium()
+    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([browser, *flags, "--dump-dom", report_html.as_uri()], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    _check_figures(_parse(dom))
+    shot = tmp_path / "shot.png"
+    subprocess.run([browser, *flags, "--window-size=1000,1400", f"--screenshot={shot}", report_html.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    from PIL import Image
+
+    colors = Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20) or []
+    seen = {rgb for _, rgb in colors}
+    assert (0x2E, 0x7D, 0x32) in seen and (0xC6, 0x28, 0x28) in seen  # the green and red of the figures
+
+
+def test_report_command(tmp_path: Path) -> None:
+    write_sweep(tmp_path / "sweep", audit_rows())
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "sweep"), "-o", str(out), "--n-boot", "0"])
+    assert res.exit_code == 0, res.output
+    assert 'id="fig-accuracy-0"' in out.read_text()
