@@ -154,6 +154,57 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
     console.print(f"throughput {rate}; ETA {eta}")
 
 
+@app.command()
+def cascade(
+    spec_path: Annotated[Path, typer.Argument(metavar="SPEC.toml", help="Sweep spec (TOML).")],
+    stages: Annotated[str, typer.Option("--stages", help="Stage budget ids in order, e.g. f16,f32,f64.")],
+    tau: Annotated[float, typer.Option("--tau", help="Stop at the first stage whose confidence >= tau.")] = 0.5,
+    fixed: Annotated[str | None, typer.Option("--fixed", help="Fixed budget to compare with (default: last stage).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Results directory (overrides store.out_dir).")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Run the confidence cascade online, beside a fixed budget and the offline simulation.
+
+    The spec's grid is swept first (resumable: it feeds the offline simulation); then, on the
+    same engines, the fixed budget and the cascade run fresh and timed under OUT/cascade/<time>/.
+    """
+    import json
+    from datetime import UTC, datetime
+
+    from engine.adaptive import run_cascade
+
+    _logging(verbose)
+    spec = _load(spec_path, out)
+    session = spec.store.out_dir / "cascade" / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    try:
+        rep = asyncio.run(run_cascade(spec, stages.split(","), tau, session, fixed))
+    except ValueError as err:
+        err_console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    t = Table(title=f"cascade {' -> '.join(rep.stages)} at tau {rep.tau:g} ({rep.n_items} items)")
+    for c in ("policy", "accuracy", "mean frames", "frames decoded", "wall s"):
+        t.add_column(c, justify="left" if c == "policy" else "right")
+
+    def pct(v: float | None) -> str:
+        return "n/a" if v is None else f"{100 * v:.1f}"
+
+    def num(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.1f}"
+
+    t.add_row("cascade (online)", pct(rep.accuracy), num(rep.mean_frames_processed), num(rep.mean_frames_decoded),
+              f"{rep.wall_s:.1f}")
+    t.add_row(f"fixed {rep.fixed_budget}", pct(rep.fixed_accuracy), num(rep.fixed_mean_frames),
+              num(rep.fixed_mean_frames), f"{rep.fixed_wall_s:.1f}")
+    t.add_row("cascade (offline sim)", pct(rep.offline.get("accuracy")), num(rep.offline.get("mean_frames")),
+              num(rep.offline.get("mean_unique_frames")), "")
+    console.print(t)
+    console.print(f"online and offline stop at the same stage for {pct(rep.decision_agreement)}% of items; "
+                  f"rows in {session}")
+    if json_out is not None:
+        json_out.write_text(json.dumps(rep.to_dict(), indent=2))
+
+
 def _register_extensions() -> None:
     for mod in ("engine.cli_analysis", "engine.cli_datasets"):
         try:

@@ -31,10 +31,10 @@ from engine.frames.plan import FramePlan, plan_budget, union_indices
 from engine.items import Item, Job
 from engine.rows import JobContext, error_row, scored_row
 from engine.schema import ResultRow
-from engine.spec import ModelSpec, SweepSpec
+from engine.spec import BudgetPoint, ModelSpec, SweepSpec
 from engine.store import ResultStore
 
-__all__ = ["Sweep", "SweepSummary", "plan_jobs"]
+__all__ = ["Sweep", "SweepSummary", "plan_item", "plan_jobs", "start_backends"]
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,41 @@ def plan_jobs(spec: SweepSpec, items: list[Item], done: set[tuple[str, str, str,
                 if tuple(job.key) not in done:
                     by_video[item.video_id].append(job)
     return dict(by_video)
+
+
+def plan_item(item: Item | None, budget: BudgetPoint, n_frames: int, fps: float) -> FramePlan:
+    """A budget's frames for an item: the whole video, the item's clip, or the one frame of an image."""
+    if budget.is_text_only:
+        return plan_budget(budget, 0, 0.0)
+    if item is not None and item.media_kind == "image":
+        return FramePlan(np.zeros(1, dtype=np.int64), n_frames, False)
+    if item is None or item.clip is None:
+        return plan_budget(budget, n_frames, fps)
+    first = min(max(0, int(item.clip[0] * fps)), n_frames - 1)
+    last = min(n_frames, max(first + 1, int(np.ceil(item.clip[1] * fps))))
+    sub = plan_budget(budget, last - first, fps)
+    return FramePlan(sub.indices + first, n_frames, sub.repeated)
+
+
+async def start_backends(spec: SweepSpec) -> dict[str, Backend]:
+    """Start one backend per model of the spec (vLLM in a Ray actor, or an HTTP client)."""
+    from engine.backends.openai_http import OpenAIHTTPBackend
+    from engine.backends.vllm_actor import VLLMActorBackend
+    from engine.cluster import ensure_ray
+    from engine.tiny import resolve_model_path
+
+    backends: dict[str, Backend] = {}
+    for m in spec.models:
+        if m.backend == "openai":
+            assert m.http is not None
+            backends[m.id] = OpenAIHTTPBackend(m.http, m.path)
+            continue
+        ensure_ray(spec.ray_address)
+        path = await asyncio.to_thread(resolve_model_path, m.path)
+        family_kwargs = get_family(m.family).engine_kwargs(m.max_frames)
+        backends[m.id] = VLLMActorBackend(path, m.engine, family_kwargs=family_kwargs)
+    await asyncio.gather(*(b.start() for b in backends.values()))
+    return backends
 
 
 class Sweep:
@@ -134,25 +169,9 @@ class Sweep:
         self.progress("total", n_pending)
 
     async def _start_backends(self) -> None:
-        if self.backends:
-            return
-        from engine.backends.vllm_actor import VLLMActorBackend
-        from engine.cluster import ensure_ray
-        from engine.tiny import resolve_model_path
-
-        from engine.backends.openai_http import OpenAIHTTPBackend
-
-        for m in self.spec.models:
-            if m.backend == "openai":
-                assert m.http is not None
-                self.backends[m.id] = OpenAIHTTPBackend(m.http, m.path)
-                continue
-            ensure_ray(self.spec.ray_address)
-            path = await asyncio.to_thread(resolve_model_path, m.path)
-            family_kwargs = get_family(m.family).engine_kwargs(m.max_frames)
-            self.backends[m.id] = VLLMActorBackend(path, m.engine, family_kwargs=family_kwargs)
-        infos = await asyncio.gather(*(b.start() for b in self.backends.values()))
-        self.summary.engines = dict(zip(self.backends, infos))
+        if not self.backends:
+            self.backends = await start_backends(self.spec)
+            self.summary.engines = {k: getattr(b, "info", {}) for k, b in self.backends.items()}
 
     async def _run_videos(self, store: ResultStore, items: list[Item], jobs: dict[str, list[Job]]) -> None:
         sem = asyncio.Semaphore(self.spec.decode.max_videos_in_flight)
@@ -205,18 +224,7 @@ class Sweep:
 
     @staticmethod
     def _plan(job: Job, n_frames: int, fps: float) -> FramePlan:
-        """A budget's frames of this item: the whole video, its clip, or the one frame of an image."""
-        item, b = job.item, job.budget
-        if b.is_text_only:
-            return plan_budget(b, 0, 0.0)
-        if item.media_kind == "image":
-            return FramePlan(np.zeros(1, dtype=np.int64), n_frames, False)
-        if item.clip is None:
-            return plan_budget(b, n_frames, fps)
-        first = min(max(0, int(item.clip[0] * fps)), n_frames - 1)
-        last = min(n_frames, max(first + 1, int(np.ceil(item.clip[1] * fps))))
-        sub = plan_budget(b, last - first, fps)
-        return FramePlan(sub.indices + first, n_frames, sub.repeated)
+        return plan_item(job.item, job.budget, n_frames, fps)
 
     async def _decode(self, video_jobs: list[Job]) -> tuple[DecodedVideo | None, dict[tuple[str, str], FramePlan]]:
         """Plan every job of this video and decode the union of their frames once."""

@@ -57,6 +57,10 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "worker": pl.String(),
     "engine_version": pl.String(),
     "finished_at": pl.Datetime("us", "UTC"),
+    # adaptive policies (null on fixed-budget rows)
+    "stage_path": pl.List(pl.String()),
+    "frames_processed": pl.Int32(),
+    "frames_decoded": pl.Int32(),
 }
 
 
@@ -109,6 +113,12 @@ class ResultRow:
     worker: str | None = None
     engine_version: str | None = None
     finished_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    stage_path: list[str] | None = None
+    """Cascade: the stage budgets visited, in order."""
+    frames_processed: int | None = None
+    """Cascade: frames the model processed over every visited stage."""
+    frames_decoded: int | None = None
+    """Cascade: unique frames decoded for this item (frames shared between stages counted once)."""
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -1,0 +1,79 @@
+"""The online cascade's report: what it cost and scored, next to a fixed budget and the offline simulation."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from engine.metrics.cascade import cascade_items
+from engine.metrics.grid import matched
+from engine.store import latest_rows, scan_results
+
+__all__ = ["CascadeReport", "cascade_report", "online_decisions"]
+
+
+@dataclass
+class CascadeReport:
+    """Online cascade vs a fixed budget run in the same session, and the offline prediction."""
+
+    tau: float
+    stages: list[str]
+    n_items: int
+    accuracy: float | None
+    mean_frames_processed: float | None
+    mean_frames_decoded: float | None
+    wall_s: float
+    decode_passes: int
+    fixed_budget: str
+    fixed_accuracy: float | None
+    fixed_mean_frames: float | None
+    fixed_wall_s: float
+    offline: dict[str, Any] = field(default_factory=dict)
+    decision_agreement: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def online_decisions(online_dir: Path | str, tau: float) -> pl.LazyFrame:
+    """One row per (model, dataset, item): where the online cascade stopped and what it cost."""
+    from engine.adaptive import cascade_budget_id
+
+    return (
+        scan_results(online_dir)
+        .filter((pl.col("budget_id") == cascade_budget_id(tau)) & (pl.col("status") == "ok"))
+        .select("model_id", "dataset", "item_id", pl.col("stage_path").list.last().alias("stop_budget"),
+                "correct", "frames_processed", "frames_decoded", "confidence")
+    )
+
+
+def _mean(df: pl.DataFrame, col: str) -> float | None:
+    v = df[col].cast(pl.Float64).mean() if df.height else None
+    return None if v is None else float(v)  # type: ignore[arg-type]
+
+
+def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str], tau: float, fixed_budget: str,
+                   wall_s: float, fixed_wall_s: float, decode_passes: int) -> CascadeReport:
+    """Summarise an online cascade session (see `engine.adaptive.run_cascade`)."""
+    session = Path(session)
+    online = online_decisions(session / "online", tau).collect()
+    fixed = scan_results(session / "fixed").filter(pl.col("status") == "ok").collect()
+    sim = cascade_items(matched(latest_rows(scan_results(out_dir)), budgets=stage_ids), taus=[tau]).collect()
+    agree = online.join(sim.select("model_id", "dataset", "item_id", pl.col("stop_budget").alias("offline_stop")),
+                        on=["model_id", "dataset", "item_id"], how="inner")
+    return CascadeReport(
+        tau=tau, stages=stage_ids, n_items=online.height,
+        accuracy=_mean(online, "correct"),
+        mean_frames_processed=_mean(online, "frames_processed"),
+        mean_frames_decoded=_mean(online, "frames_decoded"),
+        wall_s=wall_s, decode_passes=decode_passes,
+        fixed_budget=fixed_budget, fixed_accuracy=_mean(fixed, "correct"),
+        fixed_mean_frames=_mean(fixed, "frames_sent"), fixed_wall_s=fixed_wall_s,
+        offline={"n_items": sim.height, "accuracy": _mean(sim, "correct"), "mean_frames": _mean(sim, "frames"),
+                 "mean_unique_frames": _mean(sim, "unique_frames")},
+        decision_agreement=_mean(agree.with_columns((pl.col("stop_budget") == pl.col("offline_stop")).alias("a")),
+                                 "a") if agree.height else None,
+    )
