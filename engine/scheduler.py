@@ -301,9 +301,32 @@ class Sweep:
             ctx.request = family.build(f"{model_id}/{ctx.job.item.item_id}/{ctx.job.budget.budget_id}/{i}",
                                        ctx.job.item, media, p.scoring, p.system_prompt, p.max_new_tokens)
             requests.append(ctx.request)
-        try:
-            results = await self.backends[model_id].generate(requests)
-        except Exception as err:  # noqa: BLE001 - a dead engine: these jobs become error rows, the rerun retries
-            log.error("engine for %s failed: %s: %s", model_id, type(err).__name__, err)
+        results = await self._generate_with_retries(model_id, ctxs, requests)
+        if isinstance(results, BaseException):
+            err = results
             return [error_row(self.spec, c, type(err).__name__, str(err)) for c in ctxs]
         return [scored_row(self.spec, c, r, self._scorer) for c, r in zip(ctxs, results)]
+
+    async def _generate_with_retries(self, model_id: str, ctxs: list[JobContext],
+                                     requests: list[EngineRequest]) -> list[Any] | BaseException:
+        """Generate; if the engine dies, wait for it to come back (or restart it) and retry the batch,
+        up to `max_attempts` attempts per job (recorded on the rows); then the error is returned."""
+        backend = self.backends[model_id]
+        for n in range(self.spec.max_attempts):
+            try:
+                return await backend.generate(requests)
+            except Exception as err:  # noqa: BLE001 - engine death: recover and retry, then errors as data
+                log.error("engine for %s failed (attempt %d of %d): %s: %s", model_id, n + 1,
+                          self.spec.max_attempts, type(err).__name__, err)
+                if n + 1 >= self.spec.max_attempts or self._stop.is_set():
+                    return err
+                for c in ctxs:
+                    c.attempt += 1
+                recover = getattr(backend, "recover", None)
+                if recover is not None:
+                    try:
+                        await recover()
+                    except Exception as rerr:  # noqa: BLE001
+                        log.error("engine for %s could not be recovered: %s", model_id, rerr)
+                        return rerr
+        raise AssertionError("unreachable")

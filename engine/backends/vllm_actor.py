@@ -196,6 +196,33 @@ class VLLMActorBackend:
         self.info = await self._actor.info.remote()
         return self.info
 
+    async def recover(self, timeout_s: float = 600.0) -> None:
+        """After the actor died: wait for Ray to restart it, or start a new one if it is gone for good."""
+        import asyncio
+
+        import ray
+        from ray.exceptions import ActorDiedError, RayActorError
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                self.info = await asyncio.wait_for(self._actor.info.remote(), timeout=max(1.0, deadline - time.monotonic()))
+                log.warning("engine actor is back (%s)", self.info.get("worker"))
+                return
+            except ActorDiedError:
+                log.warning("engine actor is dead for good; starting a new one")
+                ray.kill(self._actor, no_restart=True)
+                self._actor = None
+                await self.start()
+                return
+            except (RayActorError, asyncio.TimeoutError):
+                await asyncio.sleep(1.0)
+        raise TimeoutError(f"engine actor did not come back within {timeout_s:.0f}s")
+
+    @property
+    def actor(self) -> Any:
+        return self._actor
+
     async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
         if self._actor is None:
             raise RuntimeError("backend not started")

@@ -1,0 +1,50 @@
+"""An engine actor killed mid-sweep is restarted by Ray; its jobs are retried and the sweep completes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import polars as pl
+
+from engine.scheduler import Sweep, start_backends
+from engine.spec import parse_spec
+from engine.store import scan_results
+
+from conftest import small_spec_dict
+
+
+def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> None:
+    import ray
+
+    d = small_spec_dict(tmp_path / "out")
+    d["dataset"]["n_videos"] = 4
+    spec = parse_spec(d)
+
+    async def go():
+        backends = await start_backends(spec)
+        actor = backends["tiny"].actor
+        sweep = Sweep(spec, backends=backends)
+        run = asyncio.create_task(sweep.run())
+        # crash the engine (the actor process dies; Ray restarts it) once the sweep is under way
+        while sweep.summary.jobs_ok == 0:
+            await asyncio.sleep(0.05)
+        ray.kill(actor, no_restart=False)
+        summary = await run
+        info = backends["tiny"].info
+        await asyncio.gather(*(b.close() for b in backends.values()))
+        return summary, info
+
+    try:
+        summary, info = asyncio.run(go())
+    finally:
+        ray.shutdown()
+    assert summary.jobs_failed == 0 and summary.jobs_ok == 4 * 3 * 4
+    rows = scan_results(tmp_path / "out").collect()
+    assert rows.height == 48 and rows.select(["item_id", "budget_id"]).n_unique() == 48
+    assert (rows["status"] == "ok").all()
+    retried = rows.filter(pl.col("attempt") == 2)
+    assert retried.height > 0, "the jobs in flight when the engine died were retried"
+    # the retried rows were answered by the restarted engine process, a different one from the first
+    assert set(retried["worker"]) == {info["worker"]}
+    assert len(set(rows["worker"])) == 2
