@@ -1,85 +1,238 @@
 """Frame planning: which frame indices each budget sends, as pure functions.
 
-A policy maps (frame count T, fps, budget N, seed) to N frame indices in [0, T).
-Indices are sorted; they may repeat when the video has fewer frames than the
-budget (the policy declares it and the row records it).
+A sampling policy maps (frame count T, fps, budget N, seed) to N sorted frame
+indices in [0, T). Policies live in a registry (`POLICIES`); a policy that takes
+a parameter is named `name@value` in a budget (`fps@2`, `dense_head@0.25`,
+`nested@256`), so the parameter is part of the budget id and of every row.
+
+Each policy declares what happens when the video has fewer frames than the
+budget (T < N): `repeat` (send N indices, some twice, as lmms-eval does) or
+`cap` (send each of the T frames once). `FramePlan` records which happened.
+
+Policies:
+
+- ``uniform``: lmms-eval's `rint(linspace(0, T-1, N))`; repeats on short videos.
+- ``segment_centre``: the centre frame of each of N equal segments; repeats.
+- ``random``: N distinct frames drawn with the seed, sorted; caps.
+- ``dense_head``: the first N consecutive frames; ``dense_head@f``: N frames spread
+  evenly over the first fraction f of the video; caps.
+- ``fps``/``fps@r``: one frame every 1/r seconds of video (r = 1 by default), from
+  the first frame; if that gives more than N frames, N of them evenly spread
+  (Qwen-VL style: the budget is a ceiling). Uses the average fps, so on variable
+  frame rate video the spacing is even in frames, not in seconds. Caps.
+- ``nested``: the first N frames of one fixed order of the video's frames, the
+  dyadic (van der Corput) order of positions 0, 1/2, 1/4, 3/4, 1/8, ... mapped to
+  `floor(p * T)` with repeats skipped. Because every budget is a prefix of the same
+  order, the frames of any smaller budget are a subset of any larger one's, with no
+  need to know the largest budget; at powers of two it is exactly the segment-start
+  grid `floor(k T / N)`. ``nested@M``: the same prefix order over lmms-eval's
+  uniform M frames, so budget M is exactly ``uniform`` and every N <= M a subset of
+  it (N > M is an error). Caps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
 from engine.spec import BudgetPoint
 
-__all__ = ["POLICIES", "FramePlan", "get_policy", "plan_budget", "register_policy", "union_indices"]
+__all__ = [
+    "POLICIES",
+    "FramePlan",
+    "SamplingPolicy",
+    "get_policy",
+    "plan_budget",
+    "register_policy",
+    "union_indices",
+]
 
-Policy = Callable[[int, float, int, int], np.ndarray]
-POLICIES: dict[str, Policy] = {}
+ShortVideo = Literal["repeat", "cap"]
+PolicyFn = Callable[[int, float, int, int, float | None], np.ndarray]
 
 
-def register_policy(name: str) -> Callable[[Policy], Policy]:
-    def deco(fn: Policy) -> Policy:
-        if name in POLICIES:
-            raise ValueError(f"sampling policy {name!r} registered twice")
-        POLICIES[name] = fn
+@dataclass(frozen=True)
+class SamplingPolicy:
+    """A registered sampling policy; calling it plans `budget` indices over `n_frames` frames.
+
+    Attributes:
+        name: Registry name (without the `@param` suffix).
+        fn: `(n_frames, fps, budget, seed, param) -> indices`.
+        short_video: What the policy does when the video has fewer frames than the budget.
+        takes_param: Whether `name@value` is accepted.
+        param: The bound parameter (None: the policy's default).
+    """
+
+    name: str
+    fn: PolicyFn
+    short_video: ShortVideo
+    takes_param: bool = False
+    param: float | None = None
+
+    def __call__(self, n_frames: int, fps: float, budget: int, seed: int) -> np.ndarray:
+        return np.asarray(self.fn(n_frames, fps, budget, seed, self.param), dtype=np.int64)
+
+    def with_param(self, param: float) -> SamplingPolicy:
+        if not self.takes_param:
+            raise KeyError(f"sampling policy {self.name!r} takes no parameter")
+        return replace(self, param=param)
+
+
+POLICIES: dict[str, SamplingPolicy] = {}
+
+
+def register_policy(name: str, short_video: ShortVideo = "repeat",
+                    takes_param: bool = False) -> Callable[[PolicyFn], PolicyFn]:
+    """Register `fn(n_frames, fps, budget, seed, param)` as policy `name`."""
+
+    def deco(fn: PolicyFn) -> PolicyFn:
+        if name in POLICIES or "@" in name:
+            raise ValueError(f"sampling policy {name!r} registered twice or badly named")
+        POLICIES[name] = SamplingPolicy(name, fn, short_video, takes_param)
         return fn
 
     return deco
 
 
-def get_policy(name: str) -> Policy:
+def get_policy(name: str) -> SamplingPolicy:
+    """The policy called `name` or `name@param`; an unknown name fails listing the known ones."""
+    base, _, arg = name.partition("@")
     try:
-        return POLICIES[name]
+        policy = POLICIES[base]
     except KeyError:
         raise KeyError(f"unknown sampling policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+    if not arg:
+        return policy
+    try:
+        value = float(arg)
+    except ValueError:
+        raise KeyError(f"sampling policy {name!r}: parameter {arg!r} is not a number") from None
+    return policy.with_param(value)
 
 
-@register_policy("uniform")
-def uniform(n_frames: int, fps: float, budget: int, seed: int) -> np.ndarray:
+def _spread(n_items: int, budget: int) -> np.ndarray:
+    """lmms-eval's uniform pick of `budget` positions out of `n_items`."""
+    return np.rint(np.linspace(0, n_items - 1, budget)).astype(np.int64)
+
+
+@register_policy("uniform", "repeat")
+def uniform(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
     """lmms-eval's uniform sampling: `linspace(0, T-1, N)` rounded (repeats when N > T)."""
-    return np.rint(np.linspace(0, n_frames - 1, budget)).astype(np.int64)
+    return _spread(n_frames, budget)
 
 
-@register_policy("segment_centre")
-def segment_centre(n_frames: int, fps: float, budget: int, seed: int) -> np.ndarray:
+@register_policy("segment_centre", "repeat")
+def segment_centre(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
     """One frame at the centre of each of N equal segments."""
     edges = np.linspace(0, n_frames, budget + 1)
     return np.minimum(np.floor((edges[:-1] + edges[1:]) / 2), n_frames - 1).astype(np.int64)
 
 
-@register_policy("random")
-def random(n_frames: int, fps: float, budget: int, seed: int) -> np.ndarray:
-    """N distinct frames drawn with the seed, sorted (with replacement only if N > T)."""
+@register_policy("random", "cap")
+def random(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
+    """N distinct frames drawn with the seed, sorted."""
     rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n_frames, size=budget, replace=budget > n_frames)).astype(np.int64)
+    return np.sort(rng.choice(n_frames, size=min(budget, n_frames), replace=False)).astype(np.int64)
+
+
+@register_policy("dense_head", "cap", takes_param=True)
+def dense_head(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
+    """The first N frames (no parameter), or N frames over the first fraction `param` of the video."""
+    if param is not None and not 0 < param <= 1:
+        raise ValueError(f"dense_head@{param}: the head fraction must be in (0, 1]")
+    head = min(budget, n_frames) if param is None else max(1, round(param * n_frames))
+    return _spread(head, budget) if budget <= head else np.arange(head, dtype=np.int64)
+
+
+@register_policy("fps", "cap", takes_param=True)
+def fixed_fps(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
+    """One frame every 1/r seconds (r = `param`, default 1), at most N of them spread evenly."""
+    rate = 1.0 if param is None else param
+    if rate <= 0:
+        raise ValueError(f"fps@{param}: the rate must be positive")
+    step = (fps or rate) / rate  # frames between samples
+    grid = np.unique(np.minimum(np.floor(np.arange(0, n_frames, step)), n_frames - 1).astype(np.int64))
+    return grid if grid.size <= budget else grid[_spread(grid.size, budget)]
+
+
+def dyadic_order(n_items: int) -> np.ndarray:
+    """A permutation of range(n_items): positions in van der Corput order, first visits only."""
+    if n_items <= 0:
+        return np.empty(0, dtype=np.int64)
+    bits = max(1, int(np.ceil(np.log2(n_items))))
+    j = np.arange(1 << bits, dtype=np.int64)
+    rev = np.zeros_like(j)
+    for b in range(bits):  # bit-reverse j in `bits` bits: the radical inverse times 2**bits
+        rev |= ((j >> b) & 1) << (bits - 1 - b)
+    idx = (rev * n_items) >> bits  # floor(vdc(j) * n_items); step <= 1 so every item appears
+    _, first = np.unique(idx, return_index=True)
+    return idx[np.sort(first)]
+
+
+@register_policy("nested", "cap", takes_param=True)
+def nested(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
+    """The first N frames of the fixed dyadic order (a prefix, so smaller budgets are subsets)."""
+    if param is None:
+        return np.sort(dyadic_order(n_frames)[:budget])
+    top = int(param)
+    if top != param or top < 1:
+        raise ValueError(f"nested@{param}: the largest budget must be a positive integer")
+    if budget > top:
+        raise ValueError(f"nested@{top}: budget {budget} exceeds the largest budget {top}")
+    base = np.unique(_spread(n_frames, top))
+    return np.sort(base[dyadic_order(base.size)[:budget]])
 
 
 @dataclass(frozen=True)
 class FramePlan:
-    """The frames one budget sends from one video."""
+    """The frames one budget sends from one video.
+
+    Attributes:
+        indices: Sorted frame indices sent (may repeat when `repeated`).
+        n_video_frames: Real frames in the video.
+        repeated: Some index is sent more than once (short video under a `repeat` policy).
+        requested: Frames the budget asked for (0: text-only).
+        short_video: What the policy does when the video is shorter than the budget.
+    """
 
     indices: np.ndarray
     n_video_frames: int
     repeated: bool
+    requested: int = 0
+    short_video: str = "repeat"
 
     @property
     def unique(self) -> np.ndarray:
         return np.unique(self.indices)
 
+    @property
+    def capped(self) -> bool:
+        """Fewer frames are sent than the budget asked for."""
+        return int(self.indices.size) < self.requested
+
+    @property
+    def short(self) -> bool:
+        """The video has fewer frames than the budget asked for."""
+        return self.n_video_frames < self.requested
+
 
 def plan_budget(budget: BudgetPoint, n_frames: int, fps: float) -> FramePlan:
-    """Plan a budget's indices over a video of `n_frames` frames (text-only: none)."""
+    """Plan a budget's indices over a video of `n_frames` real frames (text-only: none)."""
     if budget.is_text_only:
         return FramePlan(np.empty(0, dtype=np.int64), n_frames, False)
     if n_frames < 1:
         raise ValueError("video has no frames")
-    idx = get_policy(budget.policy)(n_frames, fps, budget.frames, budget.seed)
+    policy = get_policy(budget.policy)
+    n = budget.frames if policy.short_video == "repeat" else min(budget.frames, n_frames)
+    idx = policy(n_frames, fps, n, budget.seed)
     if idx.size and (idx.min() < 0 or idx.max() >= n_frames):
         raise ValueError(f"policy {budget.policy!r} planned indices outside [0, {n_frames})")
-    return FramePlan(idx, n_frames, bool(np.unique(idx).size < idx.size))
+    if idx.size > 1 and np.any(np.diff(idx) < 0):
+        raise ValueError(f"policy {budget.policy!r} planned unsorted indices")
+    return FramePlan(idx, n_frames, bool(np.unique(idx).size < idx.size), budget.frames, policy.short_video)
 
 
 def union_indices(plans: Iterable[FramePlan]) -> np.ndarray:

@@ -1,0 +1,137 @@
+"""What every decoder shares: video facts, the decoded batch, errors and the registry.
+
+A decoder is registered by name and implements `Decoder`: `probe` (cheap facts,
+counting the real frames) and `decode_frames` (one forward pass over sorted
+unique frame indices, optionally downscaled while decoding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+__all__ = [
+    "DECODERS",
+    "DecodeError",
+    "Decoder",
+    "FrameBatch",
+    "VideoInfo",
+    "get_decoder",
+    "register_decoder",
+]
+
+
+class DecodeError(RuntimeError):
+    """A video that cannot be decoded (missing, corrupt, truncated, no video stream)."""
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """Facts about a video's first video stream, as displayed (rotation applied).
+
+    Attributes:
+        n_frames: Frames that really exist (counted by demuxing, not read from the header).
+        fps: Average frame rate (frames per second); for variable frame rate, `n_frames / duration`.
+        width: Displayed width (after rotation).
+        height: Displayed height (after rotation).
+        rotation: Counter-clockwise degrees the stored frames are turned to display upright
+            (FFmpeg's display matrix, as `VideoFrame.rotation` reports it); 0, 90, -90 or 180.
+        declared_frames: The frame count the container claims; differs from `n_frames` when it lies.
+        vfr: True when the frame intervals vary (timestamps, not `index / fps`, tell time).
+    """
+
+    n_frames: int
+    fps: float
+    width: int
+    height: int
+    rotation: int = 0
+    declared_frames: int | None = None
+    vfr: bool = False
+
+    @property
+    def duration(self) -> float:
+        return self.n_frames / self.fps if self.fps else 0.0
+
+    @property
+    def count_lies(self) -> bool:
+        """True when the container's frame count is not the real one."""
+        return self.declared_frames is not None and self.declared_frames != self.n_frames
+
+
+@dataclass
+class FrameBatch:
+    """What one decode pass produced.
+
+    Attributes:
+        indices: Sorted unique frame indices that were decoded (a subset of those asked for).
+        frames: (K, H, W, 3) uint8 RGB, upright, in `indices` order.
+        timestamps: (K,) seconds from the first frame.
+        info: The video's facts.
+        missing: Indices asked for that do not exist or could not be decoded (never faked).
+        extra: Frames also converted to other sizes in the same pass: {(w, h): {index: frame}}.
+        times: Seconds from the first frame of every decoded frame (also those only in `extra`).
+    """
+
+    indices: np.ndarray
+    frames: np.ndarray
+    timestamps: np.ndarray
+    info: VideoInfo
+    missing: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    extra: dict[tuple[int, int], dict[int, np.ndarray]] = field(default_factory=dict)
+    times: dict[int, float] = field(default_factory=dict)
+
+
+class Decoder(Protocol):
+    """One decoding backend (registered by name)."""
+
+    name: str
+
+    def probe(self, path: Path) -> VideoInfo:
+        """The video's facts; raises `DecodeError` for unreadable media."""
+        ...
+
+    def decode_frames(self, path: Path, indices: np.ndarray, size: tuple[int, int] | None = None,
+                      also: Mapping[tuple[int, int], np.ndarray] | None = None) -> FrameBatch:
+        """Decode sorted unique `indices` in one forward pass, at `size` (w, h) when given; a decoder
+        that can also converts the frames in `also` to those sizes in the same pass (`FrameBatch.extra`)."""
+        ...
+
+    def decode(self, path: Path, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, VideoInfo]:
+        """Frames (K, H, W, 3) and timestamps (K,) for `indices`; raises if any is missing."""
+        ...
+
+
+DECODERS: dict[str, Callable[[], Decoder]] = {}
+
+
+def register_decoder(name: str) -> Callable[[Callable[[], Decoder]], Callable[[], Decoder]]:
+    """Register a decoder factory (usually the class) under `name`."""
+
+    def deco(factory: Callable[[], Decoder]) -> Callable[[], Decoder]:
+        if name in DECODERS:
+            raise ValueError(f"decoder {name!r} registered twice")
+        DECODERS[name] = factory
+        return factory
+
+    return deco
+
+
+def get_decoder(name: str) -> Decoder:
+    """A new decoder by name; an unknown name fails listing the known ones."""
+    try:
+        return DECODERS[name]()
+    except KeyError:
+        raise KeyError(f"unknown decoder {name!r}; known: {', '.join(sorted(DECODERS))}") from None
+
+
+def batch_to_tuple(batch: FrameBatch, path: Path, asked: np.ndarray) -> tuple[np.ndarray, np.ndarray, VideoInfo]:
+    """The legacy `decode` result: every asked frame or a `DecodeError` naming the missing ones."""
+    if batch.missing.size:
+        raise DecodeError(f"{path}: frames {batch.missing.tolist()[:10]} do not exist "
+                          f"(the video has {batch.info.n_frames} real frames)")
+    rows = np.searchsorted(batch.indices, asked)
+    return batch.frames[rows], batch.timestamps[rows], batch.info

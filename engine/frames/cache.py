@@ -1,0 +1,279 @@
+"""The on-disk frame cache: the "cached" pipeline, shared by later sweeps and models.
+
+Decoded frames are stored one file per (video content, decoder, size, frame index):
+
+    <root>/v1-<fmt>/<sha[:2]>/<sha>/info.json                 the video's facts
+    <root>/v1-<fmt>/<sha[:2]>/<sha>/<decoder>/<W>x<H>/<index>.fsf
+
+A frame at a size is what `decode_union` gives for it at that size (pyav: converted
+from the decoded picture, whatever other sizes a sweep needs), so raw and cached
+pipelines differ only by the storage format.
+
+`sha` is the SHA-256 of the video file's bytes, computed once per (path, size,
+mtime) and remembered on disk, so a renamed or copied video still hits and an
+edited one misses. The format is declared in the directory name: `jpeg` (quality
+95, lossy), `png` or `npy` (both lossless). Each `.fsf` file is a fixed header
+(magic, version, format, width, height, timestamp, payload length, CRC-32) and
+the payload; it is written to a temporary file, fsynced and renamed into place,
+and read back only if the magic, the length and the CRC all check, so an
+interrupted write, a truncated or a corrupted file is a miss, never a frame.
+
+Frames decoded on a miss are returned as they read back from the cache (a JPEG
+round trip), so a sweep sees the same pixels whether the cache was cold or warm.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Literal
+
+import cv2
+import numpy as np
+
+from engine.frames.base import DecodeError, VideoInfo, get_decoder
+from engine.frames.decode import DecodedVideo, decode_union
+from engine.paths import cache_dir
+
+__all__ = ["CACHE_VERSION", "FrameCache", "FrameFormat", "content_hash"]
+
+log = logging.getLogger(__name__)
+
+CACHE_VERSION = 1
+FrameFormat = Literal["jpeg", "png", "npy"]
+_FORMAT_CODE: dict[str, int] = {"jpeg": 1, "png": 2, "npy": 3}
+_MAGIC = b"FSWF"
+_HEADER = struct.Struct("<4sBBHIIdQI")  # magic, version, format, reserved, w, h, timestamp, length, crc32
+_HASH_MEMO: dict[tuple[str, int, int], str] = {}
+_Entry = tuple[np.ndarray, float, bytes]  # frame, timestamp, encoded payload
+_hash_lock = threading.Lock()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same directory, fsync, then rename into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some filesystems refuse fsync on directories
+        pass
+    finally:
+        os.close(fd)
+
+
+def content_hash(path: Path | str, memo_dir: Path | None = None) -> str:
+    """SHA-256 of the file's bytes, hashed once per (path, size, mtime) and remembered in `memo_dir`."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as err:
+        raise DecodeError(f"{p}: {type(err).__name__}: {err}") from err
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    with _hash_lock:
+        if key in _HASH_MEMO:
+            return _HASH_MEMO[key]
+    memo = memo_dir / f"{hashlib.sha1(key[0].encode()).hexdigest()}.json" if memo_dir else None
+    if memo is not None and memo.exists():
+        try:
+            rec = json.loads(memo.read_text())
+            if (rec["path"], rec["size"], rec["mtime_ns"]) == key:
+                with _hash_lock:
+                    _HASH_MEMO[key] = rec["sha256"]
+                return str(rec["sha256"])
+        except (OSError, ValueError, KeyError):
+            pass
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    digest = h.hexdigest()
+    with _hash_lock:
+        _HASH_MEMO[key] = digest
+    if memo is not None:
+        rec = {"path": key[0], "size": key[1], "mtime_ns": key[2], "sha256": digest}
+        _atomic_write(memo, json.dumps(rec).encode())
+    return digest
+
+
+class FrameCache:
+    """Decoded frames on disk, keyed by video content hash, decoder, frame index and size.
+
+    Args:
+        root: Cache root (default: `<framesweep cache>/frames`).
+        fmt: `jpeg` (lossy, quality `quality`), `png` or `npy` (lossless).
+        quality: JPEG quality.
+    """
+
+    def __init__(self, root: Path | str | None = None, fmt: FrameFormat = "jpeg", quality: int = 95) -> None:
+        if fmt not in _FORMAT_CODE:
+            raise ValueError(f"unknown frame cache format {fmt!r}; known: {', '.join(_FORMAT_CODE)}")
+        self.fmt, self.quality = fmt, quality
+        base = Path(root) if root is not None else cache_dir() / "frames"
+        self.dir = base / f"v{CACHE_VERSION}-{fmt}{quality if fmt == 'jpeg' else ''}"
+        self.hits = 0
+        self.misses = 0
+
+    # -- one frame file -------------------------------------------------------------------------
+
+    def _encode(self, frame: np.ndarray) -> bytes:
+        if self.fmt == "npy":
+            return np.ascontiguousarray(frame).tobytes()
+        bgr = cv2.cvtColor(frame, cv2.COLOR_RGB2BGR)
+        params = [cv2.IMWRITE_JPEG_QUALITY, self.quality] if self.fmt == "jpeg" else [cv2.IMWRITE_PNG_COMPRESSION, 3]
+        ok, buf = cv2.imencode(".jpg" if self.fmt == "jpeg" else ".png", bgr, params)
+        if not ok:
+            raise RuntimeError("frame encoding failed")
+        return buf.tobytes()
+
+    def _decode(self, payload: bytes, w: int, h: int) -> np.ndarray | None:
+        if self.fmt == "npy":
+            return np.frombuffer(payload, np.uint8).reshape(h, w, 3) if len(payload) == w * h * 3 else None
+        bgr = cv2.imdecode(np.frombuffer(payload, np.uint8), cv2.IMREAD_COLOR)
+        if bgr is None or bgr.shape[:2] != (h, w):
+            return None
+        return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+
+    def _pack(self, frame: np.ndarray, timestamp: float) -> bytes:
+        payload = self._encode(frame)
+        h, w = frame.shape[:2]
+        head = _HEADER.pack(_MAGIC, CACHE_VERSION, _FORMAT_CODE[self.fmt], 0, w, h, timestamp, len(payload),
+                            zlib.crc32(payload))
+        return head + payload
+
+    def _unpack(self, data: bytes, size: tuple[int, int]) -> tuple[np.ndarray, float, bytes] | None:
+        """The frame, its timestamp and its encoded payload, or None unless every check passes."""
+        if len(data) < _HEADER.size:
+            return None
+        magic, version, code, _, w, h, ts, length, crc = _HEADER.unpack_from(data)
+        payload = data[_HEADER.size:]
+        if (magic, version, code, (w, h)) != (_MAGIC, CACHE_VERSION, _FORMAT_CODE[self.fmt], size):
+            return None
+        if len(payload) != length or zlib.crc32(payload) != crc:
+            return None
+        frame = self._decode(payload, w, h)
+        return None if frame is None else (frame, float(ts), payload)
+
+    def _read(self, path: Path, size: tuple[int, int]) -> tuple[np.ndarray, float, bytes] | None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        got = self._unpack(data, size)
+        if got is None:
+            log.warning("%s: invalid frame cache file (interrupted write or corruption); treated as a miss", path)
+        return got
+
+    # -- videos -----------------------------------------------------------------------------------
+
+    def video_dir(self, digest: str) -> Path:
+        return self.dir / digest[:2] / digest
+
+    def _info(self, digest: str, path: Path, decoder: str) -> VideoInfo:
+        f = self.video_dir(digest) / "info.json"
+        try:
+            return VideoInfo(**json.loads(f.read_text()))
+        except (OSError, ValueError, TypeError):
+            info = get_decoder(decoder).probe(path)
+            _atomic_write(f, json.dumps(asdict(info)).encode())
+            return info
+
+    def get_or_decode(self, path: Path | str, indices: np.ndarray, decoder: str = "pyav",
+                      size: tuple[int, int] | None = None,
+                      also: Mapping[tuple[int, int], np.ndarray] | None = None) -> DecodedVideo:
+        """Frames `indices` of `path` at `size` (w, h; None: stored size), and `also` {(w, h): indices}
+        at other sizes, from the cache or decoded once.
+
+        Every (frame, size) not in the cache (or whose file fails its checks) is decoded in one
+        `decode_union` pass and written. The result carries `pipeline="cached"` and, for `jpeg`,
+        each frame's JPEG bytes (`DecodedVideo.view_jpeg`).
+        """
+        t0 = time.perf_counter()
+        p = Path(path)
+        digest = content_hash(p, self.dir / "hashes")
+        info = self._info(digest, p, decoder)
+        full = (info.width, info.height)
+        main: tuple[int, int] = (int(size[0]), int(size[1])) if size is not None else full
+        want = {main: np.unique(np.asarray(indices, dtype=np.int64))}
+        for s, ix in (also or {}).items():
+            key = (int(s[0]), int(s[1]))
+            want[key] = np.union1d(want.get(key, np.empty(0, np.int64)), np.asarray(ix, dtype=np.int64))
+        # Frames past the real count do not exist: recorded as missing without a decode pass.
+        missing = np.unique(np.concatenate([ix[ix >= info.n_frames] for ix in want.values()]))
+        want = {s: ix[ix < info.n_frames] for s, ix in want.items()}
+        found = {s: self._lookup(digest, decoder, s, ix) for s, ix in want.items()}
+        todo = {s: np.asarray([i for i in ix.tolist() if i not in found[s]], dtype=np.int64) for s, ix in want.items()}
+        n_hit = sum(len(f) for f in found.values())
+        n_miss = sum(int(t.size) for t in todo.values())
+        self.hits, self.misses = self.hits + n_hit, self.misses + n_miss
+        if n_miss:
+            missing = np.union1d(missing, self._fill(p, digest, decoder, info, main, todo, found))
+        got = np.asarray(sorted(found[main]), dtype=np.int64)
+        frames = (np.stack([found[main][i][0] for i in got.tolist()]) if got.size
+                  else np.empty((0, main[1], main[0], 3), np.uint8))
+        stamps = np.asarray([found[main][i][1] for i in got.tolist()], dtype=np.float64)
+        out = DecodedVideo(p, decoder, got, frames, stamps, info, time.perf_counter() - t0, pipeline="cached",
+                           missing=missing, decoded_size=main)
+        for s, f in found.items():
+            out._times.update({i: v[1] for i, v in f.items()})
+            if s != main:
+                out._resized[s] = {i: v[0] for i, v in f.items()}
+            if self.fmt == "jpeg":
+                out.jpeg[s] = {i: v[2] for i, v in f.items()}
+        return out
+
+    def _frame_dir(self, digest: str, decoder: str, size: tuple[int, int]) -> Path:
+        return self.video_dir(digest) / decoder / f"{size[0]}x{size[1]}"
+
+    def _lookup(self, digest: str, decoder: str, size: tuple[int, int], indices: np.ndarray) -> dict[int, _Entry]:
+        frame_dir = self._frame_dir(digest, decoder, size)
+        found: dict[int, _Entry] = {}
+        for i in indices.tolist():
+            f = frame_dir / f"{i:07d}.fsf"
+            got = self._read(f, size) if f.exists() else None
+            if got is not None:
+                found[i] = got
+        return found
+
+    def _fill(self, path: Path, digest: str, decoder: str, info: VideoInfo, main: tuple[int, int],
+              todo: dict[tuple[int, int], np.ndarray], found: dict[tuple[int, int], dict[int, _Entry]]) -> np.ndarray:
+        """Decode every missing (frame, size) in one pass, write each, and add what a read gives back."""
+        full = (info.width, info.height)
+        also = {s: ix for s, ix in todo.items() if s != main and ix.size}
+        fresh = decode_union(path, todo[main], decoder, None if main == full else main, also=also or None)
+        for s, ix in todo.items():
+            ok = np.setdiff1d(ix, fresh.missing)
+            if not ok.size:
+                continue
+            frame_dir = self._frame_dir(digest, decoder, s)
+            for i, frame, ts in zip(ok.tolist(), fresh.view(ok, s), fresh.times(ok).tolist()):
+                data = self._pack(frame, ts)
+                _atomic_write(frame_dir / f"{i:07d}.fsf", data)
+                back = self._unpack(data, s)  # what a later read returns (a JPEG round trip)
+                if back is not None:
+                    found[s][i] = back
+            _fsync_dir(frame_dir)
+        return fresh.missing

@@ -1,0 +1,154 @@
+"""A decoded video: the union of its planned frames, and pure per-budget views of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engine.frames.base import DecodeError, VideoInfo
+from engine.frames.resize import resize_frame
+
+__all__ = ["DecodedVideo"]
+
+Size = tuple[int, int]
+
+
+@dataclass
+class DecodedVideo:
+    """The union of a video's planned frames, decoded once.
+
+    Frames live at the decoded size (`frames`, the largest any budget needs) and, for
+    budgets at smaller sizes, in a per-size store of index -> frame: filled in the
+    decode pass itself (pyav, `decode_union(also=...)`) or by the first view that asks
+    (resized once per (frame, size), only the frames asked for).
+
+    Attributes:
+        path: The video file.
+        decoder: Decoder name.
+        indices: Sorted unique frame indices held at the decoded size.
+        frames: (K, H, W, 3) uint8 RGB at the decoded size, upright, in `indices` order.
+        timestamps: (K,) seconds from the first frame (real pts: right for variable frame rate).
+        info: The video's facts (real frame count, fps, displayed size, rotation).
+        decode_s: Seconds spent decoding (or reading the frame cache).
+        pipeline: "raw" (decoded now) or "cached" (from the on-disk frame cache).
+        missing: Indices asked for that do not exist or do not decode; views asking for them fail.
+        resizes: Frames resized by views so far (each (frame, size) at most once).
+        jpeg: {(w, h): {index: JPEG bytes}} for held frames (the JPEG frame cache fills it, so the
+            cached pipeline can send its frames without encoding them again).
+        decoded_size: (w, h) of `frames` (None: read from `frames`, else the video's size).
+    """
+
+    path: Path
+    decoder: str
+    indices: np.ndarray
+    frames: np.ndarray
+    timestamps: np.ndarray
+    info: VideoInfo
+    decode_s: float
+    pipeline: str = "raw"
+    missing: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    resizes: int = 0
+    jpeg: dict[Size, dict[int, bytes]] = field(default_factory=dict, repr=False)
+    decoded_size: Size | None = None
+    _resized: dict[Size, dict[int, np.ndarray]] = field(default_factory=dict, repr=False)
+    _times: dict[int, float] = field(default_factory=dict, repr=False)
+    _views: dict[tuple[Size, bytes], np.ndarray] = field(default_factory=dict, repr=False)
+    _released: bool = field(default=False, repr=False)
+
+    @property
+    def size(self) -> Size:
+        """(w, h) of the decoded frames."""
+        if self.decoded_size is not None:
+            return self.decoded_size
+        if self.frames.ndim == 4 and self.frames.shape[0]:
+            return int(self.frames.shape[2]), int(self.frames.shape[1])
+        return self.info.width, self.info.height
+
+    def _check(self, indices: np.ndarray) -> list[int]:
+        if self._released:
+            raise RuntimeError(f"{self.path}: frames were released")
+        idx = np.asarray(indices, dtype=np.int64)
+        lost = np.intersect1d(idx, self.missing)
+        if lost.size:
+            raise DecodeError(f"{self.path}: frames {lost.tolist()[:10]} do not exist or do not decode "
+                              f"(the video has {self.info.n_frames} real frames)")
+        return idx.tolist()
+
+    def _rows(self, indices: np.ndarray) -> np.ndarray:
+        idx = np.asarray(self._check(indices), dtype=np.int64)
+        rows = np.searchsorted(self.indices, idx)
+        if rows.size and (rows.max() >= self.indices.size or not np.array_equal(self.indices[rows], idx)):
+            raise KeyError("view asks for frames that were not decoded")
+        return rows
+
+    def view(self, indices: np.ndarray, size: Size | None = None, shared: bool = False) -> np.ndarray:
+        """One budget's frames (N, H, W, 3) in `indices` order, at `size` (w, h) or the decoded size.
+
+        Frames at another size come from the per-size store; one not there yet is resized from
+        the decoded frame (area filter) the first time any view asks for it, then kept.
+
+        A view is a new array. With `shared=True`, views of the same (indices, size) are one
+        read-only array (the questions of one video and budget then hold one copy, not one each).
+        """
+        if shared:
+            key = (self.size if size is None else (int(size[0]), int(size[1])),
+                   np.asarray(indices, dtype=np.int64).tobytes())
+            if key not in self._views:
+                arr = self.view(indices, size)
+                arr.setflags(write=False)
+                self._views[key] = arr
+            return self._views[key]
+        if size is None or tuple(size) == self.size:
+            return self.frames[self._rows(indices)]
+        size = (int(size[0]), int(size[1]))
+        idx = self._check(indices)
+        if not idx:
+            return np.empty((0, size[1], size[0], 3), np.uint8)
+        done = self._resized.setdefault(size, {})
+        todo = sorted({i for i in idx if i not in done})
+        if todo:
+            for i, r in zip(todo, self._rows(np.asarray(todo)).tolist()):
+                done[i] = resize_frame(self.frames[r], size)
+                self.resizes += 1
+        return np.stack([done[i] for i in idx])
+
+    def times(self, indices: np.ndarray) -> np.ndarray:
+        """Seconds from the first frame of each of `indices` (any decoded frame, at any size)."""
+        known = self._times or dict(zip(self.indices.tolist(), self.timestamps.tolist()))
+        try:
+            return np.asarray([known[i] for i in self._check(indices)], dtype=np.float64)
+        except KeyError as err:
+            raise KeyError(f"frame {err} was not decoded") from None
+
+    def view_jpeg(self, indices: np.ndarray, size: Size | None = None) -> list[bytes] | None:
+        """The JPEG bytes of one budget's frames in `indices` order, or None unless every frame has
+        them at this size (the JPEG frame cache stores each size it was asked for)."""
+        key = self.size if size is None else (int(size[0]), int(size[1]))
+        store = self.jpeg.get(key, {})
+        idx = self._check(indices)
+        return [store[i] for i in idx] if all(i in store for i in idx) else None
+
+    def release(self, size: Size | None = None) -> None:
+        """Free memory: the frames held at another `size`, or (no size) everything this video holds."""
+        if size is not None:
+            key = (int(size[0]), int(size[1]))
+            self._resized.pop(key, None)
+            self.jpeg.pop(key, None)
+            self._views = {k: v for k, v in self._views.items() if k[0] != key}
+            return
+        self._resized.clear()
+        self._views.clear()
+        self.jpeg.clear()
+        h, w = self.frames.shape[1:3] if self.frames.ndim == 4 else (0, 0)
+        self.frames = np.empty((0, h, w, 3), np.uint8)
+        self._released = True
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by decoded, resized and shared-view frames and JPEG bytes."""
+        resized = sum(a.nbytes for d in self._resized.values() for a in d.values())
+        resized += sum(a.nbytes for a in self._views.values())
+        encoded = sum(len(b) for d in self.jpeg.values() for b in d.values())
+        return int(self.frames.nbytes + resized + encoded)

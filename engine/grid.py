@@ -1,0 +1,86 @@
+"""Budget grids: cross products of frames x resolution x policy, and iso-compute allocations.
+
+An iso-compute allocation spends one pixel budget P (frames x pixels per frame)
+in different ways: few frames at high resolution or many at low resolution.
+`iso_compute(9_830_400, [32, 64, 128, 256])` gives 32 frames of <= 307,200 pixels
+(640x480), 64 of 153,600, 128 of 76,800 and 256 of 38,400: every point has
+`frames * max_pixels == P` (exactly when P is a multiple of each frame count; else
+`max_pixels = P // frames`, short of P by less than `frames` pixels).
+
+The realised pixels of a video are a little lower: `target_size` keeps the
+aspect ratio and rounds each side down to an even number (`realised_pixels`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from engine.frames.decode import target_size
+from engine.spec import BudgetPoint
+
+__all__ = ["expand_grid", "iso_compute", "realised_pixels"]
+
+DEFAULT_ISO_FRAMES = (32, 64, 128)
+
+
+def iso_compute(pixel_budget: int, frames: Sequence[int] = DEFAULT_ISO_FRAMES, *,
+                axis: Literal["max_pixels", "short_side"] = "max_pixels", aspect: float = 16 / 9,
+                policy: str = "uniform", seed: int = 0) -> list[BudgetPoint]:
+    """Budget points that all spend `pixel_budget` = frames x pixels per frame.
+
+    Args:
+        pixel_budget: Total pixels across all frames of one request (e.g. 9_830_400).
+        frames: Frame counts to allocate over, ascending or not.
+        axis: `max_pixels` (exact pixel cap per frame) or `short_side` (for a video of
+            aspect `aspect` = long side / short side, the short side whose frame holds
+            `pixel_budget / frames` pixels, rounded down to an even number).
+        aspect: Long side over short side, used only by `short_side`.
+        policy: Sampling policy for every point.
+        seed: Seed for every point.
+
+    Returns:
+        One `BudgetPoint` per frame count, in the order given.
+    """
+    if pixel_budget <= 0:
+        raise ValueError("pixel_budget must be positive")
+    points = []
+    for n in frames:
+        if n <= 0:
+            raise ValueError(f"frame counts must be positive, got {n}")
+        per_frame = pixel_budget // n
+        if per_frame < 4:
+            raise ValueError(f"{n} frames leave fewer than 4 pixels per frame of {pixel_budget}")
+        if axis == "max_pixels":
+            points.append(BudgetPoint(frames=n, max_pixels=per_frame, policy=policy, seed=seed))
+        else:
+            short = max(2, int(math.sqrt(per_frame / aspect)) // 2 * 2)
+            points.append(BudgetPoint(frames=n, short_side=short, policy=policy, seed=seed))
+    return points
+
+
+def realised_pixels(point: BudgetPoint, width: int, height: int) -> int:
+    """Pixels a budget point actually sends for a `width` x `height` video (frames x resized area)."""
+    w, h = target_size(width, height, point.max_pixels, point.short_side)
+    return point.frames * w * h
+
+
+def expand_grid(frames: Iterable[int], *, max_pixels: Iterable[int | None] = (None,),
+                short_sides: Iterable[int] = (), policies: Iterable[str] = ("uniform",),
+                seeds: Iterable[int] = (0,)) -> list[BudgetPoint]:
+    """The cross product frames x resolutions x policies x seeds (resolution: each max_pixels, then
+    each short side); a text-only point (frames = 0) is emitted once, without resolution."""
+    sizes: list[tuple[int | None, int | None]] = [(m, None) for m in max_pixels] + [(None, s) for s in short_sides]
+    out: list[BudgetPoint] = []
+    seen: set[str] = set()
+    for n in frames:
+        for mp, ss in sizes:
+            for pol in policies:
+                for seed in seeds:
+                    b = (BudgetPoint(frames=0) if n == 0 else
+                         BudgetPoint(frames=n, max_pixels=mp, short_side=ss, policy=pol, seed=seed))
+                    if b.budget_id not in seen:
+                        seen.add(b.budget_id)
+                        out.append(b)
+    return out

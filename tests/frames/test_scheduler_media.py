@@ -1,0 +1,67 @@
+"""The media plane inside the scheduler (a fake engine): one decode per video, bad media -> error rows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from conftest import small_spec_dict
+
+from engine.backends.base import EngineRequest, EngineResult
+from engine.datasets.synthetic import SyntheticBenchmark
+from engine.frames.decode import DECODE_CALLS
+from engine.scheduler import Sweep
+from engine.spec import parse_spec
+from engine.store import scan_results
+
+
+class FakeEngine:
+    """Answers "A" with certainty; records the frames it was sent."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.frames: list[np.ndarray | None] = []
+
+    async def start(self) -> dict[str, Any]:
+        return {}
+
+    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        self.frames += [r.video for r in requests]
+        return [EngineResult(r.request_id, text="A", letter_logprobs={"A": 0.0}) for r in requests]
+
+    async def close(self) -> None:
+        pass
+
+
+def test_sweep_decodes_each_video_once_and_turns_bad_media_into_error_rows(tmp_path: Path) -> None:
+    data = small_spec_dict(tmp_path / "out")
+    data["dataset"]["root"] = str(tmp_path / "videos")
+    data["budgets"] = [{"frames": 0}, {"frames": 2}, {"frames": 8, "max_pixels": 1536}, {"frames": 8}]
+    spec = parse_spec(data)
+    bench = SyntheticBenchmark(spec.dataset)  # type: ignore[arg-type]
+    bench.ensure_videos()
+    scripts = bench.scripts()
+    broken = bench.root / f"{scripts[1].video_id}.mp4"
+    broken.write_bytes(broken.read_bytes()[:2000])  # truncated: unreadable
+    engine = FakeEngine()
+    before = dict(DECODE_CALLS)
+    summary = asyncio.run(Sweep(spec, backends={"tiny": engine}).run())
+    calls = {k: v - before.get(k, 0) for k, v in DECODE_CALLS.items() if v - before.get(k, 0)}
+    assert sorted(calls.values()) == [1, 1]  # one pass per good video; the broken one fails in the probe
+    rows = scan_results(tmp_path / "out").collect()
+    bad = rows.filter(pl.col("video_id") == scripts[1].video_id)
+    visual = bad.filter(pl.col("frames") > 0)
+    assert visual.height == 3 * 3 and set(visual["status"]) == {"error"}
+    assert set(visual["error_type"]) == {"DecodeError"}
+    assert "Invalid data" in visual["error"][0]  # the decoder's own message
+    assert set(bad.filter(pl.col("frames") == 0)["status"]) == {"ok"}  # text-only needs no media
+    good = rows.filter(pl.col("video_id") != scripts[1].video_id)
+    assert set(good["status"]) == {"ok"} and good.height == 2 * 3 * 4
+    assert summary.jobs_ok == 24 + 3 and summary.jobs_failed == 9
+    sizes = {f.shape[1:3] for f in engine.frames if f is not None}
+    assert sizes == {(64, 96), (32, 48)}
