@@ -32,6 +32,9 @@ class JobContext:
     attempt: int
     pipeline: str = "raw"
     request: EngineRequest | None = None
+    repeated: bool | None = None
+    video_frames: int | None = None
+    video_frames_declared: int | None = None
 
 
 def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
@@ -68,6 +71,9 @@ def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
         answer=item.answer,
         decode_s=ctx.decode_s,
         attempt=ctx.attempt,
+        frames_repeated=ctx.repeated if n else None,
+        video_frames=ctx.video_frames,
+        video_frames_declared=ctx.video_frames_declared,
     )
 
 

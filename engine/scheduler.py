@@ -12,6 +12,8 @@ At most `decode.max_videos_in_flight` videos hold frames at once.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import logging
 import signal
 import time
@@ -26,7 +28,16 @@ import numpy as np
 from engine.backends.base import Backend, EngineRequest
 from engine.backends.prompts import MediaView, get_family
 from engine.datasets import build_adapter
-from engine.frames.decode import DecodedVideo, DecodeError, decode_union, get_decoder, target_size
+from engine.frames.cache import FrameCache
+from engine.frames.decode import (
+    DecodedVideo,
+    DecodeError,
+    decode_size,
+    decode_union,
+    get_decoder,
+    sizes_needed,
+    target_size,
+)
 from engine.frames.plan import FramePlan, plan_budget, union_indices
 from engine.items import Item, Job
 from engine.rows import JobContext, error_row, scored_row
@@ -82,7 +93,7 @@ def plan_item(item: Item | None, budget: BudgetPoint, n_frames: int, fps: float)
     first = min(max(0, int(item.clip[0] * fps)), n_frames - 1)
     last = min(n_frames, max(first + 1, int(np.ceil(item.clip[1] * fps))))
     sub = plan_budget(budget, last - first, fps)
-    return FramePlan(sub.indices + first, n_frames, sub.repeated)
+    return dataclasses.replace(sub, indices=sub.indices + first, n_video_frames=n_frames)
 
 
 async def start_backends(spec: SweepSpec) -> dict[str, Backend]:
@@ -121,6 +132,9 @@ class Sweep:
         self._models: dict[str, ModelSpec] = {m.id: m for m in spec.models}
         self._attempts: dict[tuple[str, str, str, str], int] = {}
         self._scorer: Any = None
+        self._cache: FrameCache | None = None
+        if spec.decode.pipeline == "cached":
+            self._cache = FrameCache(spec.decode.cache_dir, fmt=spec.decode.cache_format)
 
     def request_stop(self) -> None:
         """Stop after committing what is finished (SIGINT/SIGTERM)."""
@@ -234,11 +248,23 @@ class Sweep:
         if item.video_path is None:
             raise DecodeError(f"item {item.item_id} has no video but the grid asks for frames")
         loop = asyncio.get_running_loop()
-        decoder = get_decoder(self.spec.decode.decoder)
+        # decord cannot open still images; PyAV decodes them (EXIF rotation applied)
+        decoder = get_decoder("pyav" if item.media_kind == "image" else self.spec.decode.decoder)
         info = await loop.run_in_executor(self._pool, decoder.probe, item.video_path)
         plans = {(j.item.item_id, j.budget.budget_id): self._plan(j, info.n_frames, info.fps) for j in video_jobs}
         union = union_indices(plans.values())
-        decoded = await loop.run_in_executor(self._pool, decode_union, item.video_path, union, decoder.name)
+        # decode once, at the largest size any budget needs; smaller sizes converted in the same pass
+        need = sizes_needed(info, [(j.budget, plans[(j.item.item_id, j.budget.budget_id)].indices)
+                                   for j in video_jobs])
+        size = decode_size(info, [j.budget for j in video_jobs])
+        main = size or (info.width, info.height)
+        also = {s: ix for s, ix in need.items() if s != main}
+        idx = need.get(main, np.empty(0, np.int64))
+        if self._cache is not None:
+            work = functools.partial(self._cache.get_or_decode, item.video_path, idx, decoder.name, size, also)
+        else:
+            work = functools.partial(decode_union, item.video_path, idx, decoder.name, size, also)
+        decoded = await loop.run_in_executor(self._pool, work)
         self.summary.decode_calls += 1
         self.summary.frames_decoded += int(union.size)
         return decoded, plans
@@ -257,7 +283,11 @@ class Sweep:
         by_model: dict[str, list[JobContext]] = defaultdict(list)
         for j in video_jobs:
             by_model[j.model_id].append(self._ctx(j, decoded, plans[(j.item.item_id, j.budget.budget_id)]))
-        results = await asyncio.gather(*(self._generate(mid, ctxs, decoded) for mid, ctxs in by_model.items()))
+        try:
+            results = await asyncio.gather(*(self._generate(mid, ctxs, decoded) for mid, ctxs in by_model.items()))
+        finally:
+            if decoded is not None:
+                decoded.release()  # the in-flight cap bounds frame memory only if frames go when done
         rows += [r for part in results for r in part]
         self._count(rows)
         return rows
@@ -273,39 +303,57 @@ class Sweep:
         indices = plan.indices if plan is not None else np.empty(0, dtype=np.int64)
         ctx = JobContext(job, model.family, indices, None, None, self.spec.decode.decoder,
                          None, self._attempt(job))
+        if plan is not None:
+            ctx.repeated = plan.repeated
         if decoded is not None and indices.size:
             ctx.width, ctx.height = target_size(decoded.info.width, decoded.info.height,
                                                 job.budget.max_pixels, job.budget.short_side)
             ctx.decode_s = decoded.decode_s
+            ctx.pipeline = decoded.pipeline
+            ctx.video_frames = decoded.info.n_frames
+            ctx.video_frames_declared = getattr(decoded.info, "declared_frames", None)
         return ctx
 
     def _media(self, ctx: JobContext, decoded: DecodedVideo | None) -> MediaView | None:
         if decoded is None or not ctx.indices.size:
             return None
-        frames = decoded.view(ctx.indices, (ctx.width, ctx.height))  # type: ignore[arg-type]
+        size = (ctx.width, ctx.height)
+        frames = decoded.view(ctx.indices, size, shared=True)  # type: ignore[arg-type]
+        jpeg = decoded.view_jpeg(ctx.indices, size) if decoded.pipeline == "cached" else None  # type: ignore[arg-type]
         item = ctx.job.item
         uuid = f"{item.video_id}:{ctx.job.budget.budget_id}"
         if item.media_kind == "image":
             uuid = f"{item.video_id}:image"
         elif item.clip is not None:
             uuid += f"@{item.clip[0]:g}-{item.clip[1]:g}"
-        return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder)
+        return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder,
+                         jpeg_frames=jpeg)
 
     async def _generate(self, model_id: str, ctxs: list[JobContext],
                         decoded: DecodedVideo | None) -> list[ResultRow]:
         family = get_family(self._models[model_id].family)
         p = self.spec.prompt
         requests: list[EngineRequest] = []
+        failed: list[ResultRow] = []
+        ready: list[JobContext] = []
         for i, ctx in enumerate(ctxs):
-            media = self._media(ctx, decoded)
+            try:
+                media = self._media(ctx, decoded)
+            except DecodeError as err:  # a frame this job needs does not exist or did not decode
+                failed.append(error_row(self.spec, ctx, type(err).__name__, str(err)))
+                continue
             ctx.request = family.build(f"{model_id}/{ctx.job.item.item_id}/{ctx.job.budget.budget_id}/{i}",
                                        ctx.job.item, media, p.scoring, p.system_prompt, p.max_new_tokens)
             requests.append(ctx.request)
+            ready.append(ctx)
+        if not ready:
+            return failed
+        ctxs = ready
         results = await self._generate_with_retries(model_id, ctxs, requests)
         if isinstance(results, BaseException):
             err = results
-            return [error_row(self.spec, c, type(err).__name__, str(err)) for c in ctxs]
-        return [scored_row(self.spec, c, r, self._scorer) for c, r in zip(ctxs, results)]
+            return failed + [error_row(self.spec, c, type(err).__name__, str(err)) for c in ctxs]
+        return failed + [scored_row(self.spec, c, r, self._scorer) for c, r in zip(ctxs, results)]
 
     async def _generate_with_retries(self, model_id: str, ctxs: list[JobContext],
                                      requests: list[EngineRequest]) -> list[Any] | BaseException:

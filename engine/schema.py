@@ -57,6 +57,10 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "worker": pl.String(),
     "engine_version": pl.String(),
     "finished_at": pl.Datetime("us", "UTC"),
+    # what the video really held (a container may declare more frames than exist)
+    "frames_repeated": pl.Boolean(),
+    "video_frames": pl.Int32(),
+    "video_frames_declared": pl.Int32(),
     # adaptive policies (null on fixed-budget rows)
     "stage_path": pl.List(pl.String()),
     "frames_processed": pl.Int32(),
@@ -113,6 +117,12 @@ class ResultRow:
     worker: str | None = None
     engine_version: str | None = None
     finished_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    frames_repeated: bool | None = None
+    """The video had fewer frames than the budget and the policy repeated some (capped: frames_sent < frames)."""
+    video_frames: int | None = None
+    """Frames that really exist in the video (counted by demuxing)."""
+    video_frames_declared: int | None = None
+    """Frames the container declares (may lie)."""
     stage_path: list[str] | None = None
     """Cascade: the stage budgets visited, in order."""
     frames_processed: int | None = None

@@ -47,13 +47,28 @@ class BudgetPoint(_Strict):
     short_side: int | None = Field(
         default=None, gt=0, description="Resize each frame so its short side has this many pixels (aspect kept)."
     )
-    policy: str = Field(default="uniform", description="Sampling policy name (see `engine.frames.plan.POLICIES`).")
+    policy: str = Field(
+        default="uniform",
+        description="Sampling policy: uniform, segment_centre, random, dense_head@<share>, fps@<rate>, "
+        "nested or nested@<largest budget> (see `engine.frames.plan`).",
+    )
     seed: int = Field(default=0, description="Seed for randomised sampling policies; recorded on every row.")
     id: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z0-9_.@+-]+$",
         description="Stable budget id used as a result key; derived from the other fields when omitted.",
     )
+
+    @model_validator(mode="after")
+    def _known_policy(self) -> BudgetPoint:
+        from engine.frames.plan import get_policy  # here: the planner imports this module
+
+        if not self.is_text_only:
+            try:
+                get_policy(self.policy)
+            except KeyError as err:
+                raise ValueError(err.args[0]) from None
+        return self
 
     @model_validator(mode="after")
     def _one_size(self) -> BudgetPoint:
@@ -174,6 +189,15 @@ class DecodeSpec(_Strict):
     """How videos are decoded."""
 
     decoder: str = Field(default="pyav", description="Decoder name (see `engine.frames.decode.DECODERS`).")
+    pipeline: Literal["raw", "cached"] = Field(
+        default="raw",
+        description="raw: decode the video files; cached: frames from the on-disk frame cache (decoded once, "
+        "kept by video content hash, frame index and size), shared by later sweeps and models.",
+    )
+    cache_dir: Path | None = Field(default=None, description="Frame cache folder; null: <framesweep cache>/frames.")
+    cache_format: Literal["jpeg", "png", "npy"] = Field(
+        default="jpeg", description="How cached frames are stored: jpeg (q95, lossy) or png / npy (lossless)."
+    )
     max_videos_in_flight: int = Field(default=4, ge=1, description="Videos decoded or being answered at once.")
     threads: int = Field(default=2, ge=1, description="Decode worker threads in this process.")
 

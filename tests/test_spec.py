@@ -68,3 +68,12 @@ def test_budget_ids_are_derived_and_stable() -> None:
     assert BudgetPoint(frames=8, id="custom").budget_id == "custom"
     with pytest.raises(ValueError):
         BudgetPoint(frames=0, short_side=224)
+
+
+def test_unknown_policy_fails_at_load(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path)
+    d["budgets"][2]["policy"] = "bogus"
+    with pytest.raises(SpecError, match=r"budgets\.2: Value error, unknown sampling policy 'bogus'; known: "):
+        parse_spec(d)
+    d["budgets"][2]["policy"] = "fps@2"
+    assert parse_spec(d).budgets[2].budget_id == "f4-fps@2"

@@ -122,23 +122,44 @@ def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
     assert st.returncode == 0 and f"{len(expected)} done, 0 failed, 0 pending" in st.stdout
 
 
-def test_each_video_decoded_once_per_sweep(tmp_path: Path) -> None:
-    """In-process sweep: every video is decoded in exactly one pass for all its budgets."""
+def test_each_video_decoded_once_and_cached_pipeline_reuses_frames(tmp_path: Path) -> None:
+    """In-process sweeps: every video is decoded in one pass for all its budgets; with the cached
+    pipeline a second sweep (another results dir) decodes nothing and gets the same answers."""
     import asyncio
 
-    from engine.frames.decode import DECODE_CALLS
-    from engine.scheduler import Sweep
-
-    spec = parse_spec(small_spec_dict(tmp_path / "out"))
-    before = dict(DECODE_CALLS)
-    summary = asyncio.run(Sweep(spec).run())
     import ray
 
-    ray.shutdown()
-    assert summary.jobs_ok == 3 * 3 * 4 and summary.jobs_failed == 0
-    calls = {k: v - before.get(k, 0) for k, v in DECODE_CALLS.items() if v - before.get(k, 0)}
-    assert len(calls) == 3 and set(calls.values()) == {1}
-    df = scan_results(tmp_path / "out").collect()
-    # the union of 2, 4 and 8 uniform frames of a 32-frame clip
-    per_video = df.filter(pl.col("frames") > 0).group_by("video_id").agg(pl.col("frame_indices").list.explode().unique())
-    assert per_video["frame_indices"].list.len().to_list() == [summary.frames_decoded // 3] * 3
+    from engine.frames.decode import DECODE_CALLS
+    from engine.scheduler import Sweep, start_backends
+
+    d = small_spec_dict(tmp_path / "a")
+    d["decode"] = {"max_videos_in_flight": 2, "pipeline": "cached", "cache_dir": str(tmp_path / "frames")}
+    spec_a = parse_spec(d)
+    spec_b = spec_a.with_out_dir(tmp_path / "b")
+
+    async def go():
+        backends = await start_backends(spec_a)
+        try:
+            before = dict(DECODE_CALLS)
+            a = await Sweep(spec_a, backends=backends).run()
+            mid = dict(DECODE_CALLS)
+            b = await Sweep(spec_b, backends=backends).run()
+            return before, mid, dict(DECODE_CALLS), a, b
+        finally:
+            await asyncio.gather(*(x.close() for x in backends.values()))
+            ray.shutdown()
+
+    before, mid, after, a, b = asyncio.run(go())
+    assert a.jobs_ok == b.jobs_ok == 3 * 3 * 4 and a.jobs_failed == b.jobs_failed == 0
+    calls = {k: v - before.get(k, 0) for k, v in mid.items() if v - before.get(k, 0)}
+    assert len(calls) == 3 and set(calls.values()) == {1}  # one decode pass per video
+    assert after == mid  # the second sweep read every frame from the cache
+    rows_a = scan_results(tmp_path / "a").collect().sort(["item_id", "budget_id"])
+    rows_b = scan_results(tmp_path / "b").collect().sort(["item_id", "budget_id"])
+    visual = rows_a.filter(pl.col("frames") > 0)
+    assert set(visual["pipeline"]) == {"cached"} and (visual["video_frames"] == 32).all()
+    # the union of 2, 4 and 8 uniform frames of a 32-frame clip, decoded once per video
+    per_video = visual.group_by("video_id").agg(pl.col("frame_indices").list.explode().unique())
+    assert per_video["frame_indices"].list.len().to_list() == [a.frames_decoded // 3] * 3
+    assert rows_a["option_probs"].to_list() == rows_b["option_probs"].to_list()
+    assert rows_a["prompt_hash"].to_list() == rows_b["prompt_hash"].to_list()
