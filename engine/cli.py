@@ -8,7 +8,7 @@ import logging
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import polars as pl
 import typer
@@ -203,6 +203,51 @@ def cascade(
                   f"rows in {session}")
     if json_out is not None:
         json_out.write_text(json.dumps(rep.to_dict(), indent=2))
+
+
+@app.command()
+def predict(
+    spec_path: Annotated[Path, typer.Argument(metavar="SPEC.toml", help="Sweep spec (TOML).")],
+    predictor: Annotated[str, typer.Option("--predictor", help="Id of the spec's model that predicts.")],
+    glimpse: Annotated[int, typer.Option("--glimpse", help="Low-resolution frames shown to the predictor.")] = 0,
+    run_items: Annotated[bool, typer.Option("--run/--no-run", help="Answer every item at its predicted budget.")] = True,
+    manifest: Annotated[Path | None, typer.Option("--manifest", help="Write the frame-count manifest (JSONL).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Results directory (overrides store.out_dir).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Hybrid-frame predictor: a model picks each item's frame count from the grid; run items at it."""
+    from engine.adaptive_eval import export_manifest
+    from engine.predictor import predict_frames, run_predicted
+    from engine.scheduler import start_backends
+
+    _logging(verbose)
+    spec = _load(spec_path, out)
+    if predictor not in {m.id for m in spec.models}:
+        err_console.print(f"[red]--predictor {predictor!r} is not a model of the spec[/red]")
+        raise typer.Exit(2)
+
+    async def go() -> tuple[Any, Any]:
+        backends = await start_backends(spec)
+        try:
+            preds = await predict_frames(spec, predictor, backends, glimpse_frames=glimpse)
+            summary = await run_predicted(spec, predictor, preds, backends) if run_items else None
+            return preds, summary
+        finally:
+            await asyncio.gather(*(b.close() for b in backends.values()), return_exceptions=True)
+
+    preds, summary = asyncio.run(go())
+    counts = preds.group_by("predicted_frames").len().sort("predicted_frames")
+    t = Table(title=f"{predictor}: predicted frame counts ({preds.height} items)")
+    t.add_column("frames", justify="right")
+    t.add_column("items", justify="right")
+    for n, k in counts.iter_rows():
+        t.add_row("unparsed" if n is None else str(n), str(k))
+    console.print(t)
+    if summary is not None:
+        console.print(f"answered at the predicted budgets: {summary.jobs_ok} ok, {summary.jobs_failed} failed")
+    if manifest is not None:
+        n = export_manifest(preds, None, manifest, predictor_id=predictor)
+        console.print(f"manifest: {n} lines -> {manifest}")
 
 
 def _register_extensions() -> None:

@@ -150,7 +150,7 @@ class Sweep:
         try:
             done = store.done_keys()
             self._attempts = store.attempts()
-            jobs = plan_jobs(self.spec, items, done)
+            jobs = self._plan_jobs(items, done)
             self._record_plan(store, items, done, jobs)
             if jobs:
                 await self._start_backends()
@@ -164,16 +164,26 @@ class Sweep:
         self.summary.stopped = self._stop.is_set()
         return self.summary
 
+    def _plan_jobs(self, items: list[Item], done: set[Any]) -> dict[str, list[Job]]:
+        return plan_jobs(self.spec, items, done)
+
+    def _expected(self, items: list[Item], jobs: dict[str, list[Job]]) -> dict[str, dict[str, int]]:
+        """Jobs this run is responsible for, per model and budget (the manifest's expected_jobs)."""
+        expected: dict[str, dict[str, int]] = defaultdict(dict)
+        for m in self.spec.models:
+            for b in self.spec.budgets:
+                if m.max_frames is None or b.frames <= m.max_frames:
+                    expected[m.id][b.budget_id] = len(items)
+        return expected
+
     def _record_plan(self, store: ResultStore, items: list[Item], done: set[Any], jobs: dict[str, list[Job]]) -> None:
         n_pending = sum(len(v) for v in jobs.values())
         self.summary.jobs_total = n_pending + len(done)
         self.summary.jobs_skipped = len(done)
         self.summary.videos = len(jobs)
-        expected: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for m in self.spec.models:
-            for b in self.spec.budgets:
-                if m.max_frames is None or b.frames <= m.max_frames:
-                    expected[m.id][b.budget_id] = len(items)
+        expected = store.read_manifest().get("expected_jobs", {})
+        for mid, per in self._expected(items, jobs).items():
+            expected.setdefault(mid, {}).update(per)
         store.write_manifest({
             "sweep_id": self.spec.sweep_id,
             "dataset": self.spec.dataset.name,

@@ -121,6 +121,13 @@ class ResultStore:
         self.close()
 
     # --- manifest ----------------------------------------------------------------
+    def read_manifest(self) -> dict[str, Any]:
+        """manifest.json, or {} when there is none (or it cannot be read)."""
+        try:
+            return json.loads((self.out_dir / "manifest.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            return {}
+
     def write_manifest(self, info: dict[str, Any]) -> None:
         """Write manifest.json atomically, keeping its first creation time."""
         path = self.out_dir / "manifest.json"
