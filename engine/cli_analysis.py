@@ -1,4 +1,5 @@
-"""Analysis commands of the `framesweep` CLI: metrics, report, import-lmms-eval."""
+"""Analysis commands of the `framesweep` CLI: metrics, report, predictor-eval, export-manifest, checkpoints,
+import-lmms-eval."""
 
 from __future__ import annotations
 
@@ -27,6 +28,15 @@ _Stages = Annotated[str | None, typer.Option("--cascade-stages", help="Comma-sep
 _Match = Annotated[str | None, typer.Option("--cascade-match", help="Fixed budget the cascade must match.")]
 _Compare = Annotated[str | None, typer.Option("--compare", help="BASE:OTHER models for checkpoint flows.")]
 _Engine = Annotated[str, typer.Option("--engine", help="Polars engine: auto, streaming or in-memory.")]
+_Json = Annotated[Path | None, typer.Option("--json", help="Write the JSON document here.")]
+_Preds = Annotated[Path | None, typer.Option(
+    "--predictions", help="Run directory holding predictions/ shards (default: DIR).")]
+_ModelId = Annotated[str | None, typer.Option("--model-id", help="Evaluate against this model only (default: all).")]
+_Fallback = Annotated[str | None, typer.Option(
+    "--fallback", help="Budget id for unparsed or off-grid predictions (default: the dearest budget).")]
+_Models = Annotated[str, typer.Option("--models", help="Comma-separated checkpoints in order; the first is the base.")]
+_ImageDs = Annotated[str | None, typer.Option(
+    "--image-datasets", help="Comma-separated image benchmarks (default: datasets with at most one frame per row).")]
 
 
 def _options(n_boot: int, seed: int, pair: list[str] | None, stages: str | None, match: str | None,
@@ -116,13 +126,165 @@ def report(
     title: Annotated[str | None, typer.Option("--title", help="Page title.")] = None,
     n_boot: _NBoot = 1000, seed: _Seed = 0, pair: _Pair = None, cascade_stages: _Stages = None,
     cascade_match: _Match = None, compare: _Compare = None, engine: _Engine = "auto",
+    predictions: Annotated[Path | None, typer.Option(
+        "--predictions", help="Run directory holding predictions/ shards (default: DIR when it has them).")] = None,
+    fallback: _Fallback = None,
+    checkpoint_models: Annotated[str | None, typer.Option(
+        "--checkpoint-models", help="Comma-separated checkpoints (base first) for the temporal-trap section.")] = None,
+    image_datasets: _ImageDs = None,
 ) -> None:
     """One self-contained HTML report (inline SVG figures, readable offline)."""
+    from engine.adaptive_eval import scan_predictions
     from engine.report import write_report
 
     doc = _document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine))
+    pred_dir = predictions or out_dir
+    if predictions is not None or scan_predictions(pred_dir).head(1).collect().height:
+        doc["predictor"] = _predictor_doc(out_dir, pred_dir, None, fallback, engine)["groups"]
+    if checkpoint_models:
+        doc["checkpoints"] = _checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), engine)
     write_report(doc, output, title or f"framesweep: {out_dir.name}")
     console.print(f"wrote {output}")
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [s.strip() for s in text.split(",") if s.strip()] if text else None
+
+
+def _snapshot(out_dir: Path, engine: Any) -> Any:
+    from engine.metrics.summary import SNAPSHOT_COLUMNS, load_rows
+
+    if not (out_dir / "results").is_dir():
+        err_console.print(f"[red]{out_dir}: no results/ directory (not a framesweep results directory?)[/red]")
+        raise typer.Exit(2)
+    return load_rows(out_dir).select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
+
+
+def _collect(tables: dict[str, Any], engine: Any) -> dict[str, Any]:
+    import polars as pl
+
+    frames = pl.collect_all(list(tables.values()), engine=engine)
+    return dict(zip(tables, frames, strict=True))
+
+
+def _predictor_doc(out_dir: Path, pred_dir: Path, model_id: str | None, fallback: str | None,
+                   engine: str) -> dict[str, Any]:
+    from engine.adaptive_eval import evaluate_predictor, predictor_document, scan_predictions
+
+    rows = _snapshot(out_dir, engine)
+    tables = _collect(evaluate_predictor(rows, scan_predictions(pred_dir), model_id, fallback=fallback), engine)
+    return {"schema": "framesweep.predictor/1", "source": str(out_dir), "predictions": str(pred_dir),
+            "fallback": fallback, "groups": predictor_document(tables)}
+
+
+def _checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list[str] | None,
+                    engine: str) -> dict[str, Any]:
+    from engine.metrics.checkpoints import checkpoint_document, checkpoint_tables
+
+    rows = _snapshot(out_dir, engine)
+    try:
+        tables = checkpoint_tables(rows, models or [], image_datasets)
+    except ValueError as err:
+        err_console.print(f"[red]--models: {err}[/red]")
+        raise typer.Exit(2) from None
+    return {"schema": "framesweep.checkpoints/1", "source": str(out_dir),
+            **checkpoint_document(_collect(tables, engine), models or [])}
+
+
+def _write_json(path: Path | None, doc: dict[str, Any]) -> None:
+    if path is not None:
+        path.write_text(json.dumps(doc, indent=2, allow_nan=False))
+        console.print(f"wrote {path}")
+
+
+def _print_predictor(g: dict[str, Any]) -> None:
+    t = Table(title=f"predictor {g['predictor_id']} for {g['model_id']} on {g['dataset']}: {g['n_items']} items "
+                    f"({g['n_unsolvable']} right nowhere, {g['n_unparsed']} unparsed, {g['n_off_grid']} off the grid "
+                    f"-> {g['fallback_budget']})")
+    for c in ("strategy", "accuracy", "mean frames", "predictor - it (pts)", "frames saved"):
+        t.add_column(c, justify="right")
+    t.add_row("predictor", _pts(g["accuracy"]), f"{g['mean_frames']:.1f}", "", "")
+    for f in g["fixed"]:
+        t.add_row(f"fixed {f['budget_id']}", _pts(f["accuracy"]), f"{f['mean_frames']:.1f}",
+                  _pts(f["accuracy_delta"], True), _pts(f["frames_saved"]))
+    t.add_row("oracle (cheapest right)", _pts(g["oracle_accuracy"]), f"{g['oracle_mean_frames']:.1f}",
+              _pts(g["accuracy"] - g["oracle_accuracy"], True), "")
+    console.print(t)
+    cols = [*g["grid"], None]
+    cells = {(c["predicted"], c["sufficient"]): c["n"] for c in g["confusion"]}
+    t = Table(title="predicted budget (rows) x cheapest sufficient budget (columns)")
+    for c in ("predicted", *[c or "none" for c in cols]):
+        t.add_column(c, justify="right")
+    for p in g["grid"]:
+        t.add_row(p, *[str(cells.get((p, c), 0)) for c in cols])
+    console.print(t)
+    console.print(f"agreement with the cheapest sufficient budget {_pts(g['agreement'])}% of {g['n_solvable']} "
+                  f"solvable items ({g['n_under']} under, {g['n_over']} over); parsed: {g['parse']}")
+
+
+def predictor_eval(out_dir: _Dir, predictions: _Preds = None, model_id: _ModelId = None, fallback: _Fallback = None,
+                   json_path: _Json = None, engine: _Engine = "auto") -> None:
+    """Score a hybrid-frame predictor against a finished sweep: accuracy, frames, agreement, confusion."""
+    doc = _predictor_doc(out_dir, predictions or out_dir, model_id, fallback, engine)
+    for g in doc["groups"]:
+        _print_predictor(g)
+    if not doc["groups"]:
+        console.print("no predictions match the sweep's matched items")
+    _write_json(json_path, doc)
+
+
+def export_manifest(
+    out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Run directory holding predictions/ shards.")],
+    out: Annotated[Path, typer.Option("--out", help="JSONL manifest to write.")],
+    items: Annotated[Path | None, typer.Option(
+        "--items", help="Items table (.parquet/.jsonl/.csv: dataset, item_id, video) to restrict to and take "
+                        "video paths from.")] = None,
+    predictor_id: Annotated[str | None, typer.Option("--predictor-id", help="Predictor to export.")] = None,
+    fallback_frames: Annotated[int | None, typer.Option(
+        "--fallback-frames", help="Frames for unparsed answers (default: leave them out).")] = None,
+) -> None:
+    """Per-sample frame-count manifest (JSONL: id, video, instruction, frames) for video fine-tuning data."""
+    import polars as pl
+
+    from engine.adaptive_eval import export_manifest as run_export
+    from engine.adaptive_eval import scan_predictions
+
+    readers = {".parquet": pl.scan_parquet, ".jsonl": pl.scan_ndjson, ".ndjson": pl.scan_ndjson, ".csv": pl.scan_csv}
+    if items is not None and items.suffix not in readers:
+        err_console.print(f"[red]--items: unknown format {items.suffix!r} (known: {', '.join(readers)})[/red]")
+        raise typer.Exit(2)
+    table = readers[items.suffix](items) if items is not None else None  # type: ignore[operator]
+    try:
+        n = run_export(scan_predictions(out_dir), table, out, predictor_id=predictor_id,
+                       fallback_frames=fallback_frames)
+    except ValueError as err:
+        err_console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    console.print(f"wrote {n} lines to {out}")
+
+
+def checkpoints(out_dir: _Dir, models: _Models, image_datasets: _ImageDs = None, json_path: _Json = None,
+                engine: _Engine = "auto") -> None:
+    """Checkpoint audit: accuracy, gains and flows against the base; video gain vs image loss ("temporal trap")."""
+    doc = _checkpoint_doc(out_dir, _split(models), _split(image_datasets), engine)
+    t = Table(title=f"temporal trap vs {doc['base']} (points): video {doc['video_datasets']}, "
+                    f"image {doc['image_datasets']}")
+    for c in ("checkpoint", "frames", "video acc", "video gain", "image acc", "image loss", "trapped"):
+        t.add_column(c, justify="right")
+    for r in doc["temporal_trap"]:
+        t.add_row(r["model_id"], str(r["frames"]), _pts(r["video_accuracy"]), _pts(r["video_gain"], True),
+                  _pts(r["image_accuracy"]), _pts(r["image_loss"], True), "yes" if r["trapped"] else "")
+    console.print(t)
+    t = Table(title="per dataset and budget (points)")
+    for c in ("checkpoint", "dataset", "budget", "items", "acc", "gain", "rescue", "harm", "net", "churn"):
+        t.add_column(c, justify="right")
+    for r in doc["table"]:
+        if r["order"] > 0:
+            t.add_row(r["model_id"], r["dataset"], r["budget_id"], str(r["n_items"]), _pts(r["accuracy"]),
+                      _pts(r["gain"], True), str(r["rescue"]), str(r["harm"]), _pts(r["net"], True),
+                      _pts(r["churn"]))
+    console.print(t)
+    _write_json(json_path, doc)
 
 
 def import_lmms_eval(
@@ -155,4 +317,7 @@ def register(app: typer.Typer) -> None:
     logging.getLogger(__name__).debug("registering analysis commands")
     app.command("metrics")(metrics)
     app.command("report")(report)
+    app.command("predictor-eval")(predictor_eval)
+    app.command("export-manifest")(export_manifest)
+    app.command("checkpoints")(checkpoints)
     app.command("import-lmms-eval")(import_lmms_eval)

@@ -5,7 +5,12 @@ file reads the same offline. Per (model, dataset) group: the accuracy curve with
 and harm bars per transition (``fig-accuracy-N``), the flow of item states across the
 grid (``fig-flow-N``), the trajectory-pattern heatmap (``fig-heatmap-N``), per-category
 tables (``table-<column>-N``) and the cascade's Pareto front (``fig-cascade-N``).
-Built from the metrics document of `engine.metrics.document`.
+Built from the metrics document of `engine.metrics.document`. Optional sections, shown
+when the document carries them: ``doc["predictor"]`` (groups of
+`engine.metrics.predictor.predictor_document`: ``table-predictor-N``,
+``fig-predictor-N``, ``table-predictor-confusion-N``) and ``doc["checkpoints"]``
+(`engine.metrics.checkpoints.checkpoint_document`: ``table-temporal-trap``,
+``fig-trap``, ``table-checkpoints``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ __all__ = ["render_report", "write_report"]
 log = logging.getLogger(__name__)
 
 GREEN, RED, GREY, BLUE, ORANGE = "#2e7d32", "#c62828", "#9e9e9e", "#1565c0", "#ef6c00"
+PALETTE = (BLUE, ORANGE, GREEN, "#6a1b9a", "#00838f", "#ad1457")
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1100px}
 h1{font-size:22px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ccc}h3{font-size:15px}
@@ -247,11 +253,112 @@ def _group_section(g: dict[str, Any], idx: int) -> str:
     return "".join(parts)
 
 
+def predictor_figure(g: dict[str, Any], idx: int) -> str:
+    """Accuracy vs mean frames: each fixed budget, the predictor and the cheapest-sufficient oracle."""
+    pts = [(f["mean_frames"], f["accuracy"], f"fixed {f['budget_id']}", "fixed", ORANGE) for f in g["fixed"]]
+    pts += [(g["mean_frames"], g["accuracy"], "predictor", "predictor", BLUE),
+            (g["oracle_mean_frames"], g["oracle_accuracy"], "oracle", "oracle", GREEN)]
+    w, h, left, top, pw, ph = 640, 260, 50, 20, 560, 200
+    xmax = max([1.0] + [p[0] for p in pts]) * 1.1
+    sx, sy = _Scale(0.0, xmax, left, left + pw), _Scale(0.0, 1.0, top + ph, top)
+    body = [_line(left, top + ph, left + pw, top + ph, "#999"), _line(left, top, left, top + ph, "#999"),
+            _text(left + pw / 2, h - 4, "mean frames per item"),
+            *[_text(left - 6, sy(v) + 4, f"{100 * v:.0f}%", "end") for v in (0, 0.5, 1)]]
+    for x, y, label, cls, color in pts:
+        tip = f"{label}: {_pct(y)}% at {x:.1f} frames"
+        shape = (_rect(sx(x) - 4, sy(y) - 4, 8, 8, color, tip, f'class="{cls}"') if cls == "fixed" else
+                 f'<circle class="{cls}" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" fill="{color}">'
+                 f"<title>{_e(tip)}</title></circle>")
+        body += [shape, _text(sx(x), sy(y) - 8, label.removeprefix("fixed "))]
+    return _svg(f"fig-predictor-{idx}", w, h, body, "predictor accuracy and frames against fixed budgets")
+
+
+def _predictor_section(g: dict[str, Any], idx: int) -> str:
+    rows: list[list[object]] = [["predictor", _pct(g["accuracy"]), f"{g['mean_frames']:.1f}", "", ""]]
+    rows += [[f"fixed {f['budget_id']}", _pct(f["accuracy"]), f"{f['mean_frames']:.1f}", _pct(f["accuracy_delta"]),
+              _pct(f["frames_saved"])] for f in g["fixed"]]
+    rows.append(["oracle (cheapest right budget)", _pct(g["oracle_accuracy"]), f"{g['oracle_mean_frames']:.1f}",
+                 _pct(g["accuracy"] - g["oracle_accuracy"]), ""])
+    cols = [*g["grid"], None]
+    cells = {(c["predicted"], c["sufficient"]): c["n"] for c in g["confusion"]}
+    matrix = [[p, *[cells.get((p, c), 0) for c in cols]] for p in g["grid"]]
+    note = (f"{g['n_items']} items; agreement with the cheapest sufficient budget {_pct(g['agreement'])}% of "
+            f"{g['n_solvable']} solvable items ({g['n_under']} under, {g['n_over']} over); {g['n_unsolvable']} right "
+            f"at no budget; {g['n_unparsed']} unparsed and {g['n_off_grid']} off-grid answers used "
+            f"{g['fallback_budget']}")
+    return "".join([
+        f"<h2>Hybrid-frame predictor {_e(g['predictor_id'])}: {_e(g['model_id'])} on {_e(g['dataset'])}</h2>",
+        f'<p class="note">{_e(note)}</p>',
+        _table(f"table-predictor-{idx}", ["strategy", "accuracy", "mean frames", "predictor minus it (pts)",
+                                          "frames saved (%)"], rows),
+        predictor_figure(g, idx),
+        "<h3>Predicted budget (rows) x cheapest sufficient budget (columns)</h3>",
+        '<p class="note">chosen budget after the fallback; "none": items right at no budget</p>',
+        _table(f"table-predictor-confusion-{idx}", ["predicted", *[c or "none" for c in cols]], matrix),
+    ])
+
+
+def trap_figure(c: dict[str, Any]) -> str:
+    """Video gain per frame count (solid) and image gain (dashed, below zero = loss) per checkpoint."""
+    rows = [r for r in c["temporal_trap"] if r["order"] > 0]
+    frames = sorted({r["frames"] for r in rows})
+    vals = [v for r in rows for v in (r["video_gain"], r["image_gain"]) if v is not None]
+    w, h, left, top, pw, ph = 640, 260, 60, 20, 440, 200
+    lim = max([0.05] + [abs(v) for v in vals]) * 1.1
+    step = pw / max(len(frames), 1)
+    xs = {f: left + (i + 0.5) * step for i, f in enumerate(frames)}
+    sy = _Scale(-lim, lim, top + ph, top)
+    body = [_line(left, sy(0), left + pw, sy(0), "#999"), _text(left - 6, sy(0) + 4, "0", "end"),
+            *[_text(left - 6, sy(v) + 4, f"{100 * v:+.0f}", "end") for v in (-lim / 1.1, lim / 1.1)],
+            *[_text(xs[f], top + ph + 14, f"{f} frames") for f in frames]]
+    for k, model in enumerate(dict.fromkeys(r["model_id"] for r in rows)):
+        color, mine = PALETTE[k % len(PALETTE)], [r for r in rows if r["model_id"] == model]
+        pts = [(xs[r["frames"]], sy(r["video_gain"]), r) for r in mine if r["video_gain"] is not None]
+        body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
+                    + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in pts) + '"/>')
+        body += [f'<circle class="video-gain" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}"><title>'
+                 f"{_e(model)} at {r['frames']} frames: video gain {_pct(r['video_gain'])} pts</title></circle>"
+                 for x, y, r in pts]
+        if mine and mine[0]["image_gain"] is not None:
+            iy = sy(mine[0]["image_gain"])
+            body.append(f'<line class="image-gain" x1="{left:.1f}" y1="{iy:.1f}" x2="{left + pw:.1f}" y2="{iy:.1f}" '
+                        f'stroke="{color}" stroke-dasharray="5 3"><title>{_e(model)}: image gain '
+                        f"{_pct(mine[0]['image_gain'])} pts</title></line>")
+        ly = top + 10 + 16 * k
+        body += [_line(left + pw + 10, ly, left + pw + 30, ly, color, 'stroke-width="2"'),
+                 _text(left + pw + 36, ly + 4, model, "start", f'style="fill:{color}"')]
+    return _svg("fig-trap", w, h, body, "video gain vs image loss per frame budget")
+
+
+def _checkpoint_section(c: dict[str, Any]) -> str:
+    trap = [[r["model_id"], r["frames"], r["n_video_datasets"], _pct(r["video_accuracy"]), _pct(r["video_gain"]),
+             r["n_image_datasets"], _pct(r["image_accuracy"]), _pct(r["image_loss"]), "yes" if r["trapped"] else ""]
+            for r in c["temporal_trap"]]
+    table = [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], _pct(r["accuracy"]),
+              _pct(r["gain"]), r["rescue"], r["harm"], _pct(r["net"]), _pct(r["churn"])]
+             for r in c["table"] if r["order"] > 0]
+    note = (f"base: {c['base']}; video benchmarks: {', '.join(c['video_datasets']) or 'none'}; image benchmarks: "
+            f"{', '.join(c['image_datasets']) or 'none'}; gains are macro means over datasets on paired items")
+    return "".join([
+        f"<h2>Checkpoints: temporal trap ({_e(' -> '.join(c['models']))})</h2>", f'<p class="note">{_e(note)}</p>',
+        _table("table-temporal-trap", ["checkpoint", "frames", "video datasets", "video acc", "video gain",
+                                       "image datasets", "image acc", "image loss", "trapped"], trap),
+        trap_figure(c),
+        '<p class="note">solid: video gain per frame budget; dashed: image gain (below zero: image loss)</p>',
+        "<h3>Per dataset and budget against the base (points)</h3>",
+        _table("table-checkpoints", ["checkpoint", "dataset", "kind", "budget", "items", "acc", "gain", "rescue",
+                                     "harm", "net", "churn"], table),
+    ])
+
+
 def render_report(doc: dict[str, Any], title: str = "framesweep report") -> str:
-    """The HTML page for a metrics document (see `engine.metrics.document`)."""
+    """The HTML page for a metrics document (see `engine.metrics.document`), with its optional sections."""
     body = "".join(_group_section(g, i) for i, g in enumerate(doc["groups"]))
     if not doc["groups"]:
         body = '<p class="note">No results yet.</p>'
+    body += "".join(_predictor_section(g, i) for i, g in enumerate(doc.get("predictor") or []))
+    if doc.get("checkpoints"):
+        body += _checkpoint_section(doc["checkpoints"])
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
             f"<style>{_CSS}</style></head><body><h1>{_e(title)}</h1>"
             f'<p class="note">source: {_e(doc.get("source"))}; rates in points.</p>{body}</body></html>')

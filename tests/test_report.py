@@ -14,7 +14,10 @@ from typer.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).parent / "metrics"))
 
 from metric_rows import audit_rows, row, write_sweep
+from test_checkpoints import checkpoint_rows
+from test_predictor_eval import all_predictions, predictor_rows
 
+from engine.adaptive_eval import write_predictions
 from engine.cli import app
 from engine.metrics.document import summary_document
 from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
@@ -135,3 +138,107 @@ def test_report_command(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["report", str(tmp_path / "sweep"), "-o", str(out), "--n-boot", "0"])
     assert res.exit_code == 0, res.output
     assert 'id="fig-accuracy-0"' in out.read_text()
+
+
+# --- the predictor and checkpoint sections ---------------------------------------------------------
+
+ADAPTIVE_IDS = {"table-predictor-0", "fig-predictor-0", "table-predictor-confusion-0", "table-temporal-trap",
+                "fig-trap", "table-checkpoints"}
+
+
+class _Tables(HTMLParser):
+    """The text of every cell of every table with an id, row by row."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self._current: list[list[str]] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self._current = self.tables.setdefault(dict(attrs).get("id") or "", [])
+        elif tag == "tr" and self._current is not None:
+            self._current.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._current:
+            self._current[-1].append("".join(self._cell))
+            self._cell = None
+        elif tag == "table":
+            self._current = None
+
+
+@pytest.fixture(scope="module")
+def adaptive_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`framesweep report` on a sweep with predictions beside it and three checkpoints."""
+    out = tmp_path_factory.mktemp("adaptive")
+    write_sweep(out / "sweep", [*predictor_rows(), *checkpoint_rows()])
+    write_predictions(out / "sweep", all_predictions())
+    path = out / "report.html"
+    res = CliRunner().invoke(app, ["report", str(out / "sweep"), "-o", str(path), "--n-boot", "0",
+                                   "--checkpoint-models", "base,ft1,ft2"])
+    assert res.exit_code == 0, res.output
+    return path
+
+
+def _check_adaptive(text: str) -> None:
+    svgs = _parse(text)
+    assert svgs.ids >= ADAPTIVE_IDS
+    pred = svgs.counts["fig-predictor-0"]
+    assert (pred["rect.fixed"], pred["circle.predictor"], pred["circle.oracle"]) == (4, 1, 1)
+    trap = svgs.counts["fig-trap"]
+    assert (trap["circle.video-gain"], trap["line.image-gain"]) == (6, 2)  # ft1, ft2 x 0/8/16 frames
+
+
+def test_adaptive_sections(adaptive_html: Path) -> None:
+    text = adaptive_html.read_text()
+    for banned in ("<script", "src=", "href=", "@import", "url("):
+        assert banned not in text
+    _check_adaptive(text)
+    p = _Tables()
+    p.feed(text)
+    assert p.tables["table-predictor-0"] == [
+        ["strategy", "accuracy", "mean frames", "predictor minus it (pts)", "frames saved (%)"],
+        ["predictor", "40.0", "8.8", "", ""],
+        ["fixed text", "40.0", "0.0", "0.0", "n/a"],
+        ["fixed f4", "40.0", "4.0", "0.0", "-120.0"],
+        ["fixed f8", "60.0", "8.0", "-20.0", "-10.0"],
+        ["fixed f16", "40.0", "16.0", "0.0", "45.0"],
+        ["oracle (cheapest right budget)", "80.0", "2.4", "-40.0", ""],
+    ]
+    assert p.tables["table-predictor-confusion-0"] == [
+        ["predicted", "text", "f4", "f8", "f16", "none"],
+        ["text", "0", "0", "1", "0", "0"],
+        ["f4", "0", "1", "0", "0", "0"],
+        ["f8", "1", "0", "0", "0", "0"],
+        ["f16", "1", "0", "0", "0", "1"],
+    ]
+    trap = p.tables["table-temporal-trap"]
+    assert trap[0] == ["checkpoint", "frames", "video datasets", "video acc", "video gain", "image datasets",
+                       "image acc", "image loss", "trapped"]
+    assert trap[6] == ["ft1", "16", "2", "66.7", "41.7", "2", "41.7", "41.7", "yes"]
+    assert len(trap) == 10
+    rows = p.tables["table-checkpoints"]
+    assert len(rows) == 17 and ["ft1", "vid", "video", "f16", "3", "33.3", "33.3", "1", "0", "33.3", "33.3"] in rows
+    assert "agreement with the cheapest sufficient budget 25.0% of 4 solvable items" in text
+    assert "video benchmarks: vid, vid2; image benchmarks: img, img2;" in text  # not the predictor's dataset d
+
+
+def test_sections_only_with_their_data(report_html: Path) -> None:
+    ids = _parse(report_html.read_text()).ids
+    assert not ids & ADAPTIVE_IDS
+
+
+def test_adaptive_sections_render_in_headless_chromium(adaptive_html: Path, tmp_path: Path) -> None:
+    browser = _chromium()
+    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([browser, *flags, "--dump-dom", adaptive_html.as_uri()], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    _check_adaptive(dom)

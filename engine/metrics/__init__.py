@@ -7,6 +7,13 @@ docstring states its own exactly.
 """
 
 from engine.metrics.cascade import cascade_curve, cascade_items, fixed_cost, match_fixed, pareto_front
+from engine.metrics.checkpoints import (
+    checkpoint_document,
+    checkpoint_table,
+    checkpoint_tables,
+    dataset_kinds,
+    temporal_trap,
+)
 from engine.metrics.confusion import visual_confusion
 from engine.metrics.crossmodel import checkpoint_flows, cross_model_matched, matched_grid
 from engine.metrics.document import summary_document
@@ -16,6 +23,7 @@ from engine.metrics.grid import budget_table, grid_summary, matched
 from engine.metrics.iso_compute import iso_compute_allocations, iso_compute_sets
 from engine.metrics.oracle import best_fixed, fixed_accuracy, oracle
 from engine.metrics.overwrite import text_overwrite
+from engine.metrics.predictor import evaluate_predictor, latest_predictions, predictor_document
 from engine.metrics.rates import rate_intervals, rate_table
 from engine.metrics.regression import alternate_rows, sampling_recovery, terminal_regressions
 from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
@@ -29,14 +37,20 @@ __all__ = [
     "budget_table",
     "cascade_curve",
     "cascade_items",
+    "checkpoint_document",
     "checkpoint_flows",
+    "checkpoint_table",
+    "checkpoint_tables",
     "cross_model_matched",
+    "dataset_kinds",
+    "evaluate_predictor",
     "fixed_accuracy",
     "fixed_cost",
     "generation_oracle",
     "grid_summary",
     "iso_compute_allocations",
     "iso_compute_sets",
+    "latest_predictions",
     "load_rows",
     "match_fixed",
     "matched",
@@ -44,6 +58,7 @@ __all__ = [
     "oracle",
     "pair_flows",
     "pareto_front",
+    "predictor_document",
     "rate_intervals",
     "rate_table",
     "sampling_recovery",
@@ -51,6 +66,7 @@ __all__ = [
     "state_flows",
     "summary_document",
     "summary_tables",
+    "temporal_trap",
     "terminal_regressions",
     "text_overwrite",
     "trajectory_patterns",

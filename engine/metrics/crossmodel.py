@@ -68,32 +68,39 @@ def cross_model_matched(rows: pl.LazyFrame, models: Sequence[str] | None = None)
     return m.join(common, on=["dataset", "item_id"], how="semi").sort([*GROUP, "item_id", "rank"])
 
 
-def checkpoint_flows(rows: pl.LazyFrame, base: str, other: str) -> pl.LazyFrame:
+def checkpoint_flows(rows: pl.LazyFrame, base: str, other: str, by: Sequence[str] = ()) -> pl.LazyFrame:
     """Rescue and harm going from model `base` to model `other` at each budget both ran.
 
     Rescue: base wrong, other right; harm: base right, other wrong; over the items both
     answered at that budget.
 
+    Args:
+        rows: One row per key.
+        base: The reference model.
+        other: The compared model.
+        by: Extra split columns (categories such as ``task_type``); taken from the base's rows.
+
     Returns:
-        dataset, budget_id, frames, rescue, harm, n, net, churn; in cost order.
+        dataset, *by, budget_id, frames, rescue, harm, n, net, churn; in cost order.
     """
+    by = list(by)
     ok = rows.filter((pl.col("status") == "ok") & pl.col("correct").is_not_null())
 
     def side(model: str, name: str) -> pl.LazyFrame:
         return ok.filter(pl.col("model_id") == model).select(
-            "dataset", "item_id", "budget_id", "frames", pl.col("pixels_total").fill_null(0),
+            "dataset", "item_id", "budget_id", "frames", pl.col("pixels_total").fill_null(0), *by,
             pl.col("correct").alias(name))
 
     g, h = pl.col("c_base"), pl.col("c_other")
     return (
-        side(base, "c_base").join(side(other, "c_other").drop("frames", "pixels_total"),
+        side(base, "c_base").join(side(other, "c_other").drop("frames", "pixels_total", *by),
                                   on=["dataset", "item_id", "budget_id"])
-        .group_by(["dataset", "budget_id"])
+        .group_by(["dataset", *by, "budget_id"])
         .agg(pl.col("frames").first(), pl.col("pixels_total").max().alias("_px"),
              (~g & h).sum().cast(pl.Int64).alias("rescue"), (g & ~h).sum().cast(pl.Int64).alias("harm"),
              pl.len().cast(pl.Int64).alias("n"))
         .with_columns(((pl.col("rescue") - pl.col("harm")) / pl.col("n")).alias("net"),
                       ((pl.col("rescue") + pl.col("harm")) / pl.col("n")).alias("churn"))
-        .sort(["dataset", "frames", "_px", "budget_id"])
-        .select(["dataset", "budget_id", "frames", "rescue", "harm", "n", "net", "churn"])
+        .sort(["dataset", *by, "frames", "_px", "budget_id"], nulls_last=True)
+        .select(["dataset", *by, "budget_id", "frames", "rescue", "harm", "n", "net", "churn"])
     )
