@@ -71,6 +71,11 @@ def _primary_policy(budgets: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def _adaptive() -> pl.Expr:
+    """Rows of adaptive runs (a frame count per item: `pred-<predictor>`, cascade decisions) are no grid budget."""
+    return pl.col("budget_id").str.starts_with("pred-") | pl.col("policy").eq_missing(pl.lit("cascade"))
+
+
 def budget_table(rows: pl.LazyFrame) -> pl.LazyFrame:
     """Every budget of every (model, dataset) group, in cost order, with its place on the chain.
 
@@ -88,9 +93,9 @@ def budget_table(rows: pl.LazyFrame) -> pl.LazyFrame:
         pl.col("policy").first(), pl.col("seed").first(),
         pl.col("pixels_total").max().fill_null(0).alias("pixels"),
     )
-    on_chain = (pl.col("frames") == 0) | (
+    on_chain = ((pl.col("frames") == 0) | (
         pl.col("policy").eq_missing(pl.col("_pp")) & pl.col("seed").eq_missing(pl.col("_ps"))
-    )
+    )) & ~_adaptive()
     return (
         budgets.join(_primary_policy(budgets), on=GROUP, how="left")
         .with_columns((pl.col("frames") == 0).alias("is_text"), on_chain.fill_null(False).alias("on_chain"))

@@ -117,3 +117,20 @@ def test_trajectory_patterns_count_each_right_wrong_sequence() -> None:
 
 def test_budgets_constant_is_the_cost_order() -> None:
     assert list(BUDGETS) == ["text", "f4", "f8", "f16"]
+
+
+def test_adaptive_rows_are_not_grid_budgets() -> None:
+    import polars as pl
+
+    from engine.metrics.grid import grid_budgets
+    from engine.schema import RESULT_SCHEMA
+
+    def r(budget: str, frames: int, policy: str = "uniform") -> dict:
+        return {"model_id": "m", "dataset": "d", "item_id": "i", "budget_id": budget, "frames": frames,
+                "policy": policy, "seed": 0, "status": "ok", "correct": True}
+
+    rows = pl.LazyFrame([r("text", 0), r("f4", 4), r("pred-m", 4), r("cascade-tau0.5", 4, "cascade")],
+                        schema={k: RESULT_SCHEMA[k] for k in r("x", 0)})
+    rows = rows.with_columns(pl.lit(None, dtype=t).alias(c) for c, t in RESULT_SCHEMA.items()
+                             if c not in r("x", 0))
+    assert grid_budgets(rows).collect()["budget_id"].to_list() == ["text", "f4"]
