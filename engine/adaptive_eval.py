@@ -29,6 +29,8 @@ from typing import BinaryIO
 
 import polars as pl
 
+from engine.store import _fsync_dir
+
 from engine.metrics.predictor import evaluate_predictor, latest_predictions, predictor_document
 
 __all__ = [
@@ -209,14 +211,6 @@ def scan_predictions(out_dir: str | Path) -> pl.LazyFrame:
     if not paths:
         return pl.LazyFrame(schema=PREDICTION_SCHEMA)
     return pl.scan_parquet(paths, schema=PREDICTION_SCHEMA, missing_columns="insert", extra_columns="ignore")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _atomic_write(final: Path, write: Callable[[BinaryIO], object]) -> None:

@@ -46,6 +46,26 @@ def _request(request_id: str, item: Item, media: MediaView | None, mode: str, ma
     )
 
 
+def _one_media(media: MediaView | None, image: bool,
+               video_fields: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The chat part and request fields of one video (or one image) placeholder."""
+    if media is None:
+        return [], {}
+    if image:
+        return ([{"type": "image_url", "image_url": {"url": IMAGE_URL_SLOT.format(0)}}],
+                {"images": [media.frames[0]], "image_uuids": [media.uuid]})
+    return ([{"type": "video_url", "video_url": {"url": VIDEO_URL_SLOT}}],
+            {"video": media.frames, "media_uuid": media.uuid, "jpeg_frames": media.jpeg_frames, **video_fields})
+
+
+def _finish(request_id: str, item: Item, media: MediaView | None, mode: str, max_tokens: int, prompt: str,
+            sys_msg: str, parts: list[dict[str, Any]], text: str, prefix: str,
+            fields: dict[str, Any]) -> EngineRequest:
+    messages, chat_extra = _chat_messages(sys_msg, parts, text, prefix)
+    return _request(request_id, item, media, mode, max_tokens, prompt=prompt, messages=messages,
+                    chat_extra=chat_extra, **fields)
+
+
 class _QwenVL:
     """Qwen2.5-VL / Qwen3-VL: ChatML with `<|vision_start|><|video_pad|><|vision_end|>` before the question.
 
@@ -72,18 +92,9 @@ class _QwenVL:
         vision = f"<|vision_start|>{pad}<|vision_end|>" if pad else ""
         prompt = (f"<|im_start|>system\n{sys_msg}<|im_end|>\n<|im_start|>user\n{vision}{text}<|im_end|>\n"
                   f"<|im_start|>assistant\n{prefix}")
-        parts: list[dict[str, Any]] = []
-        fields: dict[str, Any] = {}
-        if media is not None and image:
-            parts = [{"type": "image_url", "image_url": {"url": IMAGE_URL_SLOT.format(0)}}]
-            fields = {"images": [media.frames[0]], "image_uuids": [media.uuid]}
-        elif media is not None:
-            parts = [{"type": "video_url", "video_url": {"url": VIDEO_URL_SLOT}}]
-            fields = {"video": media.frames, "video_meta": video_metadata(media), "media_uuid": media.uuid,
-                      "jpeg_frames": media.jpeg_frames, "mm_processor_kwargs": self.mm_kwargs(media)}
-        messages, chat_extra = _chat_messages(sys_msg, parts, text, prefix)
-        return _request(request_id, item, media, mode, max_tokens, prompt=prompt, messages=messages,
-                        chat_extra=chat_extra, **fields)
+        extra = {"video_meta": video_metadata(media), "mm_processor_kwargs": self.mm_kwargs(media)} if media else {}
+        parts, fields = _one_media(media, image, extra)
+        return _finish(request_id, item, media, mode, max_tokens, prompt, sys_msg, parts, text, prefix, fields)
 
 
 @register_family("qwen2_5_vl")
@@ -127,18 +138,8 @@ class LlavaNextVideo:
         image = media is not None and item.media_kind == "image"
         tag = "" if media is None else "<image>\n" if image else "<video>\n"
         prompt = f"{sys_msg + ' ' if sys_msg else ''}USER: {tag}{text} ASSISTANT:{prefix}"
-        parts: list[dict[str, Any]] = []
-        fields: dict[str, Any] = {}
-        if media is not None and image:
-            parts = [{"type": "image_url", "image_url": {"url": IMAGE_URL_SLOT.format(0)}}]
-            fields = {"images": [media.frames[0]], "image_uuids": [media.uuid]}
-        elif media is not None:
-            parts = [{"type": "video_url", "video_url": {"url": VIDEO_URL_SLOT}}]
-            fields = {"video": media.frames, "video_meta": None, "media_uuid": media.uuid,
-                      "jpeg_frames": media.jpeg_frames}
-        messages, chat_extra = _chat_messages(sys_msg, parts, text, prefix)
-        return _request(request_id, item, media, mode, max_tokens, prompt=prompt, messages=messages,
-                        chat_extra=chat_extra, **fields)
+        parts, fields = _one_media(media, image, {"video_meta": None})
+        return _finish(request_id, item, media, mode, max_tokens, prompt, sys_msg, parts, text, prefix, fields)
 
 
 class InternVL:
@@ -172,9 +173,7 @@ class InternVL:
             # Video frames: one tile each (no dynamic tiling), as InternVL evaluates video.
             fields = {"images": frames, "image_uuids": uuids,
                       "mm_processor_kwargs": None if image else {"max_dynamic_patch": 1}}
-        messages, chat_extra = _chat_messages(sys_msg, parts, text, prefix)
-        return _request(request_id, item, media, mode, max_tokens, prompt=prompt, messages=messages,
-                        chat_extra=chat_extra, **fields)
+        return _finish(request_id, item, media, mode, max_tokens, prompt, sys_msg, parts, text, prefix, fields)
 
 
 @register_family("internvl3")
