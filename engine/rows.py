@@ -105,6 +105,8 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scor
     if item.kind == "mcq":
         ls = score_letters(item.letters, res.letter_logprobs)
         row.option_probs, row.confidence = ls.probs, ls.confidence
+        row.pred_extracted = (scorer(item, res.text).pred if scorer is not None
+                              else extract_letter_videomme(res.text, "".join(item.letters))) or None
         if ctx.request is not None and ctx.request.mode == "letter":
             row.pred = ls.pred
             row.correct = row.pred is not None and row.pred == item.answer

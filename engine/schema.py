@@ -42,6 +42,7 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "answer": pl.String(),
     "response": pl.String(),
     "pred": pl.String(),
+    "pred_extracted": pl.String(),
     "correct": pl.Boolean(),
     "score": pl.Float64(),
     "confidence": pl.Float64(),
@@ -103,6 +104,8 @@ class ResultRow:
     answer: str | None = None
     response: str | None = None
     pred: str | None = None
+    pred_extracted: str | None = None
+    """The benchmark's official text extraction of `response` (cross-check of `pred` in letter mode)."""
     correct: bool | None = None
     score: float | None = None
     confidence: float | None = None

@@ -114,6 +114,11 @@ class EngineSpec(_Strict):
         default=True, description="Share the cached video prefix between questions of one video and budget."
     )
     enforce_eager: bool = Field(default=True, description="Skip graph capture (faster start; needed on CPU).")
+    mm_processor_cache_gb: float = Field(
+        default=4.0, ge=0,
+        description="vLLM's multimodal processor cache (GiB): holds processed frames of the videos in flight, "
+        "keyed by the stable media uuids, so questions sharing a video and budget are processed once.",
+    )
     kv_cache_gib: float = Field(
         default=1.0, gt=0, description="KV cache size in GiB on the CPU build (VLLM_CPU_KVCACHE_SPACE)."
     )

@@ -297,6 +297,42 @@ def _build_llava_next_video(out: Path, seed: int) -> None:
 BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl, "qwen3_vl": _build_qwen3_vl, "llava_next_video": _build_llava_next_video}
 
 
+# The published architecture of Qwen2.5-VL-7B-Instruct (its config.json), for full-size shapes with
+# vLLM's load_format="dummy" (random weights from the config: real-scale throughput, no download).
+QWEN25_VL_7B = {
+    "text": {"hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+             "num_key_value_heads": 4, "max_position_embeddings": 128000, "max_window_layers": 28,
+             "vocab_size": 152064, "rms_norm_eps": 1e-6,
+             "rope_parameters": {"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [16, 24, 24]}},
+    "vision": {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16, "out_hidden_size": 3584,
+               "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112,
+               "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2, "hidden_act": "silu"},
+}
+
+
+def build_full_shape_config(out: Path, dtype: str = "bfloat16") -> Path:
+    """A Qwen2.5-VL-7B-shaped checkpoint directory without weights: the real architecture config,
+    the locally built tokenizer and processor. Load it with vLLM's `load_format="dummy"`."""
+    from transformers import AutoProcessor, Qwen2_5_VLConfig
+
+    tiny = build_tiny_checkpoint("qwen2_5_vl")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    processor = AutoProcessor.from_pretrained(tiny)
+    processor.save_pretrained(out)
+    tok = processor.tokenizer
+    ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
+    text = {**QWEN25_VL_7B["text"], "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"]}
+    config = Qwen2_5_VLConfig(
+        text_config=text, vision_config=QWEN25_VL_7B["vision"], image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=False, dtype=dtype,
+    )
+    config.architectures = ["Qwen2_5_VLForConditionalGeneration"]
+    config.save_pretrained(out)
+    return out
+
+
 def tiny_checkpoint_dir(family: str, seed: int = 0) -> Path:
     return cache_dir() / "checkpoints" / f"tiny-{family}-v{BUILD_VERSION}-seed{seed}"
 

@@ -111,6 +111,8 @@ def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
     assert (visual["frame_indices"].list.len() == visual["frames"]).all()
     assert (final.filter(pl.col("frames") == 0)["frame_indices"].list.len() == 0).all()
     assert final["option_probs"].list.len().eq(4).all() and final["prompt_tokens"].is_not_null().all()
+    # the official text extraction of the answer agrees with the option-probability argmax
+    assert (final["pred_extracted"] == final["pred"]).all()
 
     # 4) a rerun of a finished sweep is a no-op (no engine is even started)
     shards = _shards(out)

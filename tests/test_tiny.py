@@ -37,3 +37,16 @@ def test_other_families_build(family: str, arch: str) -> None:
     path = build_tiny_checkpoint(family)
     assert json.loads((path / "config.json").read_text())["architectures"] == [arch]
     assert AutoProcessor.from_pretrained(path).tokenizer.encode("B", add_special_tokens=False).__len__() == 1
+
+
+def test_full_shape_config_has_the_7b_architecture(tmp_path: Path, tiny_qwen25: Path) -> None:
+    from transformers import AutoConfig, AutoTokenizer
+
+    from engine.tiny import build_full_shape_config
+
+    out = build_full_shape_config(tmp_path / "7b")
+    cfg = AutoConfig.from_pretrained(out)
+    assert cfg.text_config.hidden_size == 3584 and cfg.text_config.num_hidden_layers == 28
+    assert cfg.vision_config.depth == 32 and not (out / "model.safetensors").exists()
+    tok = AutoTokenizer.from_pretrained(out)
+    assert tok.convert_tokens_to_ids("<|video_pad|>") == cfg.video_token_id

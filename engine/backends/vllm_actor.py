@@ -60,6 +60,7 @@ class VLLMWorker:
             "max_num_seqs": engine.max_num_seqs,
             "enforce_eager": engine.enforce_eager,
             "enable_prefix_caching": engine.enable_prefix_caching,
+            "mm_processor_cache_gb": engine.mm_processor_cache_gb,
             "dtype": engine.dtype,
             "seed": seed,
             "logprobs_mode": "processed_logprobs",
