@@ -26,7 +26,13 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None,
         log.info("joining Ray cluster at %s", address)
         ray.init(address=address, log_to_driver=False)
         return
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keeps a local node on 127.0.0.1
+    # Keep a local instance on 127.0.0.1 (on Linux Ray otherwise advertises the interface address).
+    # Ray reads this at import; vLLM may have imported ray already, so set the constant too.
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] in ("0", "false", "False"):
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False
     ray.init(
         num_cpus=num_cpus,
         include_dashboard=False,
