@@ -201,6 +201,7 @@ def cascade(
     console.print(t)
     console.print(f"online and offline stop at the same stage for {pct(rep.decision_agreement)}% of items; "
                   f"rows in {session}")
+    (session / "report.json").write_text(json.dumps(rep.to_dict(), indent=2))  # `framesweep report` shows it
     if json_out is not None:
         json_out.write_text(json.dumps(rep.to_dict(), indent=2))
 

@@ -143,6 +143,11 @@ def report(
         doc["predictor"] = _predictor_doc(out_dir, pred_dir, None, fallback, engine)["groups"]
     if checkpoint_models:
         doc["checkpoints"] = _checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), engine)
+    sessions = sorted((out_dir / "cascade").glob("*/report.json"))
+    if sessions:
+        import json
+
+        doc["cascade_online"] = [json.loads(p.read_text()) for p in sessions]
     write_report(doc, output, title or f"framesweep: {out_dir.name}")
     console.print(f"wrote {output}")
 

@@ -351,6 +351,26 @@ def _checkpoint_section(c: dict[str, Any]) -> str:
     ])
 
 
+def _cascade_online_section(sessions: list[dict[str, Any]]) -> str:
+    """The online cascade runs (`framesweep cascade`): cost and accuracy beside the fixed budget and
+    the offline simulation of the same threshold."""
+    def num(v: object) -> str:
+        return "" if v is None else f"{v:.1f}"  # type: ignore[str-format]
+
+    rows = []
+    for r in sessions:
+        off = r.get("offline") or {}
+        stages = " → ".join(r["stages"])
+        rows.append([f"cascade {stages} @ {r['tau']:g}", _pct(r.get("accuracy")), num(r.get("mean_frames_processed")),
+                     num(r.get("mean_frames_decoded")), num(r.get("wall_s"))])
+        rows.append([f"fixed {r['fixed_budget']}", _pct(r.get("fixed_accuracy")), num(r.get("fixed_mean_frames")),
+                     num(r.get("fixed_mean_frames")), num(r.get("fixed_wall_s"))])
+        rows.append([f"offline simulation ({_pct(r.get('decision_agreement'))} same stops)", _pct(off.get("accuracy")),
+                     num(off.get("mean_frames")), num(off.get("mean_unique_frames")), ""])
+    return "<section><h2>Confidence cascade, run online</h2>" + _table(
+        "cascade-online", ["policy", "accuracy", "mean frames", "unique frames decoded", "wall s"], rows) + "</section>"
+
+
 def render_report(doc: dict[str, Any], title: str = "framesweep report") -> str:
     """The HTML page for a metrics document (see `engine.metrics.document`), with its optional sections."""
     body = "".join(_group_section(g, i) for i, g in enumerate(doc["groups"]))
@@ -359,6 +379,8 @@ def render_report(doc: dict[str, Any], title: str = "framesweep report") -> str:
     body += "".join(_predictor_section(g, i) for i, g in enumerate(doc.get("predictor") or []))
     if doc.get("checkpoints"):
         body += _checkpoint_section(doc["checkpoints"])
+    if doc.get("cascade_online"):
+        body += _cascade_online_section(doc["cascade_online"])
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
             f"<style>{_CSS}</style></head><body><h1>{_e(title)}</h1>"
             f'<p class="note">source: {_e(doc.get("source"))}; rates in points.</p>{body}</body></html>')

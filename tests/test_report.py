@@ -242,3 +242,21 @@ def test_adaptive_sections_render_in_headless_chromium(adaptive_html: Path, tmp_
     dom = subprocess.run([browser, *flags, "--dump-dom", adaptive_html.as_uri()], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     _check_adaptive(dom)
+
+
+def test_online_cascade_section() -> None:
+    from engine.report import render_report
+
+    session = {"tau": 0.5, "stages": ["f16", "f32"], "n_items": 4, "accuracy": 0.75, "mean_frames_processed": 20.0,
+               "mean_frames_decoded": 18.0, "wall_s": 3.0, "decode_passes": 2, "fixed_budget": "f32",
+               "fixed_accuracy": 0.5, "fixed_mean_frames": 32.0, "fixed_wall_s": 4.5,
+               "offline": {"n_items": 4, "accuracy": 0.75, "mean_frames": 20.0, "mean_unique_frames": 18.0},
+               "decision_agreement": 1.0}
+    html = render_report({"groups": [], "cascade_online": [session]})
+    table = html[html.index('<table id="cascade-online">'):]
+    table = table[: table.index("</table>")]
+    assert table.count("<tr>") == 4  # header + cascade, fixed, offline simulation
+    assert "<td>cascade f16 \u2192 f32 @ 0.5</td><td>75.0</td><td>20.0</td><td>18.0</td><td>3.0</td>" in table
+    assert "<td>fixed f32</td><td>50.0</td><td>32.0</td><td>32.0</td><td>4.5</td>" in table
+    assert "offline simulation (100.0 same stops)" in table
+    assert "cascade-online" not in render_report({"groups": []})

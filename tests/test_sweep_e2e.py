@@ -85,13 +85,17 @@ def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
     after_term = scan_results(out).collect()
     assert 0 < after_term.height < len(expected)
 
-    # 2) SIGKILL mid-run: whatever was committed stays, nothing half-written is visible
-    proc = _start(spec)
-    _wait_for_shards(proc, out, len(_shards(out)) + 1)
-    _kill_tree(proc)
+    # 2) SIGKILL mid-run, twice, at different points: whatever was committed stays, nothing
+    #    half-written is visible, and each rerun only adds keys
+    for extra in (1, 2):
+        proc = _start(spec)
+        _wait_for_shards(proc, out, len(_shards(out)) + extra)
+        _kill_tree(proc)
+        committed = scan_results(out).collect()
+        keys = _keys(committed)
+        assert len(keys) == len(set(keys)), "duplicate keys after a crash"
+        assert set(keys) < expected, "the crash must leave work undone for this test to mean anything"
     before = _shards(out)
-    committed = scan_results(out).collect()
-    assert set(_keys(committed)) < expected, "the crash must leave work undone for this test to mean anything"
 
     # 3) rerun: finishes exactly the rest
     proc = _start(spec)
