@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from engine.backends.base import Backend, EngineRequest
+from engine.backends.coalesce import CoalescingBackend
 from engine.backends.prompts import MediaView, get_family
 from engine.datasets import build_adapter
 from engine.frames.cache import FrameCache
@@ -132,6 +133,7 @@ class Sweep:
         self._models: dict[str, ModelSpec] = {m.id: m for m in spec.models}
         self._attempts: dict[tuple[str, str, str, str], int] = {}
         self._scorer: Any = None
+        self._coalesced: dict[str, CoalescingBackend] = {}
         self._cache: FrameCache | None = None
         if spec.decode.pipeline == "cached":
             self._cache = FrameCache(spec.decode.cache_dir, fmt=spec.decode.cache_format)
@@ -157,6 +159,7 @@ class Sweep:
                 await self._run_videos(store, items, jobs)
         finally:
             store.close()
+            await asyncio.gather(*(c.close() for c in self._coalesced.values()))
             if self._own_backends:
                 await asyncio.gather(*(b.close() for b in self.backends.values()), return_exceptions=True)
             self._pool.shutdown(wait=False, cancel_futures=True)
@@ -370,9 +373,12 @@ class Sweep:
         """Generate; if the engine dies, wait for it to come back (or restart it) and retry the batch,
         up to `max_attempts` attempts per job (recorded on the rows); then the error is returned."""
         backend = self.backends[model_id]
+        if model_id not in self._coalesced:
+            self._coalesced[model_id] = CoalescingBackend(backend)
+        merged = self._coalesced[model_id]
         for n in range(self.spec.max_attempts):
             try:
-                return await backend.generate(requests)
+                return await merged.generate(requests)
             except Exception as err:  # noqa: BLE001 - engine death: recover and retry, then errors as data
                 log.error("engine for %s failed (attempt %d of %d): %s: %s", model_id, n + 1,
                           self.spec.max_attempts, type(err).__name__, err)

@@ -1,0 +1,82 @@
+"""Keep the engine's batches full: merge the requests of videos that are ready at the same time.
+
+The scheduler sends one batch per video (every budget x question of it). While the
+engine answers one batch, the next videos finish decoding; their batches queue here
+and go to the engine together as one call, so the engine sees large batches (as a
+single `LLM.generate` over the whole sweep would) instead of one video's worth at a
+time. Each caller gets back exactly its own results, or the engine's exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from engine.backends.base import Backend, EngineRequest, EngineResult
+
+__all__ = ["CoalescingBackend"]
+
+
+class CoalescingBackend:
+    """Wraps a `Backend`: one engine call at a time, carrying every batch queued meanwhile."""
+
+    def __init__(self, backend: Backend, max_requests: int = 512) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.max_requests = max_requests
+        self._queue: list[tuple[list[EngineRequest], asyncio.Future[list[EngineResult]]]] = []
+        self._wake: asyncio.Event | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self.calls = 0
+
+    async def start(self) -> dict[str, Any]:
+        return await self.backend.start()
+
+    async def close(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            self._worker = None
+
+    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        if self._worker is None or self._worker.done():
+            self._wake = asyncio.Event()
+            self._worker = asyncio.create_task(self._run())
+        fut: asyncio.Future[list[EngineResult]] = asyncio.get_running_loop().create_future()
+        self._queue.append((list(requests), fut))
+        assert self._wake is not None
+        self._wake.set()
+        return await fut
+
+    def _take(self) -> list[tuple[list[EngineRequest], asyncio.Future[list[EngineResult]]]]:
+        batch, n = [], 0
+        while self._queue and (not batch or n + len(self._queue[0][0]) <= self.max_requests):
+            reqs, fut = self._queue.pop(0)
+            if not fut.cancelled():
+                batch.append((reqs, fut))
+                n += len(reqs)
+        return batch
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                batch = self._take()
+                if not batch:
+                    continue
+                flat = [r for reqs, _ in batch for r in reqs]
+                self.calls += 1
+                try:
+                    results = await self.backend.generate(flat)
+                except Exception as err:  # noqa: BLE001 - every caller sees the engine's error
+                    for _, fut in batch:
+                        if not fut.done():
+                            fut.set_exception(err)
+                    continue
+                i = 0
+                for reqs, fut in batch:
+                    if not fut.done():
+                        fut.set_result(list(results[i:i + len(reqs)]))
+                    i += len(reqs)

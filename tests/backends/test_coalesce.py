@@ -1,0 +1,81 @@
+"""Batches queued while the engine is busy go to it together; each caller gets its own results."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from engine.backends.base import EngineRequest, EngineResult
+from engine.backends.coalesce import CoalescingBackend
+
+
+class SlowEcho:
+    """An engine stand-in that records its call sizes (the test is about batching, not generation)."""
+
+    name = "echo"
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.sizes: list[int] = []
+        self.fail_on = fail_on
+
+    async def start(self) -> dict:
+        return {}
+
+    async def close(self) -> None:
+        pass
+
+    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        self.sizes.append(len(requests))
+        await asyncio.sleep(0.05)
+        if self.fail_on and any(r.request_id == self.fail_on for r in requests):
+            raise RuntimeError("engine died")
+        return [EngineResult(r.request_id, text=r.request_id) for r in requests]
+
+
+def _reqs(tag: str, n: int) -> list[EngineRequest]:
+    return [EngineRequest(f"{tag}{i}", "p") for i in range(n)]
+
+
+def test_queued_batches_merge_and_split_back() -> None:
+    engine = SlowEcho()
+    merged = CoalescingBackend(engine)
+
+    async def go():
+        first = asyncio.create_task(merged.generate(_reqs("a", 3)))
+        await asyncio.sleep(0.01)  # the engine is busy with "a"; b, c and d queue meanwhile
+        rest = await asyncio.gather(*(merged.generate(_reqs(t, 2)) for t in "bcd"))
+        return await first, rest
+
+    first, rest = asyncio.run(go())
+    assert engine.sizes == [3, 6]  # b, c and d went in one call
+    assert [r.text for r in first] == ["a0", "a1", "a2"]
+    assert [[r.text for r in part] for part in rest] == [["b0", "b1"], ["c0", "c1"], ["d0", "d1"]]
+
+
+def test_engine_error_reaches_every_caller_of_that_call() -> None:
+    merged = CoalescingBackend(SlowEcho(fail_on="b0"))
+
+    async def go():
+        a = asyncio.create_task(merged.generate(_reqs("a", 1)))
+        await asyncio.sleep(0.01)
+        b = asyncio.create_task(merged.generate(_reqs("b", 1)))
+        c = asyncio.create_task(merged.generate(_reqs("c", 1)))
+        return await asyncio.gather(a, b, c, return_exceptions=True)
+
+    a, b, c = asyncio.run(go())
+    assert a[0].text == "a0"
+    assert isinstance(b, RuntimeError) and isinstance(c, RuntimeError)
+
+
+def test_max_requests_splits_calls() -> None:
+    engine = SlowEcho()
+    merged = CoalescingBackend(engine, max_requests=4)
+
+    async def go():
+        first = asyncio.create_task(merged.generate(_reqs("a", 1)))
+        await asyncio.sleep(0.01)
+        await asyncio.gather(*(merged.generate(_reqs(t, 3)) for t in "bcd"))
+        await first
+
+    asyncio.run(go())
+    assert engine.sizes == [1, 3, 3, 3]  # never more than max_requests in one call
