@@ -104,6 +104,19 @@ def _qwen_tokenizer(vocab_size: int = 2000):  # type: ignore[no-untyped-def]
     return tok
 
 
+# Dimensions the CPU attention backend accepts (head size 32), about 1M parameters.
+_TINY_VISION = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 128,
+                "spatial_merge_size": 2, "temporal_patch_size": 2}
+
+
+def _tiny_text(vocab: int, ids: dict[str, int], **over: object) -> dict[str, object]:
+    """A tiny Qwen text tower: 2 layers, hidden 128, 4 heads (head size 32), 2 KV heads."""
+    return {"vocab_size": vocab, "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 32768,
+            "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<|endoftext|>"], **over}
+
+
 def _build_qwen2_5_vl(out: Path, seed: int) -> None:
     import torch
     from transformers import (
@@ -118,29 +131,12 @@ def _build_qwen2_5_vl(out: Path, seed: int) -> None:
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
     vocab = len(tok)
     config = Qwen2_5_VLConfig(
-        text_config={
-            "vocab_size": vocab,
-            "hidden_size": 128,
-            "intermediate_size": 256,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 32768,
-            "max_window_layers": 2,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [4, 6, 6]},
-            "bos_token_id": ids["<|endoftext|>"],
-            "eos_token_id": ids["<|im_end|>"],
-            "pad_token_id": ids["<|endoftext|>"],
-        },
+        text_config=_tiny_text(vocab, ids, max_window_layers=2,
+                               rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0,
+                                                "mrope_section": [4, 6, 6]}),
         vision_config={
-            "depth": 2,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_heads": 2,
-            "out_hidden_size": 128,
+            **_TINY_VISION,
             "patch_size": 14,
-            "spatial_merge_size": 2,
-            "temporal_patch_size": 2,
             "window_size": 112,
             "fullatt_block_indexes": [1],
             "tokens_per_second": 2,
@@ -177,30 +173,12 @@ def _build_qwen3_vl(out: Path, seed: int) -> None:
     tok = _qwen_tokenizer()
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
     config = Qwen3VLConfig(
-        text_config={
-            "vocab_size": len(tok),
-            "hidden_size": 128,
-            "intermediate_size": 256,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "head_dim": 32,
-            "max_position_embeddings": 32768,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [6, 5, 5],
-                                "mrope_interleaved": True},
-            "bos_token_id": ids["<|endoftext|>"],
-            "eos_token_id": ids["<|im_end|>"],
-            "pad_token_id": ids["<|endoftext|>"],
-        },
+        text_config=_tiny_text(len(tok), ids, head_dim=32,
+                               rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0,
+                                                "mrope_section": [6, 5, 5], "mrope_interleaved": True}),
         vision_config={
-            "depth": 2,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_heads": 2,
-            "out_hidden_size": 128,
+            **_TINY_VISION,
             "patch_size": 16,
-            "spatial_merge_size": 2,
-            "temporal_patch_size": 2,
             "num_position_embeddings": 576,
             "deepstack_visual_indexes": [1],
         },
