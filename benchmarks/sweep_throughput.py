@@ -26,7 +26,6 @@ import asyncio
 import gc
 import json
 import os
-import resource
 import shutil
 import sys
 import tempfile

@@ -28,9 +28,9 @@ from engine.frames.decode import DecodeError, decode_union, get_decoder
 from engine.frames.plan import FramePlan
 from engine.frames.resize import resize_frame, target_size
 from engine.items import Job
-from engine.rows import JobContext, error_row, scored_row
-from engine.schema import ResultRow
+from engine.rows import error_row, scored_row
 from engine.scheduler import Sweep, plan_item
+from engine.schema import ResultRow
 from engine.spec import BudgetPoint, SweepSpec
 
 __all__ = ["CascadeSweep", "FrameStore", "cascade_budget_id", "run_cascade"]
@@ -130,9 +130,8 @@ class CascadeSweep(Sweep):
             for j, row in zip(pending, stage_rows):
                 visited[j.item.item_id].append((stage, plan.indices, row))
                 last = k == len(self.stages) - 1
-                if row.status == "ok" and (last or (row.confidence is not None and row.confidence >= self.tau)):
-                    rows.append(self._decision(j, visited[j.item.item_id]))
-                elif row.status != "ok":
+                sure = row.confidence is not None and row.confidence >= self.tau
+                if row.status != "ok" or last or sure:  # an error also ends the item's cascade
                     rows.append(self._decision(j, visited[j.item.item_id]))
                 else:
                     still.append(j)

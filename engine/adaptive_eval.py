@@ -29,9 +29,8 @@ from typing import BinaryIO
 
 import polars as pl
 
-from engine.store import _fsync_dir
-
 from engine.metrics.predictor import evaluate_predictor, latest_predictions, predictor_document
+from engine.store import _fsync_dir
 
 __all__ = [
     "PARSE_KINDS",

@@ -74,7 +74,7 @@ class _TorchvisionHook(importlib.abc.MetaPathFinder):
         if name == "torchvision":
             sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _TorchvisionHook)]
             patch_torchvision_ops()
-        return None  # the normal finders import it
+        # the normal finders import it
 
 
 def install_import_hook() -> None:

@@ -30,7 +30,7 @@ import polars as pl
 
 from engine.schema import KEY_COLUMNS, RESULT_SCHEMA, ResultRow, rows_to_frame
 
-__all__ = ["ResultStore", "StoreLockedError", "scan_results", "latest_rows"]
+__all__ = ["ResultStore", "StoreLockedError", "latest_rows", "scan_results"]
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from engine.backends.prompts import (
 )
 from engine.items import Item
 
-__all__ = ["InternVL", "LlavaNextVideo", "Qwen25VL", "Qwen3VL"]
+__all__ = ["InternVL", "LlavaNextVideo", "Qwen3VL", "Qwen25VL"]
 
 
 def _chat_messages(sys_msg: str, media_parts: list[dict[str, Any]], text: str,

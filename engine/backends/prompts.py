@@ -107,4 +107,4 @@ def scoring_mode(item: Item, mode: str) -> str:
     return "letter" if (mode == "letter" and item.kind == "mcq") else "generate"
 
 
-from engine.backends import families as _families  # noqa: E402,F401  (registers the families)
+from engine.backends import families as _families  # noqa: F401  (registers the families)

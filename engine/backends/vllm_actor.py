@@ -50,9 +50,10 @@ class VLLMWorker:
     def __init__(self, model_path: str, engine: EngineSpec, seed: int = 0,
                  family_kwargs: dict[str, Any] | None = None) -> None:
         os.environ.update(engine_env(engine))
-        import engine as _fs  # noqa: F401  (installs the torchvision import hook in this process)
         import vllm
         from vllm import LLM
+
+        import engine as _fs  # noqa: F401  (installs the torchvision import hook in this process)
 
         kwargs: dict[str, Any] = {
             "model": model_path,
@@ -216,7 +217,7 @@ class VLLMActorBackend:
                 self._actor = None
                 await self.start()
                 return
-            except (RayActorError, asyncio.TimeoutError):
+            except (TimeoutError, RayActorError):
                 await asyncio.sleep(1.0)
         raise TimeoutError(f"engine actor did not come back within {timeout_s:.0f}s")
 

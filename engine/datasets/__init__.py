@@ -58,13 +58,13 @@ def build_adapter(spec: Any) -> DatasetAdapter:
 
 
 # Each adapter module registers itself on import.
-from engine.datasets import avsd as _avsd  # noqa: E402,F401
-from engine.datasets import mlvu as _mlvu  # noqa: E402,F401
-from engine.datasets import mme as _mme  # noqa: E402,F401
-from engine.datasets import mmstar as _mmstar  # noqa: E402,F401
-from engine.datasets import mvbench as _mvbench  # noqa: E402,F401
-from engine.datasets import pope as _pope  # noqa: E402,F401
-from engine.datasets import synthetic as _synthetic  # noqa: E402,F401
-from engine.datasets import tempcompass as _tempcompass  # noqa: E402,F401
-from engine.datasets import videomme as _videomme  # noqa: E402,F401
-from engine.datasets import videomme_v2 as _videomme_v2  # noqa: E402,F401
+from engine.datasets import avsd as _avsd  # noqa: F401
+from engine.datasets import mlvu as _mlvu  # noqa: F401
+from engine.datasets import mme as _mme  # noqa: F401
+from engine.datasets import mmstar as _mmstar  # noqa: F401
+from engine.datasets import mvbench as _mvbench  # noqa: F401
+from engine.datasets import pope as _pope  # noqa: F401
+from engine.datasets import synthetic as _synthetic  # noqa: F401
+from engine.datasets import tempcompass as _tempcompass  # noqa: F401
+from engine.datasets import videomme as _videomme  # noqa: F401
+from engine.datasets import videomme_v2 as _videomme_v2  # noqa: F401
