@@ -70,9 +70,9 @@ def _keys(df: pl.DataFrame) -> list[tuple]:
 
 def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    spec = _spec(tmp_path, out, n_videos=8)
+    spec = _spec(tmp_path, out, n_videos=16)
     expected = {("tiny", "synthetic", f"syn0-{v:04d}/{q}", b)
-                for v in range(8) for q in ("flash_count", "first_colour", "static_shape")
+                for v in range(16) for q in ("flash_count", "first_colour", "static_shape")
                 for b in ("text", "f2", "f4", "f8")}
 
     # 1) SIGTERM: stops cleanly after committing what finished
@@ -87,9 +87,9 @@ def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
 
     # 2) SIGKILL mid-run, twice, at different points: whatever was committed stays, nothing
     #    half-written is visible, and each rerun only adds keys
-    for extra in (1, 2):
+    for _ in range(2):
         proc = _start(spec)
-        _wait_for_shards(proc, out, len(_shards(out)) + extra)
+        _wait_for_shards(proc, out, len(_shards(out)) + 1)
         _kill_tree(proc)
         committed = scan_results(out).collect()
         keys = _keys(committed)
