@@ -9,7 +9,7 @@ the ops that torchvision looks up at import time, so the import succeeds.
 
 The fix must run in every process that may import torchvision (the driver, Ray
 workers, vLLM's engine-core subprocess), before torchvision is imported. An
-import hook does that lazily; ``python -m engine.compat --install`` writes a
+import hook does that lazily; `write_pth()` (run by tools/setup.sh) writes a
 ``.pth`` file into the environment so every interpreter of it installs the hook.
 """
 
@@ -91,7 +91,3 @@ def write_pth(site_packages: Path | None = None) -> Path:
     target.write_text("import engine.compat as _fs_compat; _fs_compat.install_import_hook()\n")
     return target
 
-
-if __name__ == "__main__":
-    if "--install" in sys.argv:
-        print(write_pth())

@@ -241,6 +241,7 @@ def test_adaptive_sections_render_in_headless_chromium(adaptive_html: Path, tmp_
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([browser, *flags, "--dump-dom", adaptive_html.as_uri()], capture_output=True, text=True,
                          timeout=120, check=True).stdout
+    assert _parse(dom).ids >= ADAPTIVE_IDS  # the browser's DOM holds every adaptive figure and table
     _check_adaptive(dom)
 
 

@@ -108,6 +108,16 @@ class Decoder(Protocol):
 DECODERS: dict[str, Callable[[], Decoder]] = {}
 
 
+def file_key(path: Path | str) -> tuple[str, int, int]:
+    """(resolved path, size, mtime_ns): what identifies a file's current content for the caches."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as err:
+        raise DecodeError(f"{p}: {type(err).__name__}: {err}") from err
+    return (str(p.resolve()), st.st_size, st.st_mtime_ns)
+
+
 def register_decoder(name: str) -> Callable[[Callable[[], Decoder]], Callable[[], Decoder]]:
     """Register a decoder factory (usually the class) under `name`."""
 

@@ -40,7 +40,7 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from engine.frames.base import DecodeError, VideoInfo, get_decoder
+from engine.frames.base import VideoInfo, file_key, get_decoder
 from engine.frames.decode import DecodedVideo, decode_union
 from engine.paths import cache_dir
 
@@ -88,11 +88,7 @@ def _fsync_dir(path: Path) -> None:
 def content_hash(path: Path | str, memo_dir: Path | None = None) -> str:
     """SHA-256 of the file's bytes, hashed once per (path, size, mtime) and remembered in `memo_dir`."""
     p = Path(path)
-    try:
-        st = p.stat()
-    except OSError as err:
-        raise DecodeError(f"{p}: {type(err).__name__}: {err}") from err
-    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    key = file_key(p)
     with _hash_lock:
         if key in _HASH_MEMO:
             return _HASH_MEMO[key]

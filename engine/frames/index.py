@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.frames.base import DecodeError, VideoInfo
+from engine.frames.base import DecodeError, VideoInfo, file_key
 
 __all__ = ["StreamIndex", "clear_index_cache", "stream_index"]
 
@@ -128,11 +128,7 @@ def _build(path: Path) -> StreamIndex:
 def stream_index(path: Path | str) -> StreamIndex:
     """The frame index of `path` (built once per path, size and mtime); `DecodeError` if unreadable."""
     p = Path(path)
-    try:
-        st = p.stat()
-    except OSError as err:
-        raise DecodeError(f"{p}: {type(err).__name__}: {err}") from err
-    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    key = file_key(p)
     with _lock:
         hit = _CACHE.get(key)
         if hit is not None:
