@@ -126,7 +126,6 @@ class EngineSpec(_Strict):
     num_gpus: float | Literal["auto"] = Field(
         default="auto", description="GPUs per engine actor; auto: 1 when CUDA is visible, else 0 (CPU build)."
     )
-    num_engines: int = Field(default=1, ge=1, description="Engine actors for this model (one per GPU).")
     extra: dict[str, Any] = Field(
         default_factory=dict, description="Further keyword arguments handed to vllm.LLM untouched."
     )
