@@ -135,7 +135,8 @@ def demo(
 
 @app.command()
 def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")]) -> None:
-    """Jobs done / failed / pending per model and budget, throughput and ETA (safe while a sweep runs)."""
+    """Jobs done / failed / pending per model and budget, throughput, ETA and the live churn summary
+    (safe while a sweep runs)."""
     from engine.status import sweep_status
 
     try:
@@ -152,6 +153,17 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
     rate = f"{st.jobs_per_min:.1f} jobs/min" if st.jobs_per_min else "n/a"
     eta = f"{st.eta_min:.1f} min" if st.eta_min is not None else "n/a"
     console.print(f"throughput {rate}; ETA {eta}")
+    if st.churn.height:
+        c = Table(title="live churn (items answered at every budget so far)")
+        for col in ("model", "dataset", "from", "to", "n", "rescue", "harm", "net", "churn", "acc(to)"):
+            c.add_column(col, justify="left" if col in ("model", "dataset", "from", "to") else "right")
+        for r in st.churn.iter_rows(named=True):
+            acc = "n/a" if r["accuracy_to"] is None else f"{r['accuracy_to']:.3f}"
+            c.add_row(r["model_id"], str(r["dataset"]), r["from"], r["to"], str(r["n"]), str(r["rescue"]),
+                      str(r["harm"]), f"{r['net']:+.3f}", f"{r['churn']:.3f}", acc)
+        console.print(c)
+    else:
+        console.print("live churn: no item answered at every budget yet")
 
 
 @app.command()

@@ -29,6 +29,7 @@ from engine.backends.base import Backend, EngineRequest
 from engine.backends.coalesce import CoalescingBackend
 from engine.backends.prompts import MediaView, get_family
 from engine.datasets import build_adapter
+from engine.frames.actors import DecodePool
 from engine.frames.cache import FrameCache
 from engine.frames.decode import (
     DecodedVideo,
@@ -67,6 +68,7 @@ class SweepSummary:
     wall_s: float = 0.0
     stopped: bool = False
     engines: dict[str, Any] = field(default_factory=dict)
+    decode_workers: list[str] = field(default_factory=list)
 
 
 def plan_jobs(spec: SweepSpec, items: list[Item], done: set[tuple[str, str, str, str]]) -> dict[str, list[Job]]:
@@ -100,6 +102,7 @@ def plan_item(item: Item | None, budget: BudgetPoint, n_frames: int, fps: float)
 async def start_backends(spec: SweepSpec) -> dict[str, Backend]:
     """Start one backend per model of the spec (vLLM in a Ray actor, or an HTTP client)."""
     from engine.backends.openai_http import OpenAIHTTPBackend
+    from engine.backends.pool import EnginePool
     from engine.backends.vllm_actor import VLLMActorBackend
     from engine.cluster import ensure_ray
     from engine.tiny import resolve_model_path
@@ -113,7 +116,8 @@ async def start_backends(spec: SweepSpec) -> dict[str, Backend]:
         ensure_ray(spec.ray_address)
         path = await asyncio.to_thread(resolve_model_path, m.path)
         family_kwargs = get_family(m.family).engine_kwargs(m.max_frames)
-        backends[m.id] = VLLMActorBackend(path, m.engine, family_kwargs=family_kwargs)
+        replicas = [VLLMActorBackend(path, m.engine, family_kwargs=family_kwargs) for _ in range(m.engine.replicas)]
+        backends[m.id] = replicas[0] if len(replicas) == 1 else EnginePool(replicas)
     await asyncio.gather(*(b.start() for b in backends.values()))
     return backends
 
@@ -135,6 +139,7 @@ class Sweep:
         self._scorer: Any = None
         self._coalesced: dict[str, CoalescingBackend] = {}
         self._cache: FrameCache | None = None
+        self._decode_pool: DecodePool | None = None
         if spec.decode.pipeline == "cached":
             self._cache = FrameCache(spec.decode.cache_dir, fmt=spec.decode.cache_format)
 
@@ -160,6 +165,8 @@ class Sweep:
         finally:
             store.close()
             await asyncio.gather(*(c.close() for c in self._coalesced.values()))
+            if self._decode_pool is not None:
+                await self._decode_pool.close()
             if self._own_backends:
                 await asyncio.gather(*(b.close() for b in self.backends.values()), return_exceptions=True)
             self._pool.shutdown(wait=False, cancel_futures=True)
@@ -196,6 +203,14 @@ class Sweep:
         self.progress("total", n_pending)
 
     async def _start_backends(self) -> None:
+        d = self.spec.decode
+        if d.actors and self._decode_pool is None and any(b.frames for b in self.spec.budgets):
+            from engine.cluster import ensure_ray
+
+            ensure_ray(self.spec.ray_address)
+            cache_root = self._cache.dir.parent if self._cache is not None else None
+            self._decode_pool = DecodePool(d.actors, d.actor_cpus, cache_root, d.cache_format)
+            self.summary.decode_workers = await self._decode_pool.start()
         if not self.backends:
             self.backends = await start_backends(self.spec)
             self.summary.engines = {k: getattr(b, "info", {}) for k, b in self.backends.items()}
@@ -273,11 +288,15 @@ class Sweep:
         main = size or (info.width, info.height)
         also = {s: ix for s, ix in need.items() if s != main}
         idx = need.get(main, np.empty(0, np.int64))
-        if self._cache is not None:
-            work = functools.partial(self._cache.get_or_decode, item.video_path, idx, decoder.name, size, also)
-        else:
-            work = functools.partial(decode_union, item.video_path, idx, decoder.name, size, also)
-        decoded = await loop.run_in_executor(self._pool, work)
+        decoded = None
+        if self._decode_pool is not None:  # a decode actor somewhere in the cluster; None: none is left
+            decoded = await self._decode_pool.decode(item.video_path, idx, decoder.name, size, also)
+        if decoded is None:
+            if self._cache is not None:
+                work = functools.partial(self._cache.get_or_decode, item.video_path, idx, decoder.name, size, also)
+            else:
+                work = functools.partial(decode_union, item.video_path, idx, decoder.name, size, also)
+            decoded = await loop.run_in_executor(self._pool, work)
         self.summary.decode_calls += 1
         self.summary.frames_decoded += int(union.size)
         return decoded, plans

@@ -126,6 +126,11 @@ class EngineSpec(_Strict):
     num_gpus: float | Literal["auto"] = Field(
         default="auto", description="GPUs per engine actor; auto: 1 when CUDA is visible, else 0 (CPU build)."
     )
+    replicas: int = Field(
+        default=1, ge=1,
+        description="Engine actors for this model (e.g. one per GPU of the cluster), spread over nodes; each "
+        "batch goes to whichever is least busy, and a batch whose engine dies is retried on another.",
+    )
     extra: dict[str, Any] = Field(
         default_factory=dict, description="Further keyword arguments handed to vllm.LLM untouched."
     )
@@ -204,6 +209,12 @@ class DecodeSpec(_Strict):
     )
     max_videos_in_flight: int = Field(default=4, ge=1, description="Videos decoded or being answered at once.")
     threads: int = Field(default=2, ge=1, description="Decode worker threads in this process.")
+    actors: int = Field(
+        default=0, ge=0,
+        description="CPU decode actors in the Ray cluster (spread over nodes); decoded frames travel through "
+        "Ray's object store. 0: decode in this process's threads.",
+    )
+    actor_cpus: float = Field(default=1.0, gt=0, description="CPUs each decode actor reserves.")
 
 
 class StoreSpec(_Strict):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
+from engine.metrics.flows import transitions
+from engine.metrics.grid import GROUP, matched
 from engine.store import latest_rows, scan_results
 
 __all__ = ["SweepStatus", "sweep_status"]
@@ -22,6 +24,9 @@ class SweepStatus:
     per_budget: pl.DataFrame
     jobs_per_min: float | None
     eta_min: float | None
+    churn: pl.DataFrame
+    """Live churn summary: per model and dataset, each consecutive transition of the grid over the items
+    answered at every budget so far (rescue, harm, n, net, churn), plus `accuracy_to` at the later budget."""
 
 
 def sweep_status(out_dir: str | Path) -> SweepStatus:
@@ -58,4 +63,16 @@ def sweep_status(out_dir: str | Path) -> SweepStatus:
         if span > 0:
             rate = times["n"][0] / span
             eta = pending / rate if pending else 0.0
-    return SweepStatus(manifest.get("sweep_id", out.name), done, failed, pending, per, rate, eta)
+    return SweepStatus(manifest.get("sweep_id", out.name), done, failed, pending, per, rate, eta,
+                       live_churn(latest))
+
+
+def live_churn(latest: pl.LazyFrame) -> pl.DataFrame:
+    """Churn between consecutive budgets on the items complete so far (see `engine.metrics.flows`)."""
+    m = matched(latest)
+    acc = m.group_by([*GROUP, "budget_id"]).agg(pl.col("c").mean().alias("accuracy_to"))
+    return (
+        transitions(m)
+        .join(acc.rename({"budget_id": "to"}), on=[*GROUP, "to"], how="left")
+        .collect()
+    )

@@ -1,4 +1,5 @@
-"""An engine actor killed mid-sweep is restarted by Ray; its jobs are retried and the sweep completes."""
+"""An engine actor and a decode actor killed mid-sweep are restarted by Ray; the engine's jobs are
+retried, the decode actor's videos go to the other one, and the sweep completes."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
     import ray
 
     d = small_spec_dict(tmp_path / "out")
-    d["dataset"]["n_videos"] = 4
+    d["dataset"]["n_videos"] = 6
+    d["decode"] = {"actors": 2, "actor_cpus": 0.25, "max_videos_in_flight": 2}
     spec = parse_spec(d)
 
     async def go():
@@ -30,18 +32,22 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
         while sweep.summary.jobs_ok == 0:
             await asyncio.sleep(0.05)
         ray.kill(actor, no_restart=False)
+        decoders = sweep._decode_pool._pool
+        ray.kill(decoders.members[0], no_restart=False)  # and one decode actor
         summary = await run
+        pool_facts = (decoders.deaths, sweep._decode_pool.local_fallbacks, len(summary.decode_workers))
         info = backends["tiny"].info
         await asyncio.gather(*(b.close() for b in backends.values()))
-        return summary, info
+        return summary, info, pool_facts
 
     try:
-        summary, info = asyncio.run(go())
+        summary, info, (decode_deaths, fallbacks, n_decoders) = asyncio.run(go())
     finally:
         ray.shutdown()
-    assert summary.jobs_failed == 0 and summary.jobs_ok == 4 * 3 * 4
+    assert summary.jobs_failed == 0 and summary.jobs_ok == 6 * 3 * 4
     rows = scan_results(tmp_path / "out").collect()
-    assert rows.height == 48 and rows.select(["item_id", "budget_id"]).n_unique() == 48
+    assert rows.height == 72 and rows.select(["item_id", "budget_id"]).n_unique() == 72
+    assert n_decoders == 2 and decode_deaths == 1 and fallbacks == 0
     assert (rows["status"] == "ok").all()
     retried = rows.filter(pl.col("attempt") == 2)
     assert retried.height > 0, "the jobs in flight when the engine died were retried"

@@ -19,12 +19,15 @@ __all__ = ["CoalescingBackend"]
 
 
 class CoalescingBackend:
-    """Wraps a `Backend`: one engine call at a time, carrying every batch queued meanwhile."""
+    """Wraps a `Backend`: `concurrency` engine calls at a time (one per engine replica; default the
+    backend's own `concurrency`, else 1), each carrying every batch queued meanwhile."""
 
-    def __init__(self, backend: Backend, max_requests: int = 512) -> None:
+    def __init__(self, backend: Backend, max_requests: int = 512, concurrency: int | None = None) -> None:
         self.backend = backend
         self.name = backend.name
         self.max_requests = max_requests
+        self.concurrency = max(1, concurrency or int(getattr(backend, "concurrency", 1)))
+        self._calls: set[asyncio.Task[None]] = set()
         self._queue: list[tuple[list[EngineRequest], asyncio.Future[list[EngineResult]]]] = []
         self._wake: asyncio.Event | None = None
         self._worker: asyncio.Task[None] | None = None
@@ -37,6 +40,8 @@ class CoalescingBackend:
         if self._worker is not None:
             self._worker.cancel()
             self._worker = None
+        for t in list(self._calls):
+            t.cancel()
 
     async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
         if self._worker is None or self._worker.done():
@@ -59,24 +64,32 @@ class CoalescingBackend:
 
     async def _run(self) -> None:
         assert self._wake is not None
+        slots = asyncio.Semaphore(self.concurrency)
         while True:
             await self._wake.wait()
             self._wake.clear()
             while self._queue:
+                await slots.acquire()  # while every slot is busy, batches keep queueing (and merge)
                 batch = self._take()
                 if not batch:
+                    slots.release()
                     continue
-                flat = [r for reqs, _ in batch for r in reqs]
-                self.calls += 1
-                try:
-                    results = await self.backend.generate(flat)
-                except Exception as err:  # noqa: BLE001 - every caller sees the engine's error
-                    for _, fut in batch:
-                        if not fut.done():
-                            fut.set_exception(err)
-                    continue
-                i = 0
-                for reqs, fut in batch:
-                    if not fut.done():
-                        fut.set_result(list(results[i:i + len(reqs)]))
-                    i += len(reqs)
+                task = asyncio.create_task(self._call(batch))
+                self._calls.add(task)
+                task.add_done_callback(lambda t: (self._calls.discard(t), slots.release()))
+
+    async def _call(self, batch: list[tuple[list[EngineRequest], asyncio.Future[list[EngineResult]]]]) -> None:
+        flat = [r for reqs, _ in batch for r in reqs]
+        self.calls += 1
+        try:
+            results = await self.backend.generate(flat)
+        except Exception as err:  # noqa: BLE001 - every caller sees the engine's error
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(err)
+            return
+        i = 0
+        for reqs, fut in batch:
+            if not fut.done():
+                fut.set_result(list(results[i:i + len(reqs)]))
+            i += len(reqs)

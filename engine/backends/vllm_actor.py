@@ -44,6 +44,18 @@ def engine_env(engine: EngineSpec) -> dict[str, str]:
     }
 
 
+def _node_facts() -> dict[str, str]:
+    """The Ray node this process runs on (empty outside Ray)."""
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            return {}
+        return {"node_id": ray.get_runtime_context().get_node_id(), "node_ip": ray.util.get_node_ip_address()}
+    except Exception:  # noqa: BLE001 - facts for the record only
+        return {}
+
+
 class VLLMWorker:
     """The actor body: owns one `vllm.LLM` and answers batches of requests."""
 
@@ -78,11 +90,12 @@ class VLLMWorker:
         self.start_s = time.perf_counter() - t0
         self.version = f"vllm {vllm.__version__}"
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self.node = _node_facts()
         self._tok = self.llm.get_tokenizer()
         self._letter_ids: dict[str, int] = {}
 
     def info(self) -> dict[str, Any]:
-        return {"engine_version": self.version, "worker": self.worker, "start_s": self.start_s}
+        return {"engine_version": self.version, "worker": self.worker, "start_s": self.start_s, **self.node}
 
     def letter_token_id(self, letter: str) -> int:
         """The single token that spells an option letter at the start of the answer."""
@@ -193,6 +206,7 @@ class VLLMActorBackend:
             num_gpus=num_gpus,
             max_restarts=self.max_restarts,
             max_task_retries=0,
+            scheduling_strategy="SPREAD",
             runtime_env={"env_vars": engine_env(self.engine)},
         ).remote(self.model_path, self.engine, self.seed, self.family_kwargs)
         self.info = await self._actor.info.remote()

@@ -1,0 +1,55 @@
+"""`framesweep status` while a sweep writes: counts per budget and the live churn summary."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from metric_rows import frame
+
+from engine.status import sweep_status
+from engine.store import ResultStore
+
+BUDGETS = {"text": 0, "f4": 4, "f8": 8}
+
+
+def _expect(store: ResultStore, n: int) -> None:
+    store.write_manifest({"sweep_id": "t", "expected_jobs": {"m": {b: n for b in BUDGETS}}})
+
+
+def test_live_churn_counts_only_items_answered_at_every_budget(tmp_path: Path) -> None:
+    # a: 0->1->1 (rescue at text->f4), b: 1->0->1 (harm, then rescue), c: 1->1->0 (harm at f4->f8),
+    # d: only text and f4 so far (left out of the churn until f8 lands)
+    rows = frame({"a": "011", "b": "101", "c": "110", "d": "01."}, budgets=BUDGETS)
+    with ResultStore(tmp_path) as store:
+        _expect(store, 4)
+        store.add(rows)
+        store.commit()
+        st = sweep_status(tmp_path)
+    assert (st.done, st.failed, st.pending) == (11, 0, 1)
+    churn = {(r["from"], r["to"]): r for r in st.churn.iter_rows(named=True)}
+    assert set(churn) == {("text", "f4"), ("f4", "f8")}
+    t4, t8 = churn[("text", "f4")], churn[("f4", "f8")]
+    assert (t4["n"], t4["rescue"], t4["harm"]) == (3, 1, 1)
+    assert (t8["n"], t8["rescue"], t8["harm"]) == (3, 1, 1)
+    assert t4["net"] == 0.0 and abs(t4["churn"] - 2 / 3) < 1e-12
+    assert abs(t4["accuracy_to"] - 2 / 3) < 1e-12 and abs(t8["accuracy_to"] - 2 / 3) < 1e-12
+
+
+def test_status_command_prints_the_churn_table(tmp_path: Path) -> None:
+    rows = frame({"a": "011", "b": "001"}, budgets=BUDGETS)
+    with ResultStore(tmp_path) as store:
+        _expect(store, 2)
+        store.add(rows[:4])  # a complete; b text only
+        store.commit()
+        cmd = [sys.executable, "-m", "engine.cli", "status", str(tmp_path)]
+        first = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        store.add(rows[4:])
+        store.commit()
+    later = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0 and later.returncode == 0, first.stderr + later.stderr
+    assert "4 done, 0 failed, 2 pending" in first.stdout and "live churn" in first.stdout
+    assert "6 done, 0 failed, 0 pending" in later.stdout
+    # text->f4 over a and b: one rescue (a), b stays wrong: net +0.500
+    assert "+0.500" in later.stdout
