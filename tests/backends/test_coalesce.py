@@ -79,3 +79,35 @@ def test_max_requests_splits_calls() -> None:
 
     asyncio.run(go())
     assert engine.sizes == [1, 3, 3, 3]  # never more than max_requests in one call
+
+
+def test_one_call_in_flight_per_replica() -> None:
+    class Replicated(SlowEcho):
+        concurrency = 2
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.active = self.peak = 0
+
+        async def generate(self, requests):
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            try:
+                return await super().generate(requests)
+            finally:
+                self.active -= 1
+
+    engine = Replicated()
+    merged = CoalescingBackend(engine)
+
+    async def go():
+        a = asyncio.create_task(merged.generate(_reqs("a", 3)))
+        await asyncio.sleep(0.01)
+        b = asyncio.create_task(merged.generate(_reqs("b", 2)))  # a free slot: goes at once
+        await asyncio.sleep(0.01)
+        rest = [asyncio.create_task(merged.generate(_reqs(t, 1))) for t in "cd"]  # both slots busy: queue
+        return await a, await b, await asyncio.gather(*rest)
+
+    a, b, rest = asyncio.run(go())
+    assert engine.peak == 2 and engine.sizes == [3, 2, 2]
+    assert [r.text for r in b] == ["b0", "b1"] and [[r.text for r in x] for x in rest] == [["c0"], ["d0"]]
