@@ -34,6 +34,7 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None,
 
         ray_constants.ENABLE_RAY_CLUSTER = False
     ray.init(
+        address="local",  # a new instance, even where `ray start` left a cluster address behind
         num_cpus=num_cpus,
         include_dashboard=False,
         object_store_memory=object_store_mb * 1024 * 1024 if object_store_mb else None,

@@ -204,12 +204,17 @@ class Sweep:
 
     async def _start_backends(self) -> None:
         d = self.spec.decode
-        if d.actors and self._decode_pool is None and any(b.frames for b in self.spec.budgets):
+        n_actors = d.actors if d.actors is not None else (None if self.spec.ray_address else 0)
+        if n_actors != 0 and self._decode_pool is None and any(b.frames for b in self.spec.budgets):
+            import ray
+
             from engine.cluster import ensure_ray
 
             ensure_ray(self.spec.ray_address)
+            if n_actors is None:  # auto on a cluster: one per alive node
+                n_actors = sum(1 for n in ray.nodes() if n.get("Alive"))
             cache_root = self._cache.dir.parent if self._cache is not None else None
-            self._decode_pool = DecodePool(d.actors, d.actor_cpus, cache_root, d.cache_format)
+            self._decode_pool = DecodePool(n_actors, d.actor_cpus, cache_root, d.cache_format)
             self.summary.decode_workers = await self._decode_pool.start()
         if not self.backends:
             self.backends = await start_backends(self.spec)

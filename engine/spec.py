@@ -209,10 +209,11 @@ class DecodeSpec(_Strict):
     )
     max_videos_in_flight: int = Field(default=4, ge=1, description="Videos decoded or being answered at once.")
     threads: int = Field(default=2, ge=1, description="Decode worker threads in this process.")
-    actors: int = Field(
-        default=0, ge=0,
+    actors: int | None = Field(
+        default=None, ge=0,
         description="CPU decode actors in the Ray cluster (spread over nodes); decoded frames travel through "
-        "Ray's object store. 0: decode in this process's threads.",
+        "Ray's object store. 0: decode in this process's threads. null (auto): one per node when joining a "
+        "cluster (ray_address / --address), threads in this process otherwise.",
     )
     actor_cpus: float = Field(default=1.0, gt=0, description="CPUs each decode actor reserves.")
 

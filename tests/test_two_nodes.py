@@ -17,19 +17,19 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import polars as pl
 import psutil
 import pytest
+from conftest import small_spec_dict, write_toml
 
 from engine.datasets import build_adapter
 from engine.schema import KEY_COLUMNS
 from engine.spec import parse_spec
 from engine.store import scan_results
-
-from conftest import small_spec_dict, write_toml
 
 RAY = str(Path(sys.executable).with_name("ray"))
 FRAMESWEEP = [sys.executable, "-m", "engine.cli"]
@@ -123,8 +123,8 @@ class TwoNodes:
         self._wait_nodes(2)
 
     def _wait_nodes(self, n: int, timeout: float = 120) -> None:
-        probe = ("import ray; ray.init(address=%r, log_to_driver=False); "
-                 "print(sum(x['Alive'] for x in ray.nodes()))" % self.address)
+        probe = (f"import ray; ray.init(address={self.address!r}, log_to_driver=False); "
+                 "print(sum(x['Alive'] for x in ray.nodes()))")
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout:
             r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=self.env,
@@ -152,6 +152,10 @@ class TwoNodes:
             _kill(_session_pids(self.head.pid))
         _sh("ip", "netns", "del", self.ns)
         _sh("ip", "link", "del", self.host_if)
+        # `ray start` records its cluster for later `ray.init()` calls on this machine: forget it
+        current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        if current.exists() and current.read_text().strip() == self.address:
+            current.unlink()
 
 
 @pytest.fixture

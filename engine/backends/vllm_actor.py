@@ -97,6 +97,11 @@ class VLLMWorker:
     def info(self) -> dict[str, Any]:
         return {"engine_version": self.version, "worker": self.worker, "start_s": self.start_s, **self.node}
 
+    def reset_caches(self) -> None:
+        """Empty the prefix cache and the multimodal processor cache (benchmarks compare strategies cold)."""
+        self.llm.reset_prefix_cache()
+        self.llm.reset_mm_cache()
+
     def letter_token_id(self, letter: str) -> int:
         """The single token that spells an option letter at the start of the answer."""
         if letter not in self._letter_ids:

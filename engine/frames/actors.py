@@ -137,7 +137,7 @@ class DecodePool:
                 break
             except RayTaskError as err:  # the decode itself failed (bad media): the decoder's own error
                 raise (err.cause if isinstance(err.cause, Exception) else err) from None
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 if not is_actor_death(err):
                     raise
                 log.warning("%s: its decode actor died; retrying on another", path)

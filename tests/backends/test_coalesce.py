@@ -108,6 +108,6 @@ def test_one_call_in_flight_per_replica() -> None:
         rest = [asyncio.create_task(merged.generate(_reqs(t, 1))) for t in "cd"]  # both slots busy: queue
         return await a, await b, await asyncio.gather(*rest)
 
-    a, b, rest = asyncio.run(go())
+    _, b, rest = asyncio.run(go())
     assert engine.peak == 2 and engine.sizes == [3, 2, 2]
     assert [r.text for r in b] == ["b0", "b1"] and [[r.text for r in x] for x in rest] == [["c0"], ["d0"]]

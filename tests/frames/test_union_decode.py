@@ -52,3 +52,22 @@ def test_resized_view_keeps_aspect_and_is_cached(video: Path) -> None:
     b = decoded.view(np.array([49]), (48, 32))
     assert a.shape == (2, 32, 48, 3)
     assert np.array_equal(a[1], b[0])
+
+
+@pytest.mark.parametrize("asset", ["synthetic", "rotated.mp4", "vfr.mp4"])
+def test_pipelined_colour_conversion_equals_serial(video: Path, asset: str) -> None:
+    """Conversion on a second thread (long unions) gives the same frames as converting in the decode loop."""
+    from engine.frames.decode_pyav import PyAVDecoder
+
+    path = video if asset == "synthetic" else Path(__file__).resolve().parents[1] / "assets" / asset
+    info = PyAVDecoder().probe(path)
+    idx = np.arange(0, info.n_frames, 2, dtype=np.int64)
+    also = {(32, 24): idx[::3]}
+    piped = PyAVDecoder(pipeline_min_frames=1).decode_frames(path, idx, None, also)
+    serial = PyAVDecoder(pipeline_min_frames=1 << 30).decode_frames(path, idx, None, also)
+    assert piped.frames.shape[0] == idx.size and np.array_equal(piped.indices, serial.indices)
+    assert np.array_equal(piped.frames, serial.frames)
+    assert piped.extra.keys() == serial.extra.keys()
+    for size, frames in serial.extra.items():
+        assert frames.keys() == piped.extra[size].keys()
+        assert all(np.array_equal(frames[i], piped.extra[size][i]) for i in frames)

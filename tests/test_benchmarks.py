@@ -1,0 +1,56 @@
+"""The benchmarks run end to end on a minimal grid and write their JSON with the fixed keys
+(their timings are measurements, not test results: nothing here asserts wall-clock)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_sweep_throughput_writes_its_json(tmp_path: Path, tiny_qwen25: Path) -> None:
+    out = tmp_path / "tp.json"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "sweep_throughput.py"), "--videos", "2", "--questions", "2",
+         "--budgets", "0,4", "--seconds", "2", "--fps", "8", "--size", "96x64", "--rss-sizes", "1,2",
+         "--output-json", str(out)],
+        capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    data = json.loads(out.read_text())
+    fixed = ["raw_engine_s", "framesweep_s", "naive_s", "decode_only_s", "jobs", "prompt_tokens",
+             "ratio_framesweep_over_raw", "ratio_naive_over_framesweep", "peak_rss_mb"]
+    assert list(data)[:len(fixed)] == fixed
+    assert data["jobs"] == 2 * 2 * 2 and data["prompt_tokens"] > 0
+    assert all(data[k] > 0 for k in ("raw_engine_s", "framesweep_s", "naive_s", "decode_only_s", "peak_rss_mb"))
+    assert abs(data["ratio_naive_over_framesweep"] - data["naive_s"] / data["framesweep_s"]) < 1e-9
+    assert set(data["peak_rss_mb_by_videos"]) == {"1", "2"}
+    assert "naive/fs=" in r.stdout  # the one summary line
+
+
+def test_frame_sharing_writes_its_json(tmp_path: Path) -> None:
+    out = tmp_path / "fs.json"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "frame_sharing.py"), "--quick", "--repeats", "1",
+         "--video-dir", str(tmp_path / "clips"), "--output-json", str(out)],
+        capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    data = json.loads(out.read_text())
+    fixed = ["naive_s", "per_budget_s", "union_s", "cached_s", "full_pass_s", "ratio_naive_over_union",
+             "ratio_union_over_full_pass", "frames_decoded"]
+    assert list(data)[:len(fixed)] == fixed
+    (clip,) = data["videos"]  # --quick: the 640x360 clip only
+    assert (clip["n_frames"], clip["width"], clip["height"]) == (1800, 640, 360)
+    # the union of uniform 16/32/64/128/256 over 1,800 frames, and 15 jobs' worth of frame requests
+    from engine.frames.plan import plan_budget, union_indices
+    from engine.spec import BudgetPoint
+
+    plans = [plan_budget(BudgetPoint(frames=n), 1800, 30.0) for n in (16, 32, 64, 128, 256)]
+    assert data["frames_decoded"] == union_indices(plans).size
+    assert clip["frames_requested"] == 3 * sum(p.indices.size for p in plans)
+    # one repeat: 15 naive decodes + 5 per-budget + 1 union + 1 for the views; the cached run decodes none
+    assert clip["decode_calls"] == 15 + 5 + 1 + 1
+    assert abs(data["ratio_naive_over_union"] - data["naive_s"] / data["union_s"]) < 1e-9
+    assert "naive/union" in r.stdout
