@@ -32,22 +32,34 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
         while sweep.summary.jobs_ok == 0:
             await asyncio.sleep(0.05)
         ray.kill(actor, no_restart=False)
-        decoders = sweep._decode_pool._pool
-        ray.kill(decoders.members[0], no_restart=False)  # and one decode actor
+        victim = sweep._decode_pool._pool.members[0]
+        first = await victim.info.remote()
+        ray.kill(victim, no_restart=False)  # and one decode actor
+        # Ray restarts the decode actor (a new process) while the sweep goes on; whether the sweep noticed
+        # the death depends on whether it called that actor before the restart finished
+        # (tests/frames/test_decode_actors.py covers that case)
+        again = None
+        for _ in range(240):
+            try:
+                again = await victim.info.remote()
+                break
+            except ray.exceptions.RayActorError:
+                await asyncio.sleep(0.5)
         summary = await run
-        pool_facts = (decoders.deaths, sweep._decode_pool.local_fallbacks, len(summary.decode_workers))
+        pool_facts = (again is not None and first["worker"] != again["worker"], sweep._decode_pool.local_fallbacks,
+                      len(summary.decode_workers))
         info = backends["tiny"].info
         await asyncio.gather(*(b.close() for b in backends.values()))
         return summary, info, pool_facts
 
     try:
-        summary, info, (decode_deaths, fallbacks, n_decoders) = asyncio.run(go())
+        summary, info, (decode_restarted, fallbacks, n_decoders) = asyncio.run(go())
     finally:
         ray.shutdown()
     assert summary.jobs_failed == 0 and summary.jobs_ok == 6 * 3 * 4
     rows = scan_results(tmp_path / "out").collect()
     assert rows.height == 72 and rows.select(["item_id", "budget_id"]).n_unique() == 72
-    assert n_decoders == 2 and decode_deaths == 1 and fallbacks == 0
+    assert n_decoders == 2 and decode_restarted and fallbacks == 0
     assert (rows["status"] == "ok").all()
     retried = rows.filter(pl.col("attempt") == 2)
     assert retried.height > 0, "the jobs in flight when the engine died were retried"
