@@ -39,12 +39,14 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
         # the death depends on whether it called that actor before the restart finished
         # (tests/frames/test_decode_actors.py covers that case)
         again = None
-        for _ in range(240):
+        for _ in range(240):  # until the restarted process answers (the kill itself is asynchronous)
             try:
                 again = await victim.info.remote()
-                break
+                if again["worker"] != first["worker"]:
+                    break
             except ray.exceptions.RayActorError:
-                await asyncio.sleep(0.5)
+                pass
+            await asyncio.sleep(0.5)
         summary = await run
         pool_facts = (again is not None and first["worker"] != again["worker"], sweep._decode_pool.local_fallbacks,
                       len(summary.decode_workers))
