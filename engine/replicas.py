@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["NoReplicaError", "ReplicaPool", "is_actor_death"]
+__all__ = ["NoReplicaError", "ReplicaPool", "is_actor_death", "revive_actor"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,31 @@ def is_actor_death(err: BaseException) -> bool:
     except ImportError:  # no Ray: nothing can be an actor death
         return False
     return isinstance(err, (RayActorError, ActorUnavailableError, NodeDiedError, WorkerCrashedError))
+
+
+async def revive_actor(actor: Any, start_new: Callable[[], Awaitable[Any]], timeout_s: float,
+                       what: str, kill_on_timeout: bool = False) -> tuple[Any, dict[str, Any]]:
+    """After `actor` died: wait until Ray's restart answers `info()`, or, if it is dead for good, kill it
+    and use `start_new()` instead. Returns the live actor and its `info()`; TimeoutError after `timeout_s`
+    (with `kill_on_timeout`, the actor still waiting to restart is killed first)."""
+    import ray
+    from ray.exceptions import ActorDiedError, RayActorError
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            info = await asyncio.wait_for(actor.info.remote(), timeout=max(1.0, deadline - time.monotonic()))
+            log.warning("%s is back (%s)", what, info.get("worker"))
+            return actor, info
+        except ActorDiedError:
+            log.warning("%s is dead for good; starting a new one", what)
+            ray.kill(actor, no_restart=True)
+            actor = await start_new()
+        except (TimeoutError, RayActorError):  # still restarting (or its node is gone)
+            await asyncio.sleep(1.0)
+    if kill_on_timeout:
+        ray.kill(actor, no_restart=True)
+    raise TimeoutError(f"{what} did not come back within {timeout_s:.0f}s")
 
 
 class ReplicaPool(Generic[T]):

@@ -30,12 +30,11 @@ from engine.backends.coalesce import CoalescingBackend
 from engine.backends.prompts import MediaView, get_family
 from engine.datasets import build_adapter
 from engine.frames.actors import DecodePool
-from engine.frames.cache import FrameCache
+from engine.frames.cache import FrameCache, decode_video
 from engine.frames.decode import (
     DecodedVideo,
     DecodeError,
     decode_size,
-    decode_union,
     get_decoder,
     sizes_needed,
     target_size,
@@ -202,20 +201,25 @@ class Sweep:
         })
         self.progress("total", n_pending)
 
-    async def _start_backends(self) -> None:
+    async def _start_decoders(self) -> None:
+        """Decode actors in the cluster when the spec asks for them (auto: one per node on a cluster)."""
         d = self.spec.decode
         n_actors = d.actors if d.actors is not None else (None if self.spec.ray_address else 0)
-        if n_actors != 0 and self._decode_pool is None and any(b.frames for b in self.spec.budgets):
-            import ray
+        if n_actors == 0 or self._decode_pool is not None or not any(b.frames for b in self.spec.budgets):
+            return
+        import ray
 
-            from engine.cluster import ensure_ray
+        from engine.cluster import ensure_ray
 
-            ensure_ray(self.spec.ray_address)
-            if n_actors is None:  # auto on a cluster: one per alive node
-                n_actors = sum(1 for n in ray.nodes() if n.get("Alive"))
-            cache_root = self._cache.dir.parent if self._cache is not None else None
-            self._decode_pool = DecodePool(n_actors, d.actor_cpus, cache_root, d.cache_format)
-            self.summary.decode_workers = await self._decode_pool.start()
+        ensure_ray(self.spec.ray_address)
+        if n_actors is None:
+            n_actors = sum(1 for n in ray.nodes() if n.get("Alive"))
+        cache_root = self._cache.dir.parent if self._cache is not None else None
+        self._decode_pool = DecodePool(n_actors, d.actor_cpus, cache_root, d.cache_format)
+        self.summary.decode_workers = await self._decode_pool.start()
+
+    async def _start_backends(self) -> None:
+        await self._start_decoders()
         if not self.backends:
             self.backends = await start_backends(self.spec)
             self.summary.engines = {k: getattr(b, "info", {}) for k, b in self.backends.items()}
@@ -297,10 +301,7 @@ class Sweep:
         if self._decode_pool is not None:  # a decode actor somewhere in the cluster; None: none is left
             decoded = await self._decode_pool.decode(item.video_path, idx, decoder.name, size, also)
         if decoded is None:
-            if self._cache is not None:
-                work = functools.partial(self._cache.get_or_decode, item.video_path, idx, decoder.name, size, also)
-            else:
-                work = functools.partial(decode_union, item.video_path, idx, decoder.name, size, also)
+            work = functools.partial(decode_video, self._cache, item.video_path, idx, decoder.name, size, also)
             decoded = await loop.run_in_executor(self._pool, work)
         self.summary.decode_calls += 1
         self.summary.frames_decoded += int(union.size)

@@ -36,10 +36,6 @@ class EnginePool:
         """Batches worth sending at once (one per replica)."""
         return len(self.replicas)
 
-    @property
-    def healthy(self) -> int:
-        return len(self._pool.members) if self._pool is not None else 0
-
     async def start(self) -> dict[str, Any]:
         infos = await asyncio.gather(*(r.start() for r in self.replicas))
         self._pool = ReplicaPool(list(self.replicas), self._revive, name=f"engines of {self.replicas[0].model_path}")

@@ -219,26 +219,14 @@ class VLLMActorBackend:
 
     async def recover(self, timeout_s: float = 600.0) -> None:
         """After the actor died: wait for Ray to restart it, or start a new one if it is gone for good."""
-        import asyncio
+        from engine.replicas import revive_actor
 
-        import ray
-        from ray.exceptions import ActorDiedError, RayActorError
+        async def start_new() -> Any:
+            self._actor = None
+            await self.start()
+            return self._actor
 
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                self.info = await asyncio.wait_for(self._actor.info.remote(), timeout=max(1.0, deadline - time.monotonic()))
-                log.warning("engine actor is back (%s)", self.info.get("worker"))
-                return
-            except ActorDiedError:
-                log.warning("engine actor is dead for good; starting a new one")
-                ray.kill(self._actor, no_restart=True)
-                self._actor = None
-                await self.start()
-                return
-            except (TimeoutError, RayActorError):
-                await asyncio.sleep(1.0)
-        raise TimeoutError(f"engine actor did not come back within {timeout_s:.0f}s")
+        self._actor, self.info = await revive_actor(self._actor, start_new, timeout_s, "engine actor")
 
     @property
     def actor(self) -> Any:

@@ -13,7 +13,6 @@ import asyncio
 import logging
 import os
 import socket
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from engine.frames.video import DecodedVideo
-from engine.replicas import NoReplicaError, ReplicaPool, is_actor_death
+from engine.replicas import NoReplicaError, ReplicaPool, is_actor_death, revive_actor
 
 __all__ = ["DecodePool", "DecodeWorker"]
 
@@ -44,12 +43,10 @@ class DecodeWorker:
 
     def decode(self, path: str, indices: np.ndarray, decoder: str, size: tuple[int, int] | None,
                also: Mapping[tuple[int, int], np.ndarray] | None) -> DecodedVideo:
-        from engine.frames.decode import decode_union
+        from engine.frames.cache import decode_video
 
         self.videos += 1
-        if self.cache is not None:
-            return self.cache.get_or_decode(path, indices, decoder, size, also)
-        return decode_union(Path(path), indices, decoder, size, also)
+        return decode_video(self.cache, path, indices, decoder, size, also)
 
 
 class DecodePool:
@@ -107,21 +104,12 @@ class DecodePool:
 
     async def _revive(self, actor: Any) -> Any:
         """Wait for Ray's restart of the actor; start a new one if it is gone for good."""
-        import ray
-        from ray.exceptions import ActorDiedError
 
-        deadline = time.monotonic() + self.revive_timeout_s
-        while time.monotonic() < deadline:
-            try:
-                await asyncio.wait_for(actor.info.remote(), timeout=max(1.0, deadline - time.monotonic()))
-                return actor
-            except ActorDiedError:
-                ray.kill(actor, no_restart=True)
-                actor = self._new_actor()
-            except Exception:  # noqa: BLE001 - still restarting
-                await asyncio.sleep(1.0)
-        ray.kill(actor, no_restart=True)
-        raise TimeoutError(f"decode actor did not come back within {self.revive_timeout_s:.0f}s")
+        async def start_new() -> Any:
+            return self._new_actor()
+
+        # an actor that does not come back is killed rather than left waiting for resources in the cluster
+        return (await revive_actor(actor, start_new, self.revive_timeout_s, "decode actor", kill_on_timeout=True))[0]
 
     async def decode(self, path: Path | str, indices: np.ndarray, decoder: str, size: tuple[int, int] | None,
                      also: Mapping[tuple[int, int], np.ndarray] | None) -> DecodedVideo | None:

@@ -44,7 +44,7 @@ from engine.frames.base import VideoInfo, file_key, get_decoder
 from engine.frames.decode import DecodedVideo, decode_union
 from engine.paths import cache_dir
 
-__all__ = ["CACHE_VERSION", "FrameCache", "FrameFormat", "content_hash"]
+__all__ = ["CACHE_VERSION", "FrameCache", "FrameFormat", "content_hash", "decode_video"]
 
 log = logging.getLogger(__name__)
 
@@ -273,3 +273,12 @@ class FrameCache:
                     found[s][i] = back
             _fsync_dir(frame_dir)
         return fresh.missing
+
+
+def decode_video(cache: FrameCache | None, path: Path | str, indices: np.ndarray, decoder: str = "pyav",
+                 size: tuple[int, int] | None = None,
+                 also: Mapping[tuple[int, int], np.ndarray] | None = None) -> DecodedVideo:
+    """A video's union of frames: from the frame cache (the cached pipeline) or decoded (raw)."""
+    if cache is not None:
+        return cache.get_or_decode(path, indices, decoder, size, also)
+    return decode_union(Path(path), indices, decoder, size, also)
