@@ -43,6 +43,11 @@ def test_frame_sharing_writes_its_json(tmp_path: Path) -> None:
     assert list(data)[:len(fixed)] == fixed
     (clip,) = data["videos"]  # --quick: the 640x360 clip only
     assert (clip["n_frames"], clip["width"], clip["height"]) == (1800, 640, 360)
+    assert clip["video"].endswith("-x264.mp4")  # encoded with libx264's defaults (B-frames)
+    # the floor is the faster of the two plain passes
+    assert data["full_pass_s"] == min(clip["full_pass_1thread_s"], clip["full_pass_auto_s"])
+    # the union's decoder skipped unreferenced frames nobody needs: fewer pictures than frames
+    assert data["frames_decoded"] < clip["pictures_decoded_union"] < clip["n_frames"]
     # the union of uniform 16/32/64/128/256 over 1,800 frames, and 15 jobs' worth of frame requests
     from engine.frames.plan import plan_budget, union_indices
     from engine.spec import BudgetPoint

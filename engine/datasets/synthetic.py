@@ -118,15 +118,21 @@ def render_frames(s: VideoScript) -> Iterator[np.ndarray]:
         yield np.asarray(img)
 
 
-def write_h264(path: Path, frames: Iterator[np.ndarray], fps: int, width: int, height: int, gop: int = 0) -> None:
-    """Encode RGB frames as an H.264 MP4 (PyAV/libx264), written atomically."""
+def write_h264(path: Path, frames: Iterator[np.ndarray], fps: int, width: int, height: int, gop: int = 0,
+               options: dict[str, str] | None = None) -> None:
+    """Encode RGB frames as an H.264 MP4 (PyAV/libx264), written atomically.
+
+    By default: CRF 18, preset veryfast, a keyframe every `gop` frames (2 s), no B-frames;
+    `options` (libx264's, e.g. {"crf": "18"} alone for its defaults) replaces these.
+    """
     import av
 
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.mp4")
     with av.open(str(tmp), mode="w") as container:
         stream = container.add_stream("libx264", rate=fps)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        stream.options = {"crf": "18", "preset": "veryfast", "g": str(gop or 2 * fps), "bf": "0"}
+        stream.options = dict(options) if options is not None else {
+            "crf": "18", "preset": "veryfast", "g": str(gop or 2 * fps), "bf": "0"}
         for arr in frames:
             for packet in stream.encode(av.VideoFrame.from_ndarray(arr, format="rgb24")):
                 container.mux(packet)

@@ -5,7 +5,10 @@ so indices stay right after a seek, with B-frames and with variable frame rate.
 The decoder seeks (to the keyframe at or before the next needed frame) only when
 that keyframe lies past the frame it would decode next, by at least `min_skip`
 frames (a seek flushes the decoder, so skipping one or two frames does not pay):
-seeking before every frame is ~14x slower than one sequential pass. Downscaling happens in the
+seeking before every frame is ~14x slower than one sequential pass. Inside a GOP it must decode
+through, the decoder skips every frame that nobody asked for and no other frame references
+(skip_frame=NONREF, set per packet): exact, and with B-frames about half the unneeded frames.
+Downscaling happens in the
 colour conversion (swscale, area filter), never on a full-size RGB copy, and
 each frame is converted straight into its row of the output array. Frames a
 smaller budget needs (`also`) are converted to that size from the same decoded
@@ -25,6 +28,7 @@ import cv2
 import numpy as np
 
 from engine.frames.base import DecodeError, FrameBatch, VideoInfo, batch_to_tuple, register_decoder
+from engine.frames.buffers import FRAME_BUFFERS
 from engine.frames.index import StreamIndex, stream_index
 
 __all__ = ["PyAVDecoder"]
@@ -42,13 +46,29 @@ def stored_size(size: tuple[int, int], rotation: int) -> tuple[int, int]:
     return (size[1], size[0]) if rotation in (90, -90) else size
 
 
-def _frames(container: Any, stream: Any, path: Path) -> Iterator[Any]:
-    """Decoded frames in presentation order; a packet that does not decode is skipped."""
+def _frames(container: Any, stream: Any, path: Path, unneeded: Callable[[int | None], bool] | None = None,
+            stats: list[int] | None = None) -> Iterator[Any]:
+    """Decoded frames in presentation order; a packet that does not decode is skipped.
+
+    With `unneeded` (a packet's pts -> True when nobody needs its frame), the decoder is told to
+    skip such a packet's frame when no other frame references it (FFmpeg's skip_frame=NONREF, set
+    per packet): such a frame cannot change any other frame's pixels, so skipping it is exact.
+    Typical H.264 with B-frames has about half its frames non-referenced. `stats[0]` counts the
+    packets sent with the skip set.
+    """
     import av
 
+    ctx = stream.codec_context
+    mode = ctx.skip_frame
     for packet in container.demux(stream):
         if packet.is_corrupt:  # a partial packet (truncated file): not a frame, as in the index
             continue
+        if unneeded is not None:
+            want = "NONREF" if packet.pts is not None and unneeded(packet.pts) else "DEFAULT"
+            if want != mode:
+                ctx.skip_frame = mode = want
+            if stats is not None and want == "NONREF":
+                stats[0] += 1
         try:
             frames = packet.decode()
         except av.FFmpegError as err:
@@ -149,13 +169,24 @@ class _Pipeline:
 class _Pass:
     """One decode pass over sorted needed indices, handing each needed frame to `sink` once."""
 
-    def __init__(self, container: Any, stream: Any, index: StreamIndex, path: Path, min_skip: int) -> None:
+    def __init__(self, container: Any, stream: Any, index: StreamIndex, path: Path, min_skip: int,
+                 skip_unneeded: bool = True) -> None:
         self.c, self.s, self.index, self.path = container, stream, index, path
         self.seeks = 0
         self.min_skip = max(1, min_skip)
+        self.skip_unneeded = skip_unneeded
+        self.skip_stats = [0]  # packets sent with skip_frame=NONREF (frames that need not be decoded)
+        self.frames_out = 0  # pictures the decoder handed out (skipped ones are not among them)
 
     def run(self, needed: np.ndarray, sink: Sink, done: set[int], allow_seek: bool) -> None:
         want = set(needed.tolist())
+        by_pts = self.index.index_of
+
+        def unneeded(pts: int) -> bool:
+            i = by_pts(pts)
+            return i is None or i not in want or i in done
+
+        skip = unneeded if self.skip_unneeded else None
         frames: Iterator[Any] | None = None
         pos = 0  # presentation index of the next frame the decoder will hand out
         for target in needed.tolist():
@@ -167,8 +198,9 @@ class _Pass:
                 if jump:
                     self.c.seek(int(self.index.pts[key]), backward=True, any_frame=False, stream=self.s)
                     self.seeks, pos = self.seeks + 1, key
-                frames = _frames(self.c, self.s, self.path)
+                frames = _frames(self.c, self.s, self.path, skip, self.skip_stats)
             for frame in frames:
+                self.frames_out += 1
                 i = self.index.index_of(frame.pts)
                 if i is None:
                     continue
@@ -188,12 +220,20 @@ class PyAVDecoder:
 
     name = "pyav"
 
-    def __init__(self, thread_type: str = "AUTO", min_skip: int = 8, pipeline_min_frames: int = 24) -> None:
+    def __init__(self, thread_type: str = "SLICE", min_skip: int = 8, pipeline_min_frames: int | None = None,
+                 skip_unneeded: bool = True) -> None:
+        # SLICE: each video decodes on one thread (FFmpeg adds threads only for multi-slice streams).
+        # A sweep decodes several videos at once (decode.threads, decode actors), and on the 2-core
+        # machine here FFmpeg's frame threading (AUTO) made even a lone decode 30-50% slower.
         self.thread_type = thread_type
-        # from this many frames, colour conversion runs on a second thread beside the decoder
+        # from this many frames, colour conversion runs on a second thread beside the decoder (off by
+        # default: with two cores that gave no speedup here; on idle spare cores it can)
         self.pipeline_min_frames = pipeline_min_frames
         self.min_skip = min_skip  # seek only to skip at least this many frames (a seek flushes the decoder)
+        # let the decoder skip unreferenced frames nobody asked for (exact: nothing depends on them)
+        self.skip_unneeded = skip_unneeded
         self.last_seeks = 0  # seeks made by the last decode_frames call (tests check we seek sparingly)
+        self.last_frames_out = 0  # pictures decoded by the last decode_frames call (skipped ones excluded)
 
     def probe(self, path: Path) -> VideoInfo:
         return stream_index(path).info
@@ -205,8 +245,9 @@ class PyAVDecoder:
         with av.open(str(path)) as c:
             stream = c.streams.video[0]
             stream.thread_type = thread_type
-            one = _Pass(c, stream, index, path, self.min_skip)
+            one = _Pass(c, stream, index, path, self.min_skip, self.skip_unneeded)
             one.run(needed, sink, done, allow_seek)
+            self.last_frames_out += one.frames_out
             return one.seeks
 
     def decode_frames(self, path: Path, indices: np.ndarray, size: tuple[int, int] | None = None,
@@ -227,7 +268,8 @@ class PyAVDecoder:
                 extra_want[key] = np.unique(np.asarray(ix, dtype=np.int64))
         wanted = np.unique(np.concatenate([asked, *extra_want.values()]))
         main = asked[asked < info.n_frames]
-        buf = np.empty((main.size, h, w, 3), np.uint8)  # frames land here directly: no stacking copy
+        # frames land here directly (no stacking copy), in memory recycled from videos already gone
+        buf = FRAME_BUFFERS.empty((main.size, h, w, 3))
         slot = {i: k for k, i in enumerate(main.tolist())}
         conv = _Converter(info, size)
         extra: dict[tuple[int, int], tuple[_Converter, set[int], dict[int, np.ndarray]]] = {
@@ -242,11 +284,12 @@ class PyAVDecoder:
 
         done: set[int] = set()
         needed = wanted[wanted < info.n_frames]
-        # Colour conversion runs on a second thread while the decoder goes on (FFmpeg's own threads
-        # leave a core partly idle: AUTO threading decodes only ~15% faster than one thread here).
-        pipe = _Pipeline(convert) if needed.size >= self.pipeline_min_frames else None
+        # Optionally, colour conversion runs on a second thread while the decoder goes on.
+        piped = self.pipeline_min_frames is not None and needed.size >= self.pipeline_min_frames
+        pipe = _Pipeline(convert) if piped else None
         try:
             sink = pipe.submit if pipe is not None else convert
+            self.last_frames_out = 0
             self.last_seeks = self._pass(Path(path), index, needed, sink, done, self.thread_type, True)
             rest = np.asarray([i for i in needed.tolist() if i not in done], dtype=np.int64)
             if rest.size:

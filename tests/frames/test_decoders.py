@@ -72,6 +72,23 @@ def test_pyav_seeks_only_over_unneeded_gops() -> None:
     assert codes(out.frames) == [1, 40, 41]
 
 
+@pytest.mark.parametrize("asset", ["tiny.mp4", "vfr.mp4", "rotated.mp4"])
+@pytest.mark.parametrize("thread_type", ["SLICE", "AUTO"])
+def test_pyav_skips_unreferenced_frames_nobody_needs_and_stays_exact(asset: str, thread_type: str) -> None:
+    # The assets have B-frames (bf=2): some are referenced by no other frame. Those nobody asked
+    # for need not be decoded at all; the frames that are asked for must not change by a bit.
+    path = ASSETS / asset
+    want = np.arange(0, get_decoder("pyav").probe(path).n_frames, 4)
+    full = PyAVDecoder(thread_type=thread_type, skip_unneeded=False)
+    ref = full.decode_frames(path, want)
+    dec = PyAVDecoder(thread_type=thread_type)
+    got = dec.decode_frames(path, want)
+    assert got.indices.tolist() == ref.indices.tolist() == want.tolist()
+    assert np.array_equal(got.frames, ref.frames) and np.array_equal(got.timestamps, ref.timestamps)
+    assert dec.last_frames_out < full.last_frames_out  # some pictures were never decoded
+    assert dec.last_frames_out >= want.size
+
+
 @BOTH
 @pytest.mark.parametrize("size", [None, (48, 32)])
 def test_union_view_is_pixel_equal_to_decoding_each_budget(decoder: str, size: tuple[int, int] | None) -> None:
