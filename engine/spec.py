@@ -208,7 +208,10 @@ class DecodeSpec(_Strict):
         default="jpeg", description="How cached frames are stored: jpeg (q95, lossy) or png / npy (lossless)."
     )
     max_videos_in_flight: int = Field(default=4, ge=1, description="Videos decoded or being answered at once.")
-    threads: int = Field(default=2, ge=1, description="Decode worker threads in this process.")
+    threads: int = Field(
+        default=2, ge=1,
+        description="Decode worker threads in this process; each decodes one video at a time on one core "
+        "(pyav), so raise it (with max_videos_in_flight) on machines with more cores.")
     actors: int | None = Field(
         default=None, ge=0,
         description="CPU decode actors in the Ray cluster (spread over nodes); decoded frames travel through "
