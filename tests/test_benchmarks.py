@@ -48,6 +48,8 @@ def test_frame_sharing_writes_its_json(tmp_path: Path) -> None:
     assert data["full_pass_s"] == min(clip["full_pass_1thread_s"], clip["full_pass_auto_s"])
     # the union's decoder skipped unreferenced frames nobody needs: fewer pictures than frames
     assert data["frames_decoded"] < clip["pictures_decoded_union"] < clip["n_frames"]
+    (by_round,) = clip["ratio_union_over_full_pass_by_round"]  # one round
+    assert clip["ratio_union_over_full_pass_median_round"] == by_round
     # the union of uniform 16/32/64/128/256 over 1,800 frames, and 15 jobs' worth of frame requests
     from engine.frames.plan import plan_budget, union_indices
     from engine.spec import BudgetPoint
