@@ -76,9 +76,5 @@ class FrameBuffers:
         with self._lock:
             return sum(b.size for b in self._free)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._free.clear()
-
 
 FRAME_BUFFERS = FrameBuffers()  # shared by this process's decoders

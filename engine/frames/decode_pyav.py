@@ -46,15 +46,14 @@ def stored_size(size: tuple[int, int], rotation: int) -> tuple[int, int]:
     return (size[1], size[0]) if rotation in (90, -90) else size
 
 
-def _frames(container: Any, stream: Any, path: Path, unneeded: Callable[[int | None], bool] | None = None,
-            stats: list[int] | None = None) -> Iterator[Any]:
+def _frames(container: Any, stream: Any, path: Path,
+            unneeded: Callable[[int], bool] | None = None) -> Iterator[Any]:
     """Decoded frames in presentation order; a packet that does not decode is skipped.
 
     With `unneeded` (a packet's pts -> True when nobody needs its frame), the decoder is told to
     skip such a packet's frame when no other frame references it (FFmpeg's skip_frame=NONREF, set
     per packet): such a frame cannot change any other frame's pixels, so skipping it is exact.
-    Typical H.264 with B-frames has about half its frames non-referenced. `stats[0]` counts the
-    packets sent with the skip set.
+    Typical H.264 with B-frames has about half its frames non-referenced.
     """
     import av
 
@@ -67,8 +66,6 @@ def _frames(container: Any, stream: Any, path: Path, unneeded: Callable[[int | N
             want = "NONREF" if packet.pts is not None and unneeded(packet.pts) else "DEFAULT"
             if want != mode:
                 ctx.skip_frame = mode = want
-            if stats is not None and want == "NONREF":
-                stats[0] += 1
         try:
             frames = packet.decode()
         except av.FFmpegError as err:
@@ -175,7 +172,6 @@ class _Pass:
         self.seeks = 0
         self.min_skip = max(1, min_skip)
         self.skip_unneeded = skip_unneeded
-        self.skip_stats = [0]  # packets sent with skip_frame=NONREF (frames that need not be decoded)
         self.frames_out = 0  # pictures the decoder handed out (skipped ones are not among them)
 
     def run(self, needed: np.ndarray, sink: Sink, done: set[int], allow_seek: bool) -> None:
@@ -198,7 +194,7 @@ class _Pass:
                 if jump:
                     self.c.seek(int(self.index.pts[key]), backward=True, any_frame=False, stream=self.s)
                     self.seeks, pos = self.seeks + 1, key
-                frames = _frames(self.c, self.s, self.path, skip, self.skip_stats)
+                frames = _frames(self.c, self.s, self.path, skip)
             for frame in frames:
                 self.frames_out += 1
                 i = self.index.index_of(frame.pts)
