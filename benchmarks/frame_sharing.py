@@ -50,7 +50,7 @@ from engine.frames.buffers import FrameBuffers
 from engine.frames.cache import FrameCache
 from engine.frames.decode import DECODE_CALLS, DECODERS, DecodedVideo, decode_union, get_decoder
 from engine.frames.plan import FramePlan, plan_budget, union_indices
-from engine.paths import cache_dir
+from engine.runtime.paths import cache_dir
 from engine.spec import BudgetPoint
 
 GRID = (16, 32, 64, 128, 256)

@@ -79,9 +79,9 @@ def _spec(args: argparse.Namespace, out: Path, n_videos: int) -> Any:
 
 def _views(spec: Any, items: list[Any]) -> tuple[list[tuple[Any, Any, Any]], float]:
     """Union-decode every video once (timed) and return (item, budget, MediaView | None) for every job."""
-    from engine.backends.prompts import MediaView
     from engine.frames.decode import decode_union, get_decoder, target_size
     from engine.frames.plan import plan_budget, union_indices
+    from engine.frames.view import MediaView
 
     by_video: dict[str, list[Any]] = {}
     for it in items:
@@ -103,9 +103,10 @@ def _views(spec: Any, items: list[Any]) -> tuple[list[tuple[Any, Any, Any]], flo
 
 
 async def _raw_and_naive(args: argparse.Namespace, spec: Any, items: list[Any], backend: Any) -> dict[str, Any]:
-    from engine.backends.prompts import MediaView, get_family
+    from engine.backends.families import get_family
     from engine.frames.decode import decode_union, get_decoder, target_size
     from engine.frames.plan import plan_budget
+    from engine.frames.view import MediaView
 
     fam = get_family(args.family)
     jobs, decode_only = _views(spec, items)
@@ -160,7 +161,7 @@ class _RSS:
 
 
 async def _framesweep(spec: Any, backend: Any) -> tuple[float, float, int]:
-    from engine.scheduler import Sweep
+    from engine.sweep import Sweep
 
     await backend.actor.reset_caches.remote()
     with _RSS() as rss:
@@ -179,7 +180,7 @@ def _items(spec: Any) -> list[Any]:
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
     import engine  # noqa: F401  (torchvision import hook)
-    from engine.tiny import resolve_model_path
+    from engine.backends.tiny import resolve_model_path
 
     if args.quick:
         args.videos, args.budgets, args.seconds = 3, "0,4,8,16,32", 10.0
@@ -208,9 +209,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
 async def _all(args: argparse.Namespace, spec: Any, items: list[Any], model_path: Path,
                rss_specs: dict[int, Any]) -> dict[str, Any]:
     """Every strategy on one engine actor (started and warmed up once; its caches emptied before each)."""
-    from engine.backends.prompts import get_family
+    from engine.backends.families import get_family
     from engine.backends.vllm_actor import VLLMActorBackend
-    from engine.cluster import ensure_ray
+    from engine.runtime.cluster import ensure_ray
 
     t_all = time.perf_counter()
     ensure_ray(object_store_mb=1024)

@@ -7,14 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-
-from engine.adaptive import CascadeSweep, cascade_budget_id, run_cascade
-from engine.metrics.cascade_online import online_decisions
-from engine.scheduler import Sweep, start_backends
-from engine.spec import parse_spec
-from engine.store import scan_results
-
 from conftest import small_spec_dict
+
+from engine.adaptive.cascade import CascadeSweep, cascade_budget_id, run_cascade
+from engine.adaptive.cascade_report import online_decisions
+from engine.results.store import scan_results
+from engine.spec import parse_spec
+from engine.sweep import Sweep, start_backends
 
 STAGES = ["f2-nested", "f4-nested", "f8-nested"]
 

@@ -7,12 +7,11 @@ import asyncio
 from pathlib import Path
 
 import polars as pl
-
-from engine.scheduler import Sweep, start_backends
-from engine.spec import parse_spec
-from engine.store import scan_results
-
 from conftest import small_spec_dict
+
+from engine.results.store import scan_results
+from engine.spec import parse_spec
+from engine.sweep import Sweep, start_backends
 
 
 def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> None:

@@ -7,14 +7,13 @@ import json
 from pathlib import Path
 
 import polars as pl
-
-from engine.adaptive_eval import evaluate_predictor, export_manifest, scan_predictions
-from engine.predictor import predict_frames, predicted_budget_id, run_predicted
-from engine.scheduler import Sweep, start_backends
-from engine.spec import parse_spec
-from engine.store import latest_rows, scan_results
-
 from conftest import small_spec_dict
+
+from engine.adaptive.predictions import evaluate_predictor, export_manifest, scan_predictions
+from engine.adaptive.predictor import predict_frames, predicted_budget_id, run_predicted
+from engine.results.store import latest_rows, scan_results
+from engine.spec import parse_spec
+from engine.sweep import Sweep, start_backends
 
 
 def test_predict_run_evaluate_export(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from engine.replicas import NoReplicaError, ReplicaPool
+from engine.runtime.replicas import NoReplicaError, ReplicaPool
 
 
 class Died(RuntimeError):

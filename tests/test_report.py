@@ -17,7 +17,7 @@ from metric_rows import audit_rows, row, write_sweep
 from test_checkpoints import checkpoint_rows
 from test_predictor_eval import all_predictions, predictor_rows
 
-from engine.adaptive_eval import write_predictions
+from engine.adaptive.predictions import write_predictions
 from engine.cli import app
 from engine.metrics.document import summary_document
 from engine.metrics.summary import SummaryOptions, load_rows, summary_tables

@@ -3,12 +3,11 @@
 from pathlib import Path
 
 import numpy as np
+from conftest import small_spec_dict
 
 from engine.items import Item, Job
-from engine.scheduler import Sweep, plan_jobs
 from engine.spec import BudgetPoint, parse_spec
-
-from conftest import small_spec_dict
+from engine.sweep import Sweep, plan_jobs
 
 
 def _job(frames: int, **item_kw: object) -> Job:

@@ -1,10 +1,9 @@
 from pathlib import Path
 
 import pytest
+from conftest import small_spec_dict
 
 from engine.spec import BudgetPoint, SpecError, load_spec, parse_spec
-
-from conftest import small_spec_dict
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from engine.schema import RESULT_SCHEMA, ResultRow, rows_to_frame
-from engine.store import ResultStore, StoreLockedError, latest_rows, scan_results
+from engine.results.schema import RESULT_SCHEMA, ResultRow, rows_to_frame
+from engine.results.store import ResultStore, StoreLockedError, latest_rows, scan_results
 
 
 def row(item: str, budget: str, status: str = "ok", attempt: int = 1) -> ResultRow:

@@ -16,13 +16,11 @@ from pathlib import Path
 
 import polars as pl
 import psutil
-import pytest
-
-from engine.schema import KEY_COLUMNS
-from engine.spec import parse_spec
-from engine.store import scan_results
-
 from conftest import small_spec_dict, write_toml
+
+from engine.results.schema import KEY_COLUMNS
+from engine.results.store import scan_results
+from engine.spec import parse_spec
 
 FRAMESWEEP = [sys.executable, "-m", "engine.cli"]
 
@@ -136,7 +134,7 @@ def test_each_video_decoded_once_and_cached_pipeline_reuses_frames(tmp_path: Pat
     import ray
 
     from engine.frames.decode import DECODE_CALLS
-    from engine.scheduler import Sweep, start_backends
+    from engine.sweep import Sweep, start_backends
 
     d = small_spec_dict(tmp_path / "a")
     d["decode"] = {"max_videos_in_flight": 2, "pipeline": "cached", "cache_dir": str(tmp_path / "frames")}

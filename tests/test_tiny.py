@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.tiny import build_tiny_checkpoint, resolve_model_path
+from engine.backends.tiny import build_tiny_checkpoint, resolve_model_path
 
 
 def test_tiny_checkpoint_is_a_real_qwen25vl(tiny_qwen25: Path) -> None:
@@ -42,7 +42,7 @@ def test_other_families_build(family: str, arch: str) -> None:
 def test_full_shape_config_has_the_7b_architecture(tmp_path: Path, tiny_qwen25: Path) -> None:
     from transformers import AutoConfig, AutoTokenizer
 
-    from engine.tiny import build_full_shape_config
+    from engine.backends.tiny import build_full_shape_config
 
     out = build_full_shape_config(tmp_path / "7b")
     cfg = AutoConfig.from_pretrained(out)

@@ -10,7 +10,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from engine.tiny import BUILDERS, build_tiny_checkpoint
+from engine.backends.tiny import BUILDERS, build_tiny_checkpoint
 
 
 def main() -> None:

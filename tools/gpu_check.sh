@@ -57,7 +57,7 @@ TOML
 .venv/bin/python - "$OUT" "$t0" <<'PY'
 import json, sys, time
 import polars as pl
-from engine.store import latest_rows, scan_results
+from engine.results.store import latest_rows, scan_results
 out, t0 = sys.argv[1], int(sys.argv[2])
 rows = latest_rows(scan_results(f"{out}/results")).collect()
 ok = rows.filter(pl.col("status") == "ok")

@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-__all__ = ["IMAGE_URL_SLOT", "VIDEO_URL_SLOT", "Backend", "EngineRequest", "EngineResult"]
+__all__ = ["IMAGE_URL_SLOT", "VIDEO_URL_SLOT", "Backend", "BackendBase", "EngineRequest", "EngineResult"]
 
 VIDEO_URL_SLOT = "<framesweep:video>"
 IMAGE_URL_SLOT = "<framesweep:image:{}>"
@@ -68,9 +68,16 @@ class EngineResult:
 
 
 class Backend(Protocol):
-    """Anything that answers engine requests asynchronously."""
+    """Anything that answers engine requests asynchronously: every method the pipeline calls."""
 
     name: str
+    info: dict[str, Any]
+    """Facts from `start` (engine version, worker, replicas); recorded in the run summary."""
+
+    @property
+    def concurrency(self) -> int:
+        """Engine calls worth having in flight at once (one per replica)."""
+        ...
 
     async def start(self) -> dict[str, Any]:
         """Start (or connect to) the engine; returns facts such as the engine version."""
@@ -80,4 +87,28 @@ class Backend(Protocol):
         """Answer every request; per-request failures come back as results with an error."""
         ...
 
+    async def recover(self) -> None:
+        """After `generate` raised (a dead engine): bring the engine back, or raise if it cannot be."""
+        ...
+
     async def close(self) -> None: ...
+
+
+class BackendBase:
+    """Defaults for the optional parts of `Backend`: one call at a time, nothing to start, recover or close."""
+
+    name = "backend"
+    info: dict[str, Any] = {}  # noqa: RUF012 - replaced, never mutated, by `start`
+
+    @property
+    def concurrency(self) -> int:
+        return 1
+
+    async def start(self) -> dict[str, Any]:
+        return dict(self.info)
+
+    async def recover(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None

@@ -26,7 +26,7 @@ class CoalescingBackend:
         self.backend = backend
         self.name = backend.name
         self.max_requests = max_requests
-        self.concurrency = max(1, concurrency or int(getattr(backend, "concurrency", 1)))
+        self.concurrency = max(1, concurrency or int(backend.concurrency))
         self._calls: set[asyncio.Task[None]] = set()
         self._queue: list[tuple[list[EngineRequest], asyncio.Future[list[EngineResult]]]] = []
         self._wake: asyncio.Event | None = None

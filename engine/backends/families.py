@@ -1,4 +1,4 @@
-"""The model families: how each packs a budget's frames and a question.
+"""The model families, registered by name: how each packs a budget's frames and a question.
 
 Every family puts the media first and the question after it, sends no media for
 text-only budgets, and builds the same prompt two ways: a raw prompt string for
@@ -8,20 +8,32 @@ server applies the model's chat template to the same effect).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT, EngineRequest
-from engine.backends.prompts import (
-    MediaView,
-    question_text,
-    register_family,
-    scoring_mode,
-    system_message,
-    video_metadata,
-)
+from engine.backends.prompts import PromptFamily, question_text, scoring_mode, system_message, video_metadata
+from engine.frames.view import MediaView
 from engine.items import Item
 
-__all__ = ["InternVL", "LlavaNextVideo", "Qwen3VL", "Qwen25VL"]
+__all__ = ["FAMILIES", "InternVL", "LlavaNextVideo", "Qwen3VL", "Qwen25VL", "get_family", "register_family"]
+
+FAMILIES: dict[str, Callable[[], PromptFamily]] = {}
+
+
+def register_family(name: str) -> Callable[[Callable[[], PromptFamily]], Callable[[], PromptFamily]]:
+    def deco(factory: Callable[[], PromptFamily]) -> Callable[[], PromptFamily]:
+        FAMILIES[name] = factory
+        return factory
+
+    return deco
+
+
+def get_family(name: str) -> PromptFamily:
+    try:
+        return FAMILIES[name]()
+    except KeyError:
+        raise KeyError(f"unknown model family {name!r}; known: {', '.join(sorted(FAMILIES))}") from None
 
 
 def _chat_messages(sys_msg: str, media_parts: list[dict[str, Any]], text: str,

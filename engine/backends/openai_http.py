@@ -28,7 +28,7 @@ import httpx
 import numpy as np
 from PIL import Image
 
-from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT, EngineRequest, EngineResult
+from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT, BackendBase, EngineRequest, EngineResult
 from engine.spec import HTTPSpec
 
 __all__ = ["FrameEncoder", "OpenAIHTTPBackend"]
@@ -80,7 +80,7 @@ class FrameEncoder:
         return "data:video/jpeg;base64," + ",".join(parts)
 
 
-class OpenAIHTTPBackend:
+class OpenAIHTTPBackend(BackendBase):
     """`Backend` over an OpenAI-compatible `/v1/chat/completions` endpoint."""
 
     name = "openai"

@@ -6,14 +6,14 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from engine.backends.base import EngineRequest, EngineResult
+from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.backends.vllm_actor import VLLMActorBackend
-from engine.replicas import ReplicaPool
+from engine.runtime.replicas import ReplicaPool
 
 __all__ = ["EnginePool"]
 
 
-class EnginePool:
+class EnginePool(BackendBase):
     """`Backend` over `VLLMActorBackend` replicas of one model.
 
     Each batch goes to the least busy healthy replica. A replica whose actor or node

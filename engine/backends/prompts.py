@@ -1,4 +1,4 @@
-"""Per-model-family prompt and media packing (a registry by family name).
+"""What every model family shares: the family protocol and the prompt helpers (the registry is in families.py).
 
 The video always comes first and the question after it, so every question over
 the same video and budget shares the prompt prefix (vLLM prefix caching and the
@@ -8,38 +8,13 @@ encoder cache can hit). Text-only budgets send no media at all.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
-
 from engine.backends.base import EngineRequest
+from engine.frames.view import MediaView
 from engine.items import Item
 
-__all__ = ["FAMILIES", "MediaView", "PromptFamily", "get_family", "prompt_hash"]
-
-
-@dataclass(frozen=True)
-class MediaView:
-    """One budget's frames of one video, with what the model needs to know about them."""
-
-    frames: np.ndarray  # (N, H, W, 3) uint8 RGB
-    indices: np.ndarray
-    video_fps: float
-    total_frames: int
-    uuid: str
-    backend: str
-    jpeg_frames: list[bytes] | None = None
-
-    @property
-    def duration(self) -> float:
-        return self.total_frames / self.video_fps if self.video_fps else 0.0
-
-    @property
-    def sampling_fps(self) -> float:
-        """The rate the sent frames were sampled at (frames per second of video)."""
-        return len(self.indices) / self.duration if self.duration else self.video_fps
+__all__ = ["PromptFamily", "prompt_hash", "question_text", "scoring_mode", "system_message", "video_metadata"]
 
 
 class PromptFamily(Protocol):
@@ -51,24 +26,6 @@ class PromptFamily(Protocol):
     def engine_kwargs(self, max_frames: int | None) -> dict[str, Any]:
         """vLLM engine settings this family needs (e.g. media items per prompt)."""
         ...
-
-
-FAMILIES: dict[str, Callable[[], PromptFamily]] = {}
-
-
-def register_family(name: str) -> Callable[[Callable[[], PromptFamily]], Callable[[], PromptFamily]]:
-    def deco(factory: Callable[[], PromptFamily]) -> Callable[[], PromptFamily]:
-        FAMILIES[name] = factory
-        return factory
-
-    return deco
-
-
-def get_family(name: str) -> PromptFamily:
-    try:
-        return FAMILIES[name]()
-    except KeyError:
-        raise KeyError(f"unknown model family {name!r}; known: {', '.join(sorted(FAMILIES))}") from None
 
 
 def prompt_hash(prompt: str, uuid: str | None) -> str:
@@ -106,5 +63,3 @@ def video_metadata(media: MediaView) -> dict[str, Any]:
 def scoring_mode(item: Item, mode: str) -> str:
     return "letter" if (mode == "letter" and item.kind == "mcq") else "generate"
 
-
-from engine.backends import families as _families  # noqa: F401  (registers the families)

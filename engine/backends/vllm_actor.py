@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.backends.base import EngineRequest, EngineResult
+from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.spec import EngineSpec
 
 __all__ = ["VLLMActorBackend", "VLLMWorker", "engine_env"]
@@ -184,7 +184,7 @@ class VLLMWorker:
         return self._result(r, out, time.perf_counter() - t0)
 
 
-class VLLMActorBackend:
+class VLLMActorBackend(BackendBase):
     """`Backend` over a Ray actor running `VLLMWorker` (restarted by Ray if it dies)."""
 
     name = "vllm"
@@ -219,7 +219,7 @@ class VLLMActorBackend:
 
     async def recover(self, timeout_s: float = 600.0) -> None:
         """After the actor died: wait for Ray to restart it, or start a new one if it is gone for good."""
-        from engine.replicas import revive_actor
+        from engine.runtime.replicas import revive_actor
 
         async def start_new() -> Any:
             self._actor = None

@@ -10,9 +10,9 @@ from typing import Any
 
 from engine.datasets.errors import Problem, Problems
 from engine.items import Item
-from engine.scoring import token_f1
+from engine.scoring import extract_letter_videomme, token_f1
 
-__all__ = ["BaseAdapter", "ItemScore", "Occurrences"]
+__all__ = ["BaseAdapter", "ItemScore", "Occurrences", "default_score"]
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,20 @@ class ItemScore:
     """Right or wrong for mcq / yesno; None for open and dialog items."""
     score: float
     """1.0 / 0.0 for mcq / yesno; token-F1 (max over references) for open and dialog items."""
+
+
+def default_score(item: Item, response: str) -> ItemScore:
+    """The rule of a benchmark without one of its own: Video-MME's letter extraction (mcq), the
+    first word (yes/no), token-F1 against the references (open answers)."""
+    if item.kind == "mcq":
+        pred = extract_letter_videomme(response, "".join(item.letters)) or None
+        correct = pred is not None and pred == item.answer
+        return ItemScore(pred, correct, float(correct))
+    if item.kind == "yesno":
+        pred = response.strip().split()[0].strip(".,").lower() if response.strip() else None
+        correct = pred is not None and pred == (item.answer or "").lower()
+        return ItemScore(pred, correct, float(correct))
+    return ItemScore(response.strip(), None, token_f1(response, list(item.references) or [item.answer or ""]))
 
 
 class BaseAdapter:

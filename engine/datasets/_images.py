@@ -8,14 +8,14 @@ hash (questions over the same image then share one "video" and one decode).
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from engine.datasets._paths import resolve_under
 from engine.datasets.errors import RowError
-from engine.paths import cache_dir
+from engine.runtime.atomic import atomic_write
+from engine.runtime.paths import cache_dir
 
 __all__ = ["image_cache_dir", "image_media"]
 
@@ -41,10 +41,7 @@ def _write_once(data: bytes, cache: Path, name: str | None) -> tuple[str, Path]:
     digest = hashlib.sha256(data).hexdigest()[:24]
     path = cache / f"{digest}{_suffix(data, name)}"
     if not path.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        atomic_write(path, data)
     return digest, path
 
 

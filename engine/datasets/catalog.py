@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from engine.dataset_specs import DatasetSpec
-from engine.datasets import get_adapter, registered_adapters
+from engine.datasets.registry import get_adapter, registered_adapters
+from engine.spec.datasets import DatasetSpec
 
 __all__ = ["AdapterInfo", "FieldInfo", "describe_adapters", "spec_classes"]
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from engine.dataset_specs import MMESpec
-from engine.datasets import register_adapter
 from engine.datasets._base import Occurrences
 from engine.datasets._image_table import ImageTableAdapter
 from engine.datasets._mcq import yes_no_answer
 from engine.datasets._tables import Kind, need
+from engine.datasets.registry import register_adapter
 from engine.items import Item
+from engine.spec.datasets import MMESpec
 
 __all__ = ["COGNITION", "MME", "PERCEPTION", "extract_yes_no_mme"]
 

@@ -1,6 +1,6 @@
 """Benchmark scores beyond one item, as pure Polars functions over result rows.
 
-`rows` is a LazyFrame with the columns of `engine.schema.RESULT_SCHEMA`; only rows
+`rows` is a LazyFrame with the columns of `engine.results.schema.RESULT_SCHEMA`; only rows
 with ``status == "ok"`` are scored (error rows are retried, not answers). Every
 result is keyed by (model_id, dataset, budget_id) plus any `by` columns. Group-based
 rules also take the item table from `group_table(items)` (group membership is a

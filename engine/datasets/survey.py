@@ -10,8 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.datasets import DatasetAdapter, build_adapter
 from engine.datasets.errors import Problem
+from engine.datasets.registry import DatasetAdapter, build_adapter
 from engine.items import Item
 from engine.spec import SweepSpec
 
@@ -56,8 +56,6 @@ def _exists(path: Path, kind: str) -> bool:
 
 def survey(spec: SweepSpec) -> DatasetSurvey:
     """Load the spec's items (raising `DatasetError` as a run would) and count what a run would do."""
-    from engine.scheduler import plan_jobs
-
     adapter = build_adapter(spec.dataset)
     items = _items(adapter)
     media = {(it.video_path, it.media_kind) for it in items if it.video_path is not None}
@@ -67,8 +65,6 @@ def survey(spec: SweepSpec) -> DatasetSurvey:
         if it.video_path in absent:
             missing.setdefault(str(it.video_path), []).append(it.item_id)
     subs = {it.subtitle_path for it in items if it.subtitle_path is not None}
-    jobs = plan_jobs(spec, items, set())
-    per_model = Counter(job.model_id for video_jobs in jobs.values() for job in video_jobs)
     return DatasetSurvey(
         dataset=adapter.name,
         version=adapter.version,
@@ -82,10 +78,6 @@ def survey(spec: SweepSpec) -> DatasetSurvey:
         subtitles_total=len(subs),
         subtitles_found=sum(1 for p in subs if p.is_file()),
         problems=list(getattr(adapter, "problems", [])),
-        jobs_by_model={m.id: per_model.get(m.id, 0) for m in spec.models},
-        budgets_by_model={
-            m.id: [b.budget_id for b in spec.budgets_in_cost_order()
-                   if m.max_frames is None or b.frames <= m.max_frames]
-            for m in spec.models
-        },
+        jobs_by_model={m.id: len(items) * len(spec.budgets_for(m)) for m in spec.models},
+        budgets_by_model={m.id: [b.budget_id for b in spec.budgets_for(m)] for m in spec.models},
     )

@@ -17,17 +17,19 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw
 
-from engine.datasets import register_adapter
+from engine.datasets._base import ItemScore, default_score
+from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
-from engine.paths import cache_dir
+from engine.runtime.atomic import atomic_write
+from engine.runtime.paths import cache_dir
 from engine.spec import SyntheticDatasetSpec
 
 __all__ = ["SyntheticBenchmark", "VideoScript", "render_frames", "write_h264"]
@@ -127,18 +129,19 @@ def write_h264(path: Path, frames: Iterator[np.ndarray], fps: int, width: int, h
     """
     import av
 
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.mp4")
-    with av.open(str(tmp), mode="w") as container:
-        stream = container.add_stream("libx264", rate=fps)
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        stream.options = dict(options) if options is not None else {
-            "crf": "18", "preset": "veryfast", "g": str(gop or 2 * fps), "bf": "0"}
-        for arr in frames:
-            for packet in stream.encode(av.VideoFrame.from_ndarray(arr, format="rgb24")):
+    def encode(fh: Any) -> None:
+        with av.open(fh, mode="w", format="mp4") as container:
+            stream = container.add_stream("libx264", rate=fps)
+            stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+            stream.options = dict(options) if options is not None else {
+                "crf": "18", "preset": "veryfast", "g": str(gop or 2 * fps), "bf": "0"}
+            for arr in frames:
+                for packet in stream.encode(av.VideoFrame.from_ndarray(arr, format="rgb24")):
+                    container.mux(packet)
+            for packet in stream.encode():
                 container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-    os.replace(tmp, path)
+
+    atomic_write(path, encode)
 
 
 def _mcq(question: str, options: list[str], answer: str, rng: np.random.Generator) -> tuple[str, tuple[str, ...], str]:
@@ -174,9 +177,7 @@ class SyntheticBenchmark:
                 write_h264(path, render_frames(s), s.fps, s.width, s.height)
         ann = self.root / "annotations.jsonl"
         lines = [json.dumps(_item_record(i)) for i in self._items()]
-        tmp = ann.with_name(f".annotations.{os.getpid()}.tmp")
-        tmp.write_text("\n".join(lines) + "\n")
-        os.replace(tmp, ann)
+        atomic_write(ann, "\n".join(lines) + "\n")
 
     def _items(self) -> Iterator[Item]:
         for index, s in enumerate(self.scripts()):
@@ -210,6 +211,10 @@ class SyntheticBenchmark:
     def items(self) -> Iterator[Item]:
         self.ensure_videos()
         yield from self._items()
+
+    def score(self, item: Item, response: str) -> ItemScore:
+        """Video-MME's letter extraction for the multiple-choice questions."""
+        return default_score(item, response)
 
 
 def _item_record(item: Item) -> dict[str, object]:

@@ -14,14 +14,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from engine.dataset_specs import TempCompassSpec
-from engine.datasets import register_adapter
 from engine.datasets._base import BaseAdapter, Occurrences
 from engine.datasets._mcq import yes_no_answer
 from engine.datasets._paths import check_root, find_media
 from engine.datasets._tables import Kind, collect_rows, need, read_parquet
 from engine.datasets.errors import Problems, RowError
+from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
+from engine.spec.datasets import TempCompassSpec
 
 __all__ = ["POST_PROMPTS", "TempCompass", "extract_caption_matching", "extract_multi_choice", "extract_yes_no"]
 

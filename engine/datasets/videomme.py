@@ -12,16 +12,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from engine.dataset_specs import VideoMMESpec
-from engine.datasets import register_adapter
 from engine.datasets._base import BaseAdapter
 from engine.datasets._mcq import lettered_options
 from engine.datasets._paths import check_root, find_media, resolve_under
 from engine.datasets._subtitles import Cue, read_srt, subtitles_at
 from engine.datasets._tables import Kind, collect_rows, need, optional, read_parquet
 from engine.datasets.errors import Problems, RowError
+from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
 from engine.scoring import extract_letter_videomme, extract_letter_videomme_strict
+from engine.spec.datasets import VideoMMESpec
 
 __all__ = ["INSTRUCTION", "VideoMME", "build_prompt", "subtitle_prompt"]
 

@@ -15,15 +15,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from engine.dataset_specs import VideoMMEv2Spec
-from engine.datasets import register_adapter
 from engine.datasets._base import BaseAdapter
 from engine.datasets._mcq import lettered_options
 from engine.datasets._paths import check_root, find_media, resolve_under
 from engine.datasets._tables import Kind, collect_rows, need, optional, read_parquet
 from engine.datasets.errors import Problems, RowError
+from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
 from engine.scoring import VIDEOMME_V2_PREFIXES, extract_letter_videomme
+from engine.spec.datasets import VideoMMEv2Spec
 
 __all__ = ["LOGIC_STRUCTURES", "VideoMMEv2", "build_prompt", "extract_letter_v2"]
 

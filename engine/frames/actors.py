@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from engine.frames.video import DecodedVideo
-from engine.replicas import NoReplicaError, ReplicaPool, is_actor_death, revive_actor
+from engine.runtime.replicas import NoReplicaError, ReplicaPool, is_actor_death, revive_actor
 
 __all__ = ["DecodePool", "DecodeWorker"]
 

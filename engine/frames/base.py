@@ -16,6 +16,7 @@ import numpy as np
 
 __all__ = [
     "DECODERS",
+    "BudgetLike",
     "DecodeError",
     "Decoder",
     "FrameBatch",
@@ -23,6 +24,23 @@ __all__ = [
     "get_decoder",
     "register_decoder",
 ]
+
+
+class BudgetLike(Protocol):
+    """What the media plane reads of a budget (the spec's `BudgetPoint` is one; frames never import the spec)."""
+
+    @property
+    def frames(self) -> int: ...
+    @property
+    def policy(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def max_pixels(self) -> int | None: ...
+    @property
+    def short_side(self) -> int | None: ...
+    @property
+    def is_text_only(self) -> bool: ...
 
 
 class DecodeError(RuntimeError):

@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import struct
 import threading
 import time
@@ -42,7 +41,8 @@ import numpy as np
 
 from engine.frames.base import VideoInfo, file_key, get_decoder
 from engine.frames.decode import DecodedVideo, decode_union
-from engine.paths import cache_dir
+from engine.runtime.atomic import atomic_write, file_sha256, fsync_dir
+from engine.runtime.paths import cache_dir
 
 __all__ = ["CACHE_VERSION", "FrameCache", "FrameFormat", "content_hash", "decode_video"]
 
@@ -56,33 +56,6 @@ _HEADER = struct.Struct("<4sBBHIIdQI")  # magic, version, format, reserved, w, h
 _HASH_MEMO: dict[tuple[str, int, int], str] = {}
 _Entry = tuple[np.ndarray, float, bytes]  # frame, timestamp, encoded payload
 _hash_lock = threading.Lock()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same directory, fsync, then rename into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # some filesystems refuse fsync on directories
-        pass
-    finally:
-        os.close(fd)
 
 
 def content_hash(path: Path | str, memo_dir: Path | None = None) -> str:
@@ -102,16 +75,12 @@ def content_hash(path: Path | str, memo_dir: Path | None = None) -> str:
                 return str(rec["sha256"])
         except (OSError, ValueError, KeyError):
             pass
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    digest = h.hexdigest()
+    digest = file_sha256(p)
     with _hash_lock:
         _HASH_MEMO[key] = digest
     if memo is not None:
         rec = {"path": key[0], "size": key[1], "mtime_ns": key[2], "sha256": digest}
-        _atomic_write(memo, json.dumps(rec).encode())
+        atomic_write(memo, json.dumps(rec).encode())
     return digest
 
 
@@ -194,7 +163,7 @@ class FrameCache:
             return VideoInfo(**json.loads(f.read_text()))
         except (OSError, ValueError, TypeError):
             info = get_decoder(decoder).probe(path)
-            _atomic_write(f, json.dumps(asdict(info)).encode())
+            atomic_write(f, json.dumps(asdict(info)).encode())
             return info
 
     def get_or_decode(self, path: Path | str, indices: np.ndarray, decoder: str = "pyav",
@@ -267,11 +236,11 @@ class FrameCache:
             frame_dir = self._frame_dir(digest, decoder, s)
             for i, frame, ts in zip(ok.tolist(), fresh.view(ok, s), fresh.times(ok).tolist()):
                 data = self._pack(frame, ts)
-                _atomic_write(frame_dir / f"{i:07d}.fsf", data)
+                atomic_write(frame_dir / f"{i:07d}.fsf", data, sync_dir=False)
                 back = self._unpack(data, s)  # what a later read returns (a JPEG round trip)
                 if back is not None:
                     found[s][i] = back
-            _fsync_dir(frame_dir)
+            fsync_dir(frame_dir)
         return fresh.missing
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from engine.frames.base import (
     DECODERS,
+    BudgetLike,
     DecodeError,
     Decoder,
     FrameBatch,
@@ -31,7 +32,6 @@ from engine.frames.base import (
 )
 from engine.frames.resize import resize_frame, target_size
 from engine.frames.video import DecodedVideo
-from engine.spec import BudgetPoint
 
 __all__ = [
     "DECODERS",
@@ -58,7 +58,7 @@ DECODE_CALLS: Counter[str] = Counter()
 _calls_lock = threading.Lock()
 
 
-def decode_size(info: VideoInfo, budgets: Iterable[BudgetPoint]) -> tuple[int, int] | None:
+def decode_size(info: VideoInfo, budgets: Iterable[BudgetLike]) -> tuple[int, int] | None:
     """The size to decode at: the largest any visual budget needs; None when that is the stored size."""
     sizes = [target_size(info.width, info.height, b.max_pixels, b.short_side) for b in budgets if not b.is_text_only]
     if not sizes:
@@ -67,7 +67,8 @@ def decode_size(info: VideoInfo, budgets: Iterable[BudgetPoint]) -> tuple[int, i
     return None if best == (info.width, info.height) else best
 
 
-def sizes_needed(info: VideoInfo, planned: Iterable[tuple[BudgetPoint, np.ndarray]]) -> dict[tuple[int, int], np.ndarray]:
+def sizes_needed(info: VideoInfo,
+                 planned: Iterable[tuple[BudgetLike, np.ndarray]]) -> dict[tuple[int, int], np.ndarray]:
     """{(w, h): sorted unique indices} each size's budgets need, from (budget, its planned indices)."""
     acc: dict[tuple[int, int], list[np.ndarray]] = {}
     for b, idx in planned:

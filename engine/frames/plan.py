@@ -38,7 +38,7 @@ from typing import Literal
 
 import numpy as np
 
-from engine.spec import BudgetPoint
+from engine.frames.base import BudgetLike
 
 __all__ = [
     "POLICIES",
@@ -219,7 +219,7 @@ class FramePlan:
         return self.n_video_frames < self.requested
 
 
-def plan_budget(budget: BudgetPoint, n_frames: int, fps: float) -> FramePlan:
+def plan_budget(budget: BudgetLike, n_frames: int, fps: float) -> FramePlan:
     """Plan a budget's indices over a video of `n_frames` real frames (text-only: none)."""
     if budget.is_text_only:
         return FramePlan(np.empty(0, dtype=np.int64), n_frames, False)

@@ -130,6 +130,45 @@ class DecodedVideo:
         idx = self._check(indices)
         return [store[i] for i in idx] if all(i in store for i in idx) else None
 
+    def covered(self, size: Size) -> np.ndarray:
+        """Indices this video already holds at `size` (w, h): decoded there, or converted/resized to it."""
+        key = (int(size[0]), int(size[1]))
+        held = [np.fromiter(self._resized.get(key, {}), dtype=np.int64)]
+        if key == self.size:
+            held.append(self.indices)
+        return np.unique(np.concatenate(held))
+
+    def absorb(self, other: DecodedVideo) -> None:
+        """Take in frames of the same video decoded later (a later round of adaptive jobs).
+
+        Frames at this video's decoded size join `frames`; frames at another size join that
+        size's store, so every later view finds them and nothing is decoded twice.
+        """
+        if self._released or other._released:
+            raise RuntimeError(f"{self.path}: frames were released")
+        times = {**dict(zip(self.indices.tolist(), self.timestamps.tolist())), **self._times, **other._times,
+                 **dict(zip(other.indices.tolist(), other.timestamps.tolist()))}
+        if other.indices.size and other.size == self.size:
+            idx = np.concatenate([self.indices, other.indices])
+            keep = np.unique(idx, return_index=True)[1]
+            frames = np.concatenate([self.frames, other.frames]) if self.frames.size else other.frames
+            self.indices, self.frames = idx[keep], frames[keep]
+            self.timestamps = np.asarray([times[i] for i in self.indices.tolist()], dtype=np.float64)
+        elif other.indices.size:
+            store = self._resized.setdefault(other.size, {})
+            for i, f in zip(other.indices.tolist(), other.frames):
+                store.setdefault(i, f)
+        for size, frames_at in other._resized.items():
+            self._resized.setdefault(size, {}).update({i: f for i, f in frames_at.items()
+                                                        if i not in self._resized.get(size, {})})
+        for size, jpegs in other.jpeg.items():
+            self.jpeg.setdefault(size, {}).update(jpegs)
+        self._times = times
+        self.missing = np.union1d(self.missing, other.missing)
+        self.decode_s += other.decode_s
+        if other.pipeline == "cached":
+            self.pipeline = "cached"
+
     def release(self, size: Size | None = None) -> None:
         """Free memory: the frames held at another `size`, or (no size) everything this video holds."""
         if size is not None:

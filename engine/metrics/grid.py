@@ -139,7 +139,7 @@ def matched(rows: pl.LazyFrame, *, track: Track = "correct", budgets: Sequence[s
     """The matched long frame: complete items only, one row per (group, item, grid budget).
 
     Args:
-        rows: One row per key (e.g. `engine.store.latest_rows` of a scan).
+        rows: One row per key (e.g. `engine.results.store.latest_rows` of a scan).
         track: ``"correct"`` for MCQ/yes-no items, ``"score"`` for open/dialog items.
         budgets: Restrict the grid to these budget ids (kept in cost order); default: each
             group's chain.

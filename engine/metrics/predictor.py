@@ -19,7 +19,7 @@ the dearest budget of the grid).
   predictor's accuracy minus it and its frames saved (1 - predictor / fixed frames)
 
 Rows of the online predicted run (budget ids ``pred-<predictor>``, one frame count per
-item: `engine.predictor.run_predicted`) are no fixed budget and stay off the grid.
+item: `engine.adaptive.predictor.run_predicted`) are no fixed budget and stay off the grid.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ __all__ = ["PREDICTED_BUDGET_PREFIX", "PRED_GROUP", "evaluate_predictor", "fixed
 
 PRED_GROUP: list[str] = ["predictor_id", *GROUP]
 PREDICTED_BUDGET_PREFIX = "pred-"
-"""Budget ids of rows answered at a per-item predicted budget (`engine.predictor.predicted_budget_id`)."""
+"""Budget ids of rows answered at a per-item predicted budget (`engine.adaptive.predictor.predicted_budget_id`)."""
 _KEY = ["predictor_id", "dataset", "item_id"]
 
 
@@ -162,7 +162,7 @@ def evaluate_predictor(results: pl.LazyFrame, predictions: pl.LazyFrame, model_i
 
     Args:
         results: Result rows, one per key (e.g. `engine.metrics.summary.load_rows`).
-        predictions: The predictions table (`engine.adaptive_eval.PREDICTION_SCHEMA`); the
+        predictions: The predictions table (`engine.adaptive.predictions.PREDICTION_SCHEMA`); the
             latest prediction per key is used.
         model_id: Evaluate against this model only (default: every model in `results`).
         fallback: Budget id for unparsed and off-grid predictions (default, or when a group's

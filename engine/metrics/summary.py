@@ -68,7 +68,7 @@ class SummaryOptions:
 
 def load_rows(out_dir: str | Path) -> pl.LazyFrame:
     """One row per key of a results directory (safe while a sweep writes to it)."""
-    from engine.store import latest_rows, scan_results
+    from engine.results.store import latest_rows, scan_results
 
     return latest_rows(scan_results(out_dir))
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from engine.backends.base import EngineRequest, EngineResult
+from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.backends.coalesce import CoalescingBackend
 
 
-class SlowEcho:
+class SlowEcho(BackendBase):
     """An engine stand-in that records its call sizes (the test is about batching, not generation)."""
 
     name = "echo"

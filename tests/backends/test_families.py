@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT
-from engine.backends.prompts import FAMILIES, MediaView, get_family
+from engine.backends.families import FAMILIES, get_family
+from engine.frames.view import MediaView
 from engine.items import Item
 
 ITEM = Item(dataset="d", dataset_version="1", item_id="i1", video_id="vid", video_path=None,

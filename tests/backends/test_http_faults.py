@@ -18,9 +18,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from engine.scheduler import Sweep
+from engine.results.store import latest_rows, scan_results
 from engine.spec import parse_spec
-from engine.store import latest_rows, scan_results
+from engine.sweep import Sweep
 
 
 class FaultyServer:

@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from engine.backends.families import get_family
 from engine.backends.openai_http import OpenAIHTTPBackend
-from engine.backends.prompts import MediaView, get_family
 from engine.backends.vllm_actor import VLLMActorBackend
+from engine.frames.view import MediaView
 from engine.items import Item
 from engine.spec import EngineSpec, HTTPSpec
 
@@ -97,7 +98,7 @@ def _requests() -> list:
 def test_http_and_engine_paths_agree(server: str, tiny_qwen25: Path) -> None:
     import ray
 
-    from engine.cluster import ensure_ray
+    from engine.runtime.cluster import ensure_ray
 
     async def both():
         http = OpenAIHTTPBackend(HTTPSpec(base_url=server), str(tiny_qwen25))

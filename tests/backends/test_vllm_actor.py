@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.backends.prompts import MediaView, get_family
+from engine.backends.families import get_family
 from engine.backends.vllm_actor import VLLMActorBackend
+from engine.frames.view import MediaView
 from engine.items import Item
 from engine.scoring import score_letters
 from engine.spec import EngineSpec
@@ -24,8 +25,8 @@ def backend(request: pytest.FixtureRequest, fs_cache: Path):
     """One engine per family for the module (the tiny checkpoint of that family)."""
     import ray
 
-    from engine.cluster import ensure_ray
-    from engine.tiny import build_tiny_checkpoint
+    from engine.backends.tiny import build_tiny_checkpoint
+    from engine.runtime.cluster import ensure_ray
 
     ensure_ray(num_cpus=2, object_store_mb=512)
     family = request.param

@@ -16,14 +16,14 @@ import numpy as np
 import polars as pl
 from ds_fixtures import videomme_fixture
 
-from engine.backends.base import EngineRequest, EngineResult
+from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.datasets.synthetic import write_h264
-from engine.scheduler import Sweep
+from engine.results.store import scan_results
 from engine.spec import parse_spec
-from engine.store import scan_results
+from engine.sweep import Sweep
 
 
-class AnswersB:
+class AnswersB(BackendBase):
     """A fake engine that always answers "B" with certainty."""
 
     name = "fake"

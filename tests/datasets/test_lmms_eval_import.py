@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.cli import app
-from engine.datasets.lmms_eval_logs import budget_from_config, find_runs, import_lmms_eval, run_rows
 from engine.metrics.basic import fixed_accuracy, transitions
 from engine.metrics.grid import matched
 from engine.metrics.oracle import oracle
-from engine.schema import RESULT_SCHEMA
-from engine.store import latest_rows, scan_results
+from engine.results.lmms_eval import budget_from_config, find_runs, import_lmms_eval, run_rows
+from engine.results.schema import RESULT_SCHEMA
+from engine.results.store import latest_rows, scan_results
 
 MODEL_DIR = "lmms-lab__LLaVA-Video-7B"
 QUESTIONS = [("001-1", "fFjv93ACGo8", "short", "Counting Problem", "C"),

@@ -20,7 +20,7 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets"
 def ray_local():
     import ray
 
-    from engine.cluster import ensure_ray
+    from engine.runtime.cluster import ensure_ray
 
     ensure_ray(num_cpus=2)
     yield ray

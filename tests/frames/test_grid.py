@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.grid import expand_grid, iso_compute, realised_pixels
+from engine.spec.grid import expand_grid, iso_compute, realised_pixels
 
 
 def test_iso_compute_points_have_equal_frames_times_pixels() -> None:

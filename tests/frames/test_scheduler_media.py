@@ -11,15 +11,15 @@ import numpy as np
 import polars as pl
 from conftest import small_spec_dict
 
-from engine.backends.base import EngineRequest, EngineResult
+from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.datasets.synthetic import SyntheticBenchmark
 from engine.frames.decode import DECODE_CALLS
-from engine.scheduler import Sweep
+from engine.results.store import scan_results
 from engine.spec import parse_spec
-from engine.store import scan_results
+from engine.sweep import Sweep
 
 
-class FakeEngine:
+class FakeEngine(BackendBase):
     """Answers "A" with certainty; records the frames it was sent."""
 
     name = "fake"

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from engine.datasets.synthetic import SyntheticBenchmark
-from engine.dataset_specs import SyntheticDatasetSpec
 from engine.frames.decode import DECODE_CALLS, decode_union, get_decoder
 from engine.frames.plan import plan_budget, union_indices
 from engine.spec import BudgetPoint
+from engine.spec.datasets import SyntheticDatasetSpec
 
 
 @pytest.fixture(scope="module")

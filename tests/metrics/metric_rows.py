@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from engine.schema import ResultRow, rows_to_frame
+from engine.results.schema import ResultRow, rows_to_frame
 
 BUDGETS = {"text": 0, "f4": 4, "f8": 8, "f16": 16}
 
@@ -88,7 +88,7 @@ def open_rows(model: str = "m", dataset: str = "open") -> list[ResultRow]:
 
 def write_sweep(out_dir, rows: Sequence[ResultRow]) -> None:
     """Commit rows to a results directory as two shards (as a running sweep would)."""
-    from engine.store import ResultStore
+    from engine.results.store import ResultStore
 
     half = len(rows) // 2
     with ResultStore(out_dir) as store:

@@ -19,7 +19,7 @@ from engine.metrics.checkpoints import (
     temporal_trap,
 )
 from engine.metrics.crossmodel import checkpoint_flows
-from engine.schema import ResultRow
+from engine.results.schema import ResultRow
 
 MODELS = ["base", "ft1", "ft2"]
 VID = {"text": 0, "f8": 8, "f16": 16}

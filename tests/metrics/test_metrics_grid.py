@@ -123,7 +123,7 @@ def test_adaptive_rows_are_not_grid_budgets() -> None:
     import polars as pl
 
     from engine.metrics.grid import grid_budgets
-    from engine.schema import RESULT_SCHEMA
+    from engine.results.schema import RESULT_SCHEMA
 
     def r(budget: str, frames: int, policy: str = "uniform") -> dict:
         return {"model_id": "m", "dataset": "d", "item_id": "i", "budget_id": budget, "frames": frames,

@@ -145,7 +145,7 @@ def test_metrics_command_rejects_a_non_results_directory(tmp_path: Path) -> None
 def test_metrics_follow_a_sweep_that_is_still_writing(tmp_path: Path) -> None:
     from metric_rows import frame
 
-    from engine.store import ResultStore
+    from engine.results.store import ResultStore
 
     rows = frame({"a": "01", "b": "10", "c": "11"}, budgets={"text": 0, "f4": 4})
     opts = SummaryOptions(n_boot=0)

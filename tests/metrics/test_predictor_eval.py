@@ -9,9 +9,9 @@ import pytest
 from metric_rows import collect_both, frame, lazy, row
 from polars.testing import assert_frame_equal
 
-from engine.adaptive_eval import PREDICTION_SCHEMA, parse_frame_count
+from engine.adaptive.predictions import PREDICTION_SCHEMA, parse_frame_count
 from engine.metrics.predictor import evaluate_predictor, latest_predictions, predictor_document
-from engine.schema import ResultRow
+from engine.results.schema import ResultRow
 
 GRID = [0, 4, 8, 16]
 # model "m", dataset "d", grid text < f4 < f8 < f16. Cheapest sufficient budgets: a f4, b text, c text,

@@ -12,9 +12,9 @@ from polars.testing import assert_frame_equal
 from test_predictor_eval import T0, all_predictions, predictions, predictor_rows
 from typer.testing import CliRunner
 
-from engine.adaptive_eval import PREDICTION_SCHEMA, export_manifest, scan_predictions, write_predictions
+from engine.adaptive.predictions import PREDICTION_SCHEMA, export_manifest, scan_predictions, write_predictions
 from engine.cli import app
-from engine.schema import rows_to_frame
+from engine.results.schema import rows_to_frame
 
 
 def test_write_and_scan_predictions(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.adaptive_eval import PARSE_KINDS, parse_frame_count
+from engine.adaptive.predictions import PARSE_KINDS, parse_frame_count
 
 GRID = [16, 32, 64, 128]
 WITH_TEXT = [0, 16, 32, 64, 128]

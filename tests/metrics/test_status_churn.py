@@ -8,8 +8,8 @@ from pathlib import Path
 
 from metric_rows import frame
 
-from engine.status import sweep_status
-from engine.store import ResultStore
+from engine.metrics.status import sweep_status
+from engine.results.store import ResultStore
 
 BUDGETS = {"text": 0, "f4": 4, "f8": 8}
 

@@ -12,7 +12,6 @@ At most `decode.max_videos_in_flight` videos hold frames at once.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import logging
 import signal
@@ -27,30 +26,40 @@ import numpy as np
 
 from engine.backends.base import Backend, EngineRequest
 from engine.backends.coalesce import CoalescingBackend
-from engine.backends.prompts import MediaView, get_family
+from engine.backends.families import get_family
 from engine.datasets import build_adapter
 from engine.frames.actors import DecodePool
 from engine.frames.cache import FrameCache, decode_video
 from engine.frames.decode import (
     DecodedVideo,
     DecodeError,
-    decode_size,
     get_decoder,
     sizes_needed,
     target_size,
 )
-from engine.frames.plan import FramePlan, plan_budget, union_indices
+from engine.frames.plan import FramePlan
+from engine.frames.view import MediaView, media_uuid
 from engine.items import Item, Job
-from engine.rows import JobContext, error_row, scored_row
-from engine.schema import ResultRow
-from engine.spec import BudgetPoint, ModelSpec, SweepSpec
-from engine.store import ResultStore
+from engine.results.schema import ResultRow
+from engine.results.store import ResultStore
+from engine.spec import ModelSpec, SweepSpec
+from engine.sweep.engines import start_backends
+from engine.sweep.jobs import plan_item
+from engine.sweep.policy import GridPolicy, JobPolicy
+from engine.sweep.rows import JobContext, error_row, scored_row
 
-__all__ = ["Sweep", "SweepSummary", "plan_item", "plan_jobs", "start_backends"]
+__all__ = ["Sweep", "SweepSummary"]
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, int], None]
+"""progress(event, n): "total" (first-round jobs), "more" (jobs a policy added), "done", "committed"."""
+
+Plans = dict[tuple[str, str, str], FramePlan]
+
+
+def _pkey(job: Job) -> tuple[str, str, str]:
+    return job.model_id, job.item.item_id, job.budget.budget_id
 
 
 @dataclass
@@ -70,63 +79,13 @@ class SweepSummary:
     decode_workers: list[str] = field(default_factory=list)
 
 
-def plan_jobs(spec: SweepSpec, items: list[Item], done: set[tuple[str, str, str, str]]) -> dict[str, list[Job]]:
-    """Pending jobs grouped by video (committed keys and budgets over a model's ceiling are left out)."""
-    by_video: dict[str, list[Job]] = defaultdict(list)
-    for item in items:
-        for model in spec.models:
-            for b in spec.budgets_in_cost_order():
-                if model.max_frames is not None and b.frames > model.max_frames:
-                    continue
-                job = Job(model.id, item, b)
-                if tuple(job.key) not in done:
-                    by_video[item.video_id].append(job)
-    return dict(by_video)
-
-
-def plan_item(item: Item | None, budget: BudgetPoint, n_frames: int, fps: float) -> FramePlan:
-    """A budget's frames for an item: the whole video, the item's clip, or the one frame of an image."""
-    if budget.is_text_only:
-        return plan_budget(budget, 0, 0.0)
-    if item is not None and item.media_kind == "image":
-        return FramePlan(np.zeros(1, dtype=np.int64), n_frames, False)
-    if item is None or item.clip is None:
-        return plan_budget(budget, n_frames, fps)
-    first = min(max(0, int(item.clip[0] * fps)), n_frames - 1)
-    last = min(n_frames, max(first + 1, int(np.ceil(item.clip[1] * fps))))
-    sub = plan_budget(budget, last - first, fps)
-    return dataclasses.replace(sub, indices=sub.indices + first, n_video_frames=n_frames)
-
-
-async def start_backends(spec: SweepSpec) -> dict[str, Backend]:
-    """Start one backend per model of the spec (vLLM in a Ray actor, or an HTTP client)."""
-    from engine.backends.openai_http import OpenAIHTTPBackend
-    from engine.backends.pool import EnginePool
-    from engine.backends.vllm_actor import VLLMActorBackend
-    from engine.cluster import ensure_ray
-    from engine.tiny import resolve_model_path
-
-    backends: dict[str, Backend] = {}
-    for m in spec.models:
-        if m.backend == "openai":
-            assert m.http is not None
-            backends[m.id] = OpenAIHTTPBackend(m.http, m.path)
-            continue
-        ensure_ray(spec.ray_address)
-        path = await asyncio.to_thread(resolve_model_path, m.path)
-        family_kwargs = get_family(m.family).engine_kwargs(m.max_frames)
-        replicas = [VLLMActorBackend(path, m.engine, family_kwargs=family_kwargs) for _ in range(m.engine.replicas)]
-        backends[m.id] = replicas[0] if len(replicas) == 1 else EnginePool(replicas)
-    await asyncio.gather(*(b.start() for b in backends.values()))
-    return backends
-
-
 class Sweep:
     """One run of a sweep spec against its results directory (resumable)."""
 
     def __init__(self, spec: SweepSpec, backends: dict[str, Backend] | None = None,
-                 progress: ProgressFn | None = None) -> None:
+                 progress: ProgressFn | None = None, policy: JobPolicy | None = None) -> None:
         self.spec = spec
+        self.policy: JobPolicy = policy or GridPolicy()
         self.backends: dict[str, Backend] = dict(backends or {})
         self._own_backends = backends is None
         self.progress = progress or (lambda event, n: None)
@@ -150,13 +109,13 @@ class Sweep:
     async def run(self) -> SweepSummary:
         t0 = time.perf_counter()
         adapter = build_adapter(self.spec.dataset)
-        self._scorer = getattr(adapter, "score", None)
+        self._scorer = adapter.score
         items = list(adapter.items())
         store = ResultStore(self.spec.store.out_dir)
         try:
             done = store.done_keys()
             self._attempts = store.attempts()
-            jobs = self._plan_jobs(items, done)
+            jobs = self.policy.plan(self.spec, items, done)
             self._record_plan(store, items, done, jobs)
             if jobs:
                 await self._start_backends()
@@ -173,17 +132,15 @@ class Sweep:
         self.summary.stopped = self._stop.is_set()
         return self.summary
 
-    def _plan_jobs(self, items: list[Item], done: set[Any]) -> dict[str, list[Job]]:
-        return plan_jobs(self.spec, items, done)
 
-    def _expected(self, items: list[Item], jobs: dict[str, list[Job]]) -> dict[str, dict[str, int]]:
-        """Jobs this run is responsible for, per model and budget (the manifest's expected_jobs)."""
-        expected: dict[str, dict[str, int]] = defaultdict(dict)
-        for m in self.spec.models:
-            for b in self.spec.budgets:
-                if m.max_frames is None or b.frames <= m.max_frames:
-                    expected[m.id][b.budget_id] = len(items)
-        return expected
+    async def answer(self, jobs: list[Job]) -> list[ResultRow]:
+        """Answer `jobs` (all of one video) through the pipeline without a store: warm-ups and probes."""
+        if self._scorer is None:
+            self._scorer = build_adapter(self.spec.dataset).score
+        try:
+            return await self._run_video(jobs)
+        finally:
+            self._pool.shutdown(wait=False)
 
     def _record_plan(self, store: ResultStore, items: list[Item], done: set[Any], jobs: dict[str, list[Job]]) -> None:
         n_pending = sum(len(v) for v in jobs.values())
@@ -191,7 +148,7 @@ class Sweep:
         self.summary.jobs_skipped = len(done)
         self.summary.videos = len(jobs)
         expected = store.read_manifest().get("expected_jobs", {})
-        for mid, per in self._expected(items, jobs).items():
+        for mid, per in self.policy.expected(self.spec, items).items():
             expected.setdefault(mid, {}).update(per)
         store.write_manifest({
             "sweep_id": self.spec.sweep_id,
@@ -209,7 +166,7 @@ class Sweep:
             return
         import ray
 
-        from engine.cluster import ensure_ray
+        from engine.runtime.cluster import ensure_ray
 
         ensure_ray(self.spec.ray_address)
         if n_actors is None:
@@ -222,7 +179,7 @@ class Sweep:
         await self._start_decoders()
         if not self.backends:
             self.backends = await start_backends(self.spec)
-            self.summary.engines = {k: getattr(b, "info", {}) for k, b in self.backends.items()}
+            self.summary.engines = {k: b.info for k, b in self.backends.items()}
 
     async def _run_videos(self, store: ResultStore, items: list[Item], jobs: dict[str, list[Job]]) -> None:
         sem = asyncio.Semaphore(self.spec.decode.max_videos_in_flight)
@@ -277,58 +234,82 @@ class Sweep:
     def _plan(job: Job, n_frames: int, fps: float) -> FramePlan:
         return plan_item(job.item, job.budget, n_frames, fps)
 
-    async def _decode(self, video_jobs: list[Job]) -> tuple[DecodedVideo | None, dict[tuple[str, str], FramePlan]]:
-        """Plan every job of this video and decode the union of their frames once."""
-        item = video_jobs[0].item
-        if all(j.budget.is_text_only for j in video_jobs):
-            return None, {(j.item.item_id, j.budget.budget_id): self._plan(j, 0, 0.0) for j in video_jobs}
+    async def _decode(self, jobs: list[Job], held: DecodedVideo | None) -> tuple[DecodedVideo | None, Plans]:
+        """Plan every job of this video's round and decode, in one pass, the frames nobody holds yet.
+
+        `held` is what earlier rounds of the same video decoded (adaptive policies): only the
+        frames it lacks at each size are decoded, and they join it.
+        """
+        item = jobs[0].item
+        if all(j.budget.is_text_only for j in jobs):
+            return held, {_pkey(j): self._plan(j, 0, 0.0) for j in jobs}
         if item.video_path is None:
             raise DecodeError(f"item {item.item_id} has no video but the grid asks for frames")
         loop = asyncio.get_running_loop()
         # decord cannot open still images; PyAV decodes them (EXIF rotation applied)
         decoder = get_decoder("pyav" if item.media_kind == "image" else self.spec.decode.decoder)
-        info = await loop.run_in_executor(self._pool, decoder.probe, item.video_path)
-        plans = {(j.item.item_id, j.budget.budget_id): self._plan(j, info.n_frames, info.fps) for j in video_jobs}
-        union = union_indices(plans.values())
-        # decode once, at the largest size any budget needs; smaller sizes converted in the same pass
-        need = sizes_needed(info, [(j.budget, plans[(j.item.item_id, j.budget.budget_id)].indices)
-                                   for j in video_jobs])
-        size = decode_size(info, [j.budget for j in video_jobs])
-        main = size or (info.width, info.height)
+        info = held.info if held is not None else await loop.run_in_executor(self._pool, decoder.probe,
+                                                                              item.video_path)
+        plans = {_pkey(j): self._plan(j, info.n_frames, info.fps) for j in jobs}
+        need = sizes_needed(info, [(j.budget, plans[_pkey(j)].indices) for j in jobs])
+        if held is not None:
+            need = {s: ix for s, ix in ((s, np.setdiff1d(ix, held.covered(s))) for s, ix in need.items()) if ix.size}
+        if not need:
+            return held, plans
+        # decode once, at the largest size needed; smaller sizes converted in the same pass
+        main = max(need, key=lambda s: (s[0] * s[1], s))
+        size = None if main == (info.width, info.height) else main
         also = {s: ix for s, ix in need.items() if s != main}
-        idx = need.get(main, np.empty(0, np.int64))
         decoded = None
         if self._decode_pool is not None:  # a decode actor somewhere in the cluster; None: none is left
-            decoded = await self._decode_pool.decode(item.video_path, idx, decoder.name, size, also)
+            decoded = await self._decode_pool.decode(item.video_path, need[main], decoder.name, size, also)
         if decoded is None:
-            work = functools.partial(decode_video, self._cache, item.video_path, idx, decoder.name, size, also)
+            work = functools.partial(decode_video, self._cache, item.video_path, need[main], decoder.name, size, also)
             decoded = await loop.run_in_executor(self._pool, work)
         self.summary.decode_calls += 1
-        self.summary.frames_decoded += int(union.size)
-        return decoded, plans
+        self.summary.frames_decoded += int(np.unique(np.concatenate(list(need.values()))).size)
+        if held is None:
+            return decoded, plans
+        held.absorb(decoded)
+        return held, plans
 
     async def _run_video(self, video_jobs: list[Job]) -> list[ResultRow]:
+        """All rounds of one video: the policy's first jobs, then whatever it asks for next."""
         rows: list[ResultRow] = []
+        held: DecodedVideo | None = None
+        jobs = video_jobs
         try:
-            decoded, plans = await self._decode(video_jobs)
-        except (DecodeError, ValueError, OSError) as err:
-            # The video is unusable: its visual jobs become error rows; text-only jobs need no media.
-            log.warning("%s: %s", video_jobs[0].item.video_id, err)
-            visual = [j for j in video_jobs if not j.budget.is_text_only]
-            rows = [error_row(self.spec, self._ctx(j, None, None), type(err).__name__, str(err)) for j in visual]
-            video_jobs = [j for j in video_jobs if j.budget.is_text_only]
-            decoded, plans = None, {(j.item.item_id, j.budget.budget_id): self._plan(j, 0, 0.0) for j in video_jobs}
-        by_model: dict[str, list[JobContext]] = defaultdict(list)
-        for j in video_jobs:
-            by_model[j.model_id].append(self._ctx(j, decoded, plans[(j.item.item_id, j.budget.budget_id)]))
-        try:
-            results = await asyncio.gather(*(self._generate(mid, ctxs, decoded) for mid, ctxs in by_model.items()))
+            while jobs and not self._stop.is_set():
+                answered, held = await self._run_round(jobs, held)
+                by_key = {tuple(r.key): r for r in answered}
+                jobs, derived = self.policy.next_round([(j, by_key[tuple(j.key)]) for j in jobs])
+                rows += answered + derived
+                if jobs or derived:
+                    self.progress("more", len(jobs) + len(derived))
         finally:
-            if decoded is not None:
-                decoded.release()  # the in-flight cap bounds frame memory only if frames go when done
-        rows += [r for part in results for r in part]
+            if held is not None:
+                held.release()  # the in-flight cap bounds frame memory only if frames go when done
         self._count(rows)
         return rows
+
+    async def _run_round(self, jobs: list[Job],
+                         held: DecodedVideo | None) -> tuple[list[ResultRow], DecodedVideo | None]:
+        """Decode what this round lacks, ask every model, score: one row per job."""
+        rows: list[ResultRow] = []
+        try:
+            held, plans = await self._decode(jobs, held)
+        except (DecodeError, ValueError, OSError) as err:
+            # The video is unusable: its visual jobs become error rows; text-only jobs need no media.
+            log.warning("%s: %s", jobs[0].item.video_id, err)
+            rows = [error_row(self.spec, self._ctx(j, None, None), type(err).__name__, str(err))
+                    for j in jobs if not j.budget.is_text_only]
+            jobs = [j for j in jobs if j.budget.is_text_only]
+            plans = {_pkey(j): self._plan(j, 0, 0.0) for j in jobs}
+        by_model: dict[str, list[JobContext]] = defaultdict(list)
+        for j in jobs:
+            by_model[j.model_id].append(self._ctx(j, held, plans[_pkey(j)]))
+        results = await asyncio.gather(*(self._generate(mid, ctxs, held) for mid, ctxs in by_model.items()))
+        return rows + [r for part in results for r in part], held
 
     def _count(self, rows: list[ResultRow]) -> None:
         ok = sum(r.status == "ok" for r in rows)
@@ -359,11 +340,7 @@ class Sweep:
         frames = decoded.view(ctx.indices, size, shared=True)  # type: ignore[arg-type]
         jpeg = decoded.view_jpeg(ctx.indices, size) if decoded.pipeline == "cached" else None  # type: ignore[arg-type]
         item = ctx.job.item
-        uuid = f"{item.video_id}:{ctx.job.budget.budget_id}"
-        if item.media_kind == "image":
-            uuid = f"{item.video_id}:image"
-        elif item.clip is not None:
-            uuid += f"@{item.clip[0]:g}-{item.clip[1]:g}"
+        uuid = media_uuid(item.video_id, ctx.job.budget.budget_id, image=item.media_kind == "image", clip=item.clip)
         return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder,
                          jpeg_frames=jpeg)
 
@@ -411,11 +388,9 @@ class Sweep:
                     return err
                 for c in ctxs:
                     c.attempt += 1
-                recover = getattr(backend, "recover", None)
-                if recover is not None:
-                    try:
-                        await recover()
-                    except Exception as rerr:  # noqa: BLE001
-                        log.error("engine for %s could not be recovered: %s", model_id, rerr)
-                        return rerr
+                try:
+                    await backend.recover()
+                except Exception as rerr:  # noqa: BLE001
+                    log.error("engine for %s could not be recovered: %s", model_id, rerr)
+                    return rerr
         raise AssertionError("unreachable")

@@ -10,7 +10,7 @@ import polars as pl
 
 from engine.metrics.flows import transitions
 from engine.metrics.grid import GROUP, matched
-from engine.store import latest_rows, scan_results
+from engine.results.store import latest_rows, scan_results
 
 __all__ = ["SweepStatus", "sweep_status"]
 

@@ -1,11 +1,10 @@
-"""The `framesweep` command line: run, demo, status (and the analysis commands)."""
+"""The `framesweep` app: run, demo, status, cascade, predict; the analysis and dataset groups register here."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib.resources
 import logging
-import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,9 +16,11 @@ from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from engine.cli.analysis import register as register_analysis_commands
+from engine.cli.datasets import register as register_dataset_commands
 from engine.datasets.errors import DatasetError
+from engine.results.store import StoreLockedError
 from engine.spec import SpecError, SweepSpec, load_spec
-from engine.store import StoreLockedError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="framesweep: paired item-level scaling audits of video LLMs.")
@@ -42,7 +43,7 @@ def _load(spec_path: Path, out: Path | None) -> SweepSpec:
 
 
 def _run_spec(spec: SweepSpec) -> int:
-    from engine.scheduler import Sweep
+    from engine.sweep import Sweep
 
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())
@@ -52,6 +53,8 @@ def _run_spec(spec: SweepSpec) -> int:
         def on_progress(event: str, n: int) -> None:
             if event == "total":
                 progress.update(task, total=n, description=f"{spec.sweep_id}: jobs")
+            elif event == "more":  # an adaptive policy's next round
+                progress.update(task, total=(progress.tasks[task].total or 0) + n)
             elif event == "done":
                 progress.advance(task, n)
 
@@ -92,7 +95,7 @@ def run(
 
 def _print_tables(out_dir: Path) -> None:
     from engine.metrics.basic import fixed_accuracy, transitions
-    from engine.store import latest_rows, scan_results
+    from engine.results.store import latest_rows, scan_results
 
     rows = latest_rows(scan_results(out_dir))
     acc = fixed_accuracy(rows).collect()
@@ -137,7 +140,7 @@ def demo(
 def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")]) -> None:
     """Jobs done / failed / pending per model and budget, throughput, ETA and the live churn summary
     (safe while a sweep runs)."""
-    from engine.status import sweep_status
+    from engine.metrics.status import sweep_status
 
     try:
         st = sweep_status(out_dir)
@@ -184,7 +187,7 @@ def cascade(
     import json
     from datetime import UTC, datetime
 
-    from engine.adaptive import run_cascade
+    from engine.adaptive.cascade import run_cascade
 
     _logging(verbose)
     spec = _load(spec_path, out)
@@ -229,9 +232,9 @@ def predict(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Hybrid-frame predictor: a model picks each item's frame count from the grid; run items at it."""
-    from engine.adaptive_eval import export_manifest
-    from engine.predictor import predict_frames, run_predicted
-    from engine.scheduler import start_backends
+    from engine.adaptive.predictions import export_manifest
+    from engine.adaptive.predictor import predict_frames, run_predicted
+    from engine.sweep import start_backends
 
     _logging(verbose)
     spec = _load(spec_path, out)
@@ -263,23 +266,12 @@ def predict(
         console.print(f"manifest: {n} lines -> {manifest}")
 
 
-def _register_extensions() -> None:
-    for mod in ("engine.cli_analysis", "engine.cli_datasets"):
-        try:
-            module = __import__(mod, fromlist=["register"])
-        except ModuleNotFoundError as err:
-            if err.name != mod:
-                raise
-            continue
-        module.register(app)
-
-
-_register_extensions()
+# The command groups, registered explicitly: a broken module fails here, loudly.
+register_analysis_commands(app)
+register_dataset_commands(app)
 
 
 def main() -> None:
     app(prog_name="framesweep")
 
 
-if __name__ == "__main__":
-    sys.exit(main())

@@ -28,7 +28,8 @@ from typing import Any
 
 import polars as pl
 
-from engine.schema import KEY_COLUMNS, RESULT_SCHEMA, ResultRow, rows_to_frame
+from engine.results.schema import KEY_COLUMNS, RESULT_SCHEMA, ResultRow, rows_to_frame
+from engine.runtime.atomic import atomic_write
 
 __all__ = ["ResultStore", "StoreLockedError", "latest_rows", "scan_results"]
 
@@ -39,14 +40,6 @@ _SHARD_GLOB = "part-*.parquet"
 
 class StoreLockedError(RuntimeError):
     """Another driver holds this results directory."""
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _shard_paths(out_dir: Path) -> list[Path]:
@@ -138,9 +131,7 @@ class ResultStore:
             except (OSError, json.JSONDecodeError):
                 log.warning("unreadable manifest %s is rewritten", path)
         doc = {**info, "created_at": created, "updated_at": datetime.now(UTC).isoformat()}
-        tmp = path.with_name(f".manifest.{self._token}.tmp")
-        tmp.write_text(json.dumps(doc, indent=2, default=str))
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(doc, indent=2, default=str))
 
     # --- reading -----------------------------------------------------------------
     def done_keys(self) -> set[tuple[str, str, str, str]]:
@@ -175,16 +166,11 @@ class ResultStore:
             name = f"part-{stamp}-{os.getpid()}-{self._token}-{self._seq:05d}.parquet"
             final = self.results_dir / name
             tmp = self.results_dir / f".{name}.tmp"
+            frame = rows_to_frame(rows)
             try:
-                with open(tmp, "wb") as fh:
-                    rows_to_frame(rows).write_parquet(fh, compression="zstd", statistics=True)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.rename(tmp, final)
-                _fsync_dir(self.results_dir)
+                atomic_write(final, lambda fh: frame.write_parquet(fh, compression="zstd", statistics=True), tmp=tmp)
             except BaseException:
                 self._buffer[:0] = rows  # keep them for the next try
-                tmp.unlink(missing_ok=True)
                 raise
             self.rows_committed += len(rows)
             self.shards_committed += 1

@@ -11,8 +11,8 @@ import numpy as np
 from engine.backends.base import EngineRequest, EngineResult
 from engine.backends.prompts import prompt_hash
 from engine.items import Job
-from engine.schema import ResultRow
-from engine.scoring import extract_letter_videomme, score_letters, token_f1
+from engine.results.schema import ResultRow
+from engine.scoring import score_letters
 from engine.spec import SweepSpec
 
 __all__ = ["JobContext", "error_row", "scored_row"]
@@ -88,12 +88,12 @@ Scorer = Callable[[Any, str], Any]
 """An adapter's `score(item, response) -> ItemScore(pred, correct, score)` (the benchmark's official rule)."""
 
 
-def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scorer | None = None) -> ResultRow:
+def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scorer) -> ResultRow:
     """Score an engine result against the item's answer.
 
-    MCQ in `letter` mode: prediction = the most probable option letter. Otherwise the
-    benchmark's own rule (`scorer`) reads the generated text; without one, Video-MME's
-    official letter extraction (MCQ), a first-word yes/no, or token-F1 (open answers).
+    MCQ in `letter` mode: prediction = the most probable option letter (the official rule's
+    reading of the text is kept as `pred_extracted`). Otherwise the dataset adapter's official
+    rule (`scorer`, see `engine.datasets.DatasetAdapter.score`) reads the generated text.
     """
     if not res.ok:
         return error_row(spec, ctx, res.error_type or "EngineError", res.error or "", res.worker)
@@ -105,27 +105,14 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scor
     if item.kind == "mcq":
         ls = score_letters(item.letters, res.letter_logprobs)
         row.option_probs, row.confidence = ls.probs, ls.confidence
-        row.pred_extracted = (scorer(item, res.text).pred if scorer is not None
-                              else extract_letter_videomme(res.text, "".join(item.letters))) or None
+        row.pred_extracted = scorer(item, res.text).pred or None
         if ctx.request is not None and ctx.request.mode == "letter":
             row.pred = ls.pred
             row.correct = row.pred is not None and row.pred == item.answer
             row.score = float(row.correct)
             return row
-    if scorer is not None:
-        judged = scorer(item, res.text)
-        row.pred, row.correct, row.score = judged.pred or None, judged.correct, float(judged.score)
-    elif item.kind == "mcq":
-        row.pred = extract_letter_videomme(res.text, "".join(item.letters)) or None
-        row.correct = row.pred is not None and row.pred == item.answer
-        row.score = float(row.correct)
-    elif item.kind == "yesno":
-        row.pred = res.text.strip().split()[0].strip(".,").lower() if res.text.strip() else None
-        row.correct = row.pred is not None and row.pred == (item.answer or "").lower()
-        row.score = float(row.correct)
-    else:
-        row.pred = res.text.strip()
-        row.score = token_f1(res.text, list(item.references) or [item.answer or ""])
+    judged = scorer(item, res.text)
+    row.pred, row.correct, row.score = judged.pred or None, judged.correct, float(judged.score)
     if item.kind != "mcq" and res.mean_logprob is not None:
         row.confidence = float(np.exp(res.mean_logprob))
     return row

@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.schema import ResultRow
-from engine.store import ResultStore
+from engine.results.schema import ResultRow
+from engine.results.store import ResultStore
 
 __all__ = ["ImportSummary", "LmmsRun", "budget_from_config", "find_runs", "import_lmms_eval", "run_rows"]
 

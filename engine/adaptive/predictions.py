@@ -1,7 +1,7 @@
 """The hybrid-frame predictor's data: answer parsing, the predictions table, the frame-count manifest.
 
 A predictor model reads an instruction and answers how many frames it needs. The
-online run (`engine.adaptive`) parses each answer with `parse_frame_count` and commits
+online run (`engine.adaptive.cascade`) parses each answer with `parse_frame_count` and commits
 one row per (predictor, dataset, item) as Parquet shards under ``OUT/predictions/``
 (schema `PREDICTION_SCHEMA`, written with `write_predictions`). Offline, the
 predictions are scored against a finished sweep by
@@ -22,15 +22,14 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
 
 import polars as pl
 
 from engine.metrics.predictor import evaluate_predictor, latest_predictions, predictor_document
-from engine.store import _fsync_dir
+from engine.runtime.atomic import atomic_write
 
 __all__ = [
     "PARSE_KINDS",
@@ -212,21 +211,6 @@ def scan_predictions(out_dir: str | Path) -> pl.LazyFrame:
     return pl.scan_parquet(paths, schema=PREDICTION_SCHEMA, missing_columns="insert", extra_columns="ignore")
 
 
-def _atomic_write(final: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Write through a hidden temp file in the same folder, fsync, rename, fsync the folder."""
-    tmp = final.with_name(f".{final.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
-        _fsync_dir(final.parent)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _conform(predictions: pl.LazyFrame) -> pl.LazyFrame:
     """Exactly the columns of `PREDICTION_SCHEMA`, cast to it (a missing column is null)."""
     names = set(predictions.collect_schema().names())
@@ -251,7 +235,7 @@ def write_predictions(out_dir: str | Path, predictions: pl.DataFrame) -> Path | 
     frame = _conform(predictions.lazy()).collect()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     final = folder / f"part-{stamp}-{os.getpid()}-{uuid.uuid4().hex[:8]}.parquet"
-    _atomic_write(final, lambda fh: frame.write_parquet(fh, compression="zstd"))
+    atomic_write(final, lambda fh: frame.write_parquet(fh, compression="zstd"))
     return final
 
 
@@ -313,5 +297,5 @@ def export_manifest(predictions: pl.LazyFrame | pl.DataFrame, items_or_results: 
              for r in out.iter_rows(named=True)]
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(target, lambda fh: fh.write("".join(f"{line}\n" for line in lines).encode()))
+    atomic_write(target, lambda fh: fh.write("".join(f"{line}\n" for line in lines).encode()))
     return len(lines)

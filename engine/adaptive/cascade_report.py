@@ -10,9 +10,14 @@ import polars as pl
 
 from engine.metrics.cascade import cascade_items
 from engine.metrics.grid import matched
-from engine.store import latest_rows, scan_results
+from engine.results.store import latest_rows, scan_results
 
-__all__ = ["CascadeReport", "cascade_report", "online_decisions"]
+__all__ = ["CascadeReport", "cascade_budget_id", "cascade_report", "online_decisions"]
+
+
+def cascade_budget_id(tau: float) -> str:
+    """The budget id of the cascade's decision rows."""
+    return f"cascade-tau{tau:g}"
 
 
 @dataclass
@@ -40,8 +45,6 @@ class CascadeReport:
 
 def online_decisions(online_dir: Path | str, tau: float) -> pl.LazyFrame:
     """One row per (model, dataset, item): where the online cascade stopped and what it cost."""
-    from engine.adaptive import cascade_budget_id
-
     return (
         scan_results(online_dir)
         .filter((pl.col("budget_id") == cascade_budget_id(tau)) & (pl.col("status") == "ok"))
@@ -57,7 +60,7 @@ def _mean(df: pl.DataFrame, col: str) -> float | None:
 
 def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str], tau: float, fixed_budget: str,
                    wall_s: float, fixed_wall_s: float, decode_passes: int) -> CascadeReport:
-    """Summarise an online cascade session (see `engine.adaptive.run_cascade`)."""
+    """Summarise an online cascade session (see `engine.adaptive.cascade.run_cascade`)."""
     session = Path(session)
     online = online_decisions(session / "online", tau).collect()
     fixed = scan_results(session / "fixed").filter(pl.col("status") == "ok").collect()

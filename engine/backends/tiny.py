@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
-from engine.paths import cache_dir
+from engine.runtime.atomic import atomic_dir
+from engine.runtime.paths import cache_dir
 
 __all__ = ["BUILDERS", "build_tiny_checkpoint", "resolve_model_path", "tiny_checkpoint_dir"]
 
@@ -323,18 +321,10 @@ def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, f
     marker = out / _MARKER
     if marker.exists() and not force:
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        log.info("building tiny %s checkpoint in %s", family, out)
+    log.info("building tiny %s checkpoint in %s", family, out)
+    with atomic_dir(out) as tmp:
         BUILDERS[family](tmp, seed)
         (tmp / _MARKER).write_text(json.dumps({"family": family, "seed": seed, "build_version": BUILD_VERSION}))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 

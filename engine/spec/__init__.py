@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from engine.dataset_specs import DatasetSpec, StrictModel, SyntheticDatasetSpec
+from engine.frames.plan import get_policy
+from engine.spec.datasets import DatasetSpec, StrictModel, SyntheticDatasetSpec
 
 __all__ = [
     "BudgetPoint",
@@ -61,8 +62,6 @@ class BudgetPoint(_Strict):
 
     @model_validator(mode="after")
     def _known_policy(self) -> BudgetPoint:
-        from engine.frames.plan import get_policy  # here: the planner imports this module
-
         if not self.is_text_only:
             try:
                 get_policy(self.policy)
@@ -253,6 +252,10 @@ class SweepSpec(_Strict):
     def budgets_in_cost_order(self) -> list[BudgetPoint]:
         """Budgets ordered text-only first, then by frames and pixels."""
         return sorted(self.budgets, key=lambda b: (b.frames, b.max_pixels or b.short_side or 0, b.budget_id))
+
+    def budgets_for(self, model: ModelSpec) -> list[BudgetPoint]:
+        """The budgets `model` runs, in cost order: those within its context ceiling (`max_frames`)."""
+        return [b for b in self.budgets_in_cost_order() if model.max_frames is None or b.frames <= model.max_frames]
 
     def with_out_dir(self, out_dir: Path) -> SweepSpec:
         """A copy of this spec writing to another directory."""

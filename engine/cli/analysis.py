@@ -134,7 +134,7 @@ def report(
     image_datasets: _ImageDs = None,
 ) -> None:
     """One self-contained HTML report (inline SVG figures, readable offline)."""
-    from engine.adaptive_eval import scan_predictions
+    from engine.adaptive.predictions import scan_predictions
     from engine.report import write_report
 
     doc = _document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine))
@@ -174,7 +174,7 @@ def _collect(tables: dict[str, Any], engine: Any) -> dict[str, Any]:
 
 def _predictor_doc(out_dir: Path, pred_dir: Path, model_id: str | None, fallback: str | None,
                    engine: str) -> dict[str, Any]:
-    from engine.adaptive_eval import evaluate_predictor, predictor_document, scan_predictions
+    from engine.adaptive.predictions import evaluate_predictor, predictor_document, scan_predictions
 
     rows = _snapshot(out_dir, engine)
     tables = _collect(evaluate_predictor(rows, scan_predictions(pred_dir), model_id, fallback=fallback), engine)
@@ -251,8 +251,8 @@ def export_manifest(
     """Per-sample frame-count manifest (JSONL: id, video, instruction, frames) for video fine-tuning data."""
     import polars as pl
 
-    from engine.adaptive_eval import export_manifest as run_export
-    from engine.adaptive_eval import scan_predictions
+    from engine.adaptive.predictions import export_manifest as run_export
+    from engine.adaptive.predictions import scan_predictions
 
     readers = {".parquet": pl.scan_parquet, ".jsonl": pl.scan_ndjson, ".ndjson": pl.scan_ndjson, ".csv": pl.scan_csv}
     if items is not None and items.suffix not in readers:
@@ -302,8 +302,8 @@ def import_lmms_eval(
     sweep_id: Annotated[str, typer.Option("--sweep-id", help="Recorded on every row.")] = "lmms-eval",
 ) -> None:
     """Import lmms-eval per-sample logs (one run per budget) as a framesweep results dataset."""
-    from engine.datasets.lmms_eval_logs import import_lmms_eval as run_import
-    from engine.store import StoreLockedError
+    from engine.results.lmms_eval import import_lmms_eval as run_import
+    from engine.results.store import StoreLockedError
 
     try:
         summary = run_import(paths, out, frames=frames, budget_id=budget_id, model_id=model_id, dataset=dataset,

@@ -1,0 +1,156 @@
+"""The online confidence cascade: a job policy run by the sweep pipeline.
+
+Each item starts at the first stage (e.g. 16 frames) and escalates to the next
+while its confidence is below the threshold; the last stage answers whatever its
+confidence. The pipeline runs the stages as rounds of one video: a later stage
+decodes only the frames no earlier round holds (with the `nested` policy each
+stage's frames contain the previous stage's, so nothing is decoded twice), and
+every request goes through the sweep's coalescing, retries and replica failover.
+
+Rows: every stage an item visits is a normal result row under that stage's
+budget id, and the cascade's decision is one more row per item under
+``cascade-tau<tau>`` with `stage_path`, `frames_processed` (sum over visited
+stages) and `frames_decoded` (unique frames over visited stages).
+A rerun skips items whose decision is committed; an unfinished item starts again
+at its first stage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.adaptive.cascade_report import CascadeReport, cascade_budget_id, cascade_report
+from engine.items import Item, Job
+from engine.results.schema import ResultRow
+from engine.spec import BudgetPoint, SweepSpec
+from engine.sweep import Sweep, start_backends
+from engine.sweep.policy import Key
+
+__all__ = ["CascadePolicy", "CascadeSweep", "cascade_budget_id", "run_cascade"]
+
+
+class CascadePolicy:
+    """Stages in cost order and a threshold `tau`: escalate while the confidence is below it."""
+
+    def __init__(self, stages: list[BudgetPoint], tau: float) -> None:
+        if not stages or any(b.is_text_only for b in stages[1:]):
+            raise ValueError("cascade stages must be visual budgets after an optional text-only first stage")
+        if [b.frames for b in stages] != sorted(b.frames for b in stages):
+            raise ValueError("cascade stages must be in increasing frame order")
+        self.stages = stages
+        self.tau = tau
+        self.decision_id = cascade_budget_id(tau)
+        self._stage = {b.budget_id: k for k, b in enumerate(stages)}
+        self._visited: dict[tuple[str, str, str], list[ResultRow]] = {}
+
+    def plan(self, spec: SweepSpec, items: list[Item], done: set[Key]) -> dict[str, list[Job]]:
+        by_video: dict[str, list[Job]] = {}
+        for item in items:
+            for m in spec.models:
+                if (m.id, item.dataset, item.item_id, self.decision_id) not in done:
+                    by_video.setdefault(item.video_id, []).append(Job(m.id, item, self.stages[0]))
+        return by_video
+
+    def expected(self, spec: SweepSpec, items: list[Item]) -> dict[str, dict[str, int]]:
+        return {m.id: {self.decision_id: len(items)} for m in spec.models}
+
+    def next_round(self, finished: list[tuple[Job, ResultRow]]) -> tuple[list[Job], list[ResultRow]]:
+        escalate: list[Job] = []
+        decisions: list[ResultRow] = []
+        for job, row in finished:
+            key = (job.model_id, job.item.dataset, job.item.item_id)
+            path = self._visited.setdefault(key, [])
+            path.append(row)
+            k = self._stage[job.budget.budget_id]
+            sure = row.confidence is not None and row.confidence >= self.tau
+            if row.status != "ok" or k == len(self.stages) - 1 or sure:  # an error also ends the cascade
+                decisions.append(self._decision(self._visited.pop(key)))
+            else:
+                escalate.append(replace(job, budget=self.stages[k + 1]))
+        return escalate, decisions
+
+    def _decision(self, visited: list[ResultRow]) -> ResultRow:
+        row = replace(visited[-1])
+        row.budget_id = self.decision_id
+        row.policy = "cascade"
+        row.stage_path = [r.budget_id for r in visited]
+        row.frames_processed = int(sum(len(r.frame_indices or []) for r in visited))
+        sent = [np.asarray(r.frame_indices or [], dtype=np.int64) for r in visited]
+        row.frames_decoded = int(np.unique(np.concatenate(sent)).size) if sent else 0
+        row.engine_s = float(sum(r.engine_s or 0.0 for r in visited))
+        return row
+
+
+class CascadeSweep(Sweep):
+    """The online cascade over a spec's items (`stages` in cost order, threshold `tau`), on the pipeline."""
+
+    def __init__(self, spec: SweepSpec, stages: list[BudgetPoint], tau: float, **kw: Any) -> None:
+        self.cascade = CascadePolicy(stages, tau)
+        super().__init__(spec, policy=self.cascade, **kw)
+        self.stages, self.tau = stages, tau
+
+    @property
+    def frames_decoded_total(self) -> int:
+        """Frames decoded over every stage and video (each frame of a video at most once)."""
+        return self.summary.frames_decoded
+
+    @property
+    def decode_passes(self) -> int:
+        return self.summary.decode_calls
+
+
+def stage_budgets(spec: SweepSpec, ids: list[str]) -> list[BudgetPoint]:
+    """The spec's budgets named by `ids`, in that order (an unknown id lists the known ones)."""
+    known = {b.budget_id: b for b in spec.budgets}
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise ValueError(f"cascade stages {missing} are not budgets of the spec; known: {', '.join(known)}")
+    return [known[i] for i in ids]
+
+
+async def run_cascade(spec: SweepSpec, stage_ids: list[str], tau: float, session_dir: Path | str,
+                      fixed_id: str | None = None, backends: dict[str, Any] | None = None,
+                      progress: Any = None) -> CascadeReport:
+    """Sweep the grid (resumable), then time a fixed budget and the online cascade on the same engines.
+
+    The grid sweep gives the offline simulation its confidences; the fixed run and
+    the cascade run write fresh stores under `session_dir` (fixed/, online/).
+    """
+    stages = stage_budgets(spec, stage_ids)
+    fixed = stage_budgets(spec, [fixed_id or stage_ids[-1]])[0]
+    own = backends is None
+    backends = backends or await start_backends(spec)
+    try:
+        await Sweep(spec, backends=backends, progress=progress).run()
+        await _warm(spec, backends)
+        session = Path(session_dir)
+        fixed_spec = spec.model_copy(update={"budgets": [fixed]}).with_out_dir(session / "fixed")
+        t0 = time.perf_counter()
+        await Sweep(fixed_spec, backends=backends).run()
+        fixed_wall = time.perf_counter() - t0
+        online = CascadeSweep(spec.with_out_dir(session / "online"), stages, tau, backends=backends)
+        t0 = time.perf_counter()
+        await online.run()
+        online_wall = time.perf_counter() - t0
+    finally:
+        if own:
+            await asyncio.gather(*(b.close() for b in backends.values()), return_exceptions=True)
+    return cascade_report(spec.store.out_dir, session, stage_ids, tau, fixed.budget_id, online_wall, fixed_wall,
+                          online.decode_passes)
+
+
+_WARM_ITEM = Item(dataset="warm", dataset_version="0", item_id="warm", video_id="warm", video_path=None,
+                  question="Warm up.", options=("yes", "no"), answer="A")
+
+
+async def _warm(spec: SweepSpec, backends: dict[str, Any]) -> None:
+    """One small text-only request per engine, through the pipeline, so no timed run pays a first-request cost."""
+    text = BudgetPoint(frames=0, id="warm")
+    for m in spec.models:
+        await Sweep(spec, backends=backends).answer([Job(m.id, _WARM_ITEM, text)])

@@ -1,0 +1,170 @@
+"""The hybrid-frame predictor: a model picks the frame count an instruction needs.
+
+Two job policies run by the sweep pipeline. `QuestionPolicy` asks the predictor
+model, for every item, a multiple-choice question whose options are the grid's
+frame budgets (text-only by default, or with a few low-resolution "glimpse"
+frames); its answers are ordinary result rows in their own store under
+``OUT/predictions/asked/<predictor>/`` (committed, resumable, retried like any
+row), read back into predictions: in `letter` scoring the answer is constrained
+to the option letters; in `generate` scoring the free text is parsed robustly
+(`engine.adaptive.predictions.parse_frame_count`). The raw answer is kept.
+Predictions are committed under ``OUT/predictions/``; `PredictedPolicy` then
+answers every item at its predicted budget (rows under budget id ``pred-<predictor>``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from engine.adaptive.predictions import parse_frame_count, write_predictions
+from engine.backends.prompts import question_text
+from engine.datasets import build_adapter
+from engine.items import Item, Job, option_letters
+from engine.results.schema import ResultRow
+from engine.results.store import latest_rows, scan_results
+from engine.spec import BudgetPoint, ModelSpec, SweepSpec
+from engine.sweep import Sweep, SweepSummary
+from engine.sweep.policy import Key
+
+__all__ = ["PREDICT_TEMPLATE", "PredictedPolicy", "QuestionPolicy", "predict_frames", "predicted_budget_id",
+           "run_predicted"]
+
+log = logging.getLogger(__name__)
+
+PREDICT_TEMPLATE = (
+    "A video assistant will answer the instruction below after looking at some frames sampled evenly "
+    "from the video. More frames cost more. How many frames does it need to answer well?\n"
+    "Instruction: {instruction}\n{options}\nAnswer with the option's letter."
+)
+
+
+def predicted_budget_id(predictor_id: str) -> str:
+    return "pred-" + _safe(predictor_id)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@+-]", "_", name)
+
+
+def _question(item: Item, frames: list[int]) -> Item:
+    """The predictor's question about an item: which of the grid's frame counts it needs."""
+    options = tuple("no frames (text only)" if f == 0 else f"{f} frames" for f in frames)
+    lines = "\n".join(f"{lt}. {o}" for lt, o in zip(option_letters(len(options)), options))
+    prompt = PREDICT_TEMPLATE.format(instruction=question_text(item), options=lines)
+    return replace(item, prompt=prompt, options=options, answer=None, kind="mcq", response_prefix=None,
+                   system_prompt=None)
+
+
+class QuestionPolicy:
+    """One job per item: the predictor model answers `_question(item)` at the glimpse budget."""
+
+    def __init__(self, predictor_id: str, frames: list[int], budget: BudgetPoint) -> None:
+        self.predictor_id, self.frames, self.budget = predictor_id, frames, budget
+
+    def plan(self, spec: SweepSpec, items: list[Item], done: set[Key]) -> dict[str, list[Job]]:
+        by_video: dict[str, list[Job]] = {}
+        for item in items:
+            job = Job(self.predictor_id, _question(item, self.frames), self.budget)
+            if tuple(job.key) not in done:
+                by_video.setdefault(item.video_id, []).append(job)
+        return by_video
+
+    def expected(self, spec: SweepSpec, items: list[Item]) -> dict[str, dict[str, int]]:
+        return {self.predictor_id: {self.budget.budget_id: len(items)}}
+
+    def next_round(self, finished: list[tuple[Job, ResultRow]]) -> tuple[list[Job], list[ResultRow]]:
+        return [], []
+
+
+def _prediction(row: dict[str, Any], frames: list[int], mode: str) -> tuple[str, int | None, str]:
+    """(raw answer, predicted frames, parse status) from one answered question row."""
+    if row["status"] != "ok":
+        return f"{row['error_type']}: {row['error']}", None, "unparsed: engine error"
+    raw = row["response"] or ""
+    if mode == "letter":
+        letters = option_letters(len(frames))
+        pick = row["pred"]
+        return (raw, frames[letters.index(pick)], "letter") if pick in letters else (raw, None, "unparsed: no letter")
+    n, status = parse_frame_count(raw, frames)
+    return raw, n, status
+
+
+async def predict_frames(spec: SweepSpec, predictor_id: str, backends: dict[str, Any], *,
+                         glimpse_frames: int = 0, glimpse_pixels: int = 112 * 112) -> pl.DataFrame:
+    """Ask the predictor model for every item's frame count; commit and return the predictions."""
+    model = next(m for m in spec.models if m.id == predictor_id)
+    frames = sorted({b.frames for b in spec.budgets})
+    budget = (BudgetPoint(frames=glimpse_frames, max_pixels=glimpse_pixels, id=f"glimpse{glimpse_frames}")
+              if glimpse_frames else BudgetPoint(frames=0, id="text"))
+    asked = Path(spec.store.out_dir) / "predictions" / "asked" / _safe(predictor_id)
+    qspec = spec.model_copy(update={"models": [model.model_copy(update={"max_frames": None})],
+                                    "prompt": spec.prompt.model_copy(update={"max_new_tokens": 16})})
+    await Sweep(qspec.with_out_dir(asked), backends={predictor_id: backends[predictor_id]},
+                policy=QuestionPolicy(predictor_id, frames, budget)).run()
+    mine = (pl.col("model_id") == predictor_id) & (pl.col("budget_id") == budget.budget_id)
+    answered = {r["item_id"]: r for r in latest_rows(scan_results(asked)).filter(mine).collect().iter_rows(named=True)}
+    rows = []
+    for item in build_adapter(spec.dataset).items():
+        got = answered.get(item.item_id)
+        raw, n, status = (_prediction(got, frames, spec.prompt.scoring) if got is not None
+                          else (None, None, "unparsed: not answered"))
+        rows.append({"predictor_id": predictor_id, "dataset": item.dataset, "item_id": item.item_id,
+                     "video_id": item.video_id, "instruction": item.question, "raw_answer": raw,
+                     "predicted_frames": n, "parse_status": status, "finished_at": datetime.now(UTC)})
+    df = pl.DataFrame(rows)
+    write_predictions(spec.store.out_dir, df)
+    return df
+
+
+class PredictedPolicy:
+    """Each item at its predicted budget only (held to each model's context ceiling)."""
+
+    def __init__(self, chosen: dict[tuple[str, str], BudgetPoint]) -> None:
+        self.chosen = chosen
+
+    @staticmethod
+    def _for(model: ModelSpec, budget: BudgetPoint) -> BudgetPoint:
+        if model.max_frames is not None and budget.frames > model.max_frames:
+            return budget.model_copy(update={"frames": model.max_frames})
+        return budget
+
+    def plan(self, spec: SweepSpec, items: list[Item], done: set[Key]) -> dict[str, list[Job]]:
+        by_video: dict[str, list[Job]] = {}
+        for item in items:
+            budget = self.chosen.get((item.dataset, item.item_id))
+            if budget is None:
+                continue
+            for m in spec.models:
+                job = Job(m.id, item, self._for(m, budget))
+                if tuple(job.key) not in done:
+                    by_video.setdefault(item.video_id, []).append(job)
+        return by_video
+
+    def expected(self, spec: SweepSpec, items: list[Item]) -> dict[str, dict[str, int]]:
+        ids = {b.budget_id for b in self.chosen.values()}
+        return {m.id: {bid: len(self.chosen) for bid in ids} for m in spec.models}
+
+    def next_round(self, finished: list[tuple[Job, ResultRow]]) -> tuple[list[Job], list[ResultRow]]:
+        return [], []
+
+
+async def run_predicted(spec: SweepSpec, predictor_id: str, predictions: pl.DataFrame,
+                        backends: dict[str, Any], fallback_frames: int | None = None) -> SweepSummary:
+    """Answer every item at the budget its prediction names (unparsed: `fallback_frames`, default the largest)."""
+    by_frames: dict[int, BudgetPoint] = {}
+    for b in spec.budgets_in_cost_order():
+        by_frames.setdefault(b.frames, b)  # the grid's first budget of that frame count
+    fallback = fallback_frames if fallback_frames is not None else max(by_frames)
+    bid = predicted_budget_id(predictor_id)
+    chosen = {}
+    for r in predictions.iter_rows(named=True):
+        n = r["predicted_frames"] if r["predicted_frames"] in by_frames else fallback
+        chosen[(r["dataset"], r["item_id"])] = by_frames[n].model_copy(update={"id": bid})
+    return await Sweep(spec, backends=backends, policy=PredictedPolicy(chosen)).run()

@@ -1,0 +1,45 @@
+"""MediaView: one budget's frames of one video, as a request carries them to a model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["MediaView", "media_uuid"]
+
+
+def media_uuid(video_id: str, budget_id: str, *, image: bool = False, clip: tuple[float, float] | None = None) -> str:
+    """The one name of a media item: `video:budget` (`video:image` for a still, `@a-b` for a clip).
+
+    vLLM keys its multimodal caches by this id, so two different frame sets must never share it
+    (a budget id names its frames, policy, resolution and pipeline) and the same frames always do.
+    """
+    if image:
+        return f"{video_id}:image"
+    uuid = f"{video_id}:{budget_id}"
+    if clip is not None:
+        uuid += f"@{clip[0]:g}-{clip[1]:g}"
+    return uuid
+
+
+@dataclass(frozen=True)
+class MediaView:
+    """One budget's frames of one video, with what the model needs to know about them."""
+
+    frames: np.ndarray  # (N, H, W, 3) uint8 RGB
+    indices: np.ndarray
+    video_fps: float
+    total_frames: int
+    uuid: str
+    backend: str
+    jpeg_frames: list[bytes] | None = None
+
+    @property
+    def duration(self) -> float:
+        return self.total_frames / self.video_fps if self.video_fps else 0.0
+
+    @property
+    def sampling_fps(self) -> float:
+        """The rate the sent frames were sampled at (frames per second of video)."""
+        return len(self.indices) / self.duration if self.duration else self.video_fps

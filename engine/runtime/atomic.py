@@ -1,0 +1,110 @@
+"""The one atomic write: a hidden temp file beside the target, fsync the file, rename, fsync the folder.
+
+A reader (or a rerun after SIGKILL) sees either the old file or the whole new one,
+never a torn one; a crash leaves at most a hidden `.NAME.*.tmp` file that
+`clean_stale_temps` removes. Every writer of durable state uses this module: result
+shards, the manifest, the frame cache, predictions, synthetic media and tiny checkpoints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["atomic_dir", "atomic_write", "clean_stale_temps", "file_sha256", "fsync_dir", "temp_name"]
+
+
+def fsync_dir(path: Path | str) -> None:
+    """Make a rename inside `path` durable (a no-op where the filesystem refuses directory fsync)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def temp_name(final: Path, suffix: str = ".tmp") -> Path:
+    """A hidden, unique temp path beside `final` (same filesystem, so the rename is atomic)."""
+    tag = f"{os.getpid()}-{threading.get_ident()}-{uuid.uuid4().hex[:8]}"
+    return final.with_name(f".{final.name}.{tag}{suffix}")
+
+
+def atomic_write(final: Path | str, data: bytes | str | Callable[[BinaryIO], object], *,
+                 tmp: Path | None = None, durable: bool = True, sync_dir: bool = True) -> Path:
+    """Write `data` (bytes, text, or a function writing to a binary file) to `final` atomically.
+
+    Args:
+        final: The target path; its folder is created.
+        data: The content, or `write(fh)`.
+        tmp: The temp path to use (default: `temp_name(final)`); it must be in `final`'s folder.
+        durable: fsync the file and the folder (False only for caches that may be rebuilt).
+        sync_dir: fsync the folder after the rename (False when the caller writes many files
+            into one folder and fsyncs it once at the end with `fsync_dir`).
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp or temp_name(final)
+    try:
+        with open(tmp, "wb") as fh:
+            if callable(data):
+                data(fh)
+            else:
+                fh.write(data.encode() if isinstance(data, str) else data)
+            fh.flush()
+            if durable:
+                os.fsync(fh.fileno())
+        os.replace(tmp, final)
+        if durable and sync_dir:
+            fsync_dir(final.parent)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return final
+
+
+@contextmanager
+def atomic_dir(final: Path | str) -> Iterator[Path]:
+    """Build a folder in a hidden temp folder beside `final`; on success it replaces `final` whole."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        yield tmp
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        fsync_dir(final.parent)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def clean_stale_temps(folder: Path | str, pattern: str = ".*.tmp") -> list[Path]:
+    """Remove temp files a killed writer left in `folder` (call only while holding the folder's lock)."""
+    removed = []
+    for p in Path(folder).glob(pattern):
+        try:
+            p.unlink()
+            removed.append(p)
+        except OSError:
+            pass
+    return removed
+
+
+def file_sha256(path: Path | str) -> str:
+    """SHA-256 of a file's bytes (hashlib.file_digest: no Python loop over chunks)."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()

@@ -1,0 +1,55 @@
+"""Job policies: which (model, item, budget) jobs the pipeline runs, round after round.
+
+The pipeline (`engine.sweep.scheduler.Sweep`) decodes, asks, scores and commits; a
+policy only chooses jobs. The grid policy runs every budget of the spec at once.
+An adaptive policy (the confidence cascade, the hybrid-frame predictor; see
+`engine.adaptive`) starts with some jobs per video and, from their rows, chooses the
+next round for the same video; frames decoded for one round serve the next.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Protocol
+
+from engine.items import Item, Job
+from engine.results.schema import ResultRow
+from engine.spec import SweepSpec
+from engine.sweep.jobs import plan_jobs
+
+__all__ = ["GridPolicy", "JobPolicy", "Key"]
+
+Key = tuple[str, str, str, str]
+
+
+class JobPolicy(Protocol):
+    """Chooses the pipeline's jobs; the pipeline runs them."""
+
+    def plan(self, spec: SweepSpec, items: list[Item], done: set[Key]) -> dict[str, list[Job]]:
+        """The first round's pending jobs, grouped by video (committed keys left out)."""
+        ...
+
+    def expected(self, spec: SweepSpec, items: list[Item]) -> dict[str, dict[str, int]]:
+        """Rows this run is responsible for, per model and budget id (the manifest's expected_jobs)."""
+        ...
+
+    def next_round(self, finished: list[tuple[Job, ResultRow]]) -> tuple[list[Job], list[ResultRow]]:
+        """From one video's finished round: that video's next jobs, and rows the policy derives."""
+        ...
+
+
+class GridPolicy:
+    """Every budget of the spec within each model's context ceiling, in one round."""
+
+    def plan(self, spec: SweepSpec, items: list[Item], done: set[Key]) -> dict[str, list[Job]]:
+        return plan_jobs(spec, items, done)
+
+    def expected(self, spec: SweepSpec, items: list[Item]) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = defaultdict(dict)
+        for m in spec.models:
+            for b in spec.budgets_for(m):
+                out[m.id][b.budget_id] = len(items)
+        return out
+
+    def next_round(self, finished: list[tuple[Job, ResultRow]]) -> tuple[list[Job], list[ResultRow]]:
+        return [], []
