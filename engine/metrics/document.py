@@ -29,6 +29,7 @@ differences such as net or headroom in [-1, 1]; a value that is undefined is nul
                   match: {fixed_budget, fixed_accuracy, fixed_frames, tau, accuracy, mean_frames,
                           mean_unique_frames, frames_saved, unique_frames_saved}},       # null: no visual stage
         trajectory_patterns: [{pattern, n}],       # "1"/"0" per grid budget, most frequent first
+        <name>: ...,                               # every metric of engine.metrics.registry, by its name
         confidence_intervals: {metric: [lo, hi] | {key: [lo, hi]}},    # paired bootstrap over items
      }],
      cross_model: [{dataset, models, grid, n_items, fixed_accuracy: {model: {budget_id: acc}},
@@ -41,13 +42,15 @@ those of `engine.metrics.rates` (keys: budget ids, ``g->h`` pairs, ``any``/``all
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
 import polars as pl
 
 from engine.metrics.grid import GROUP
-from engine.metrics.summary import SummaryOptions
+from engine.metrics.registry import registered_metrics
+from engine.metrics.summary import SummaryOptions, registered_table
 
 __all__ = ["SCHEMA", "summary_document"]
 
@@ -205,9 +208,13 @@ def _group(t: _Tables, key: Key, opts: SummaryOptions) -> dict[str, Any]:
         "iso_compute": _iso(t, key),
         "categories": _categories(t, key, opts),
         "cascade": _cascade(t, key),
-        "trajectory_patterns": t.rows("patterns", key),
+        **{m.name: m.document(functools.partial(_own_rows, t, m.name, key), opts) for m in registered_metrics()},
         "confidence_intervals": _nest(t.rows("intervals", key), ("lo", "hi")),
     }
+
+
+def _own_rows(t: _Tables, metric: str, key: Key, table: str) -> list[dict[str, Any]]:
+    return t.rows(registered_table(metric, table), key)
 
 
 def _cross(t: _Tables) -> list[dict[str, Any]]:

@@ -13,7 +13,8 @@ Base rates (key in brackets, "" when single):
 ``text_overwrite_share_all[budget|any|all]``, ``text_overwrite_share_text_correct[...]``,
 ``terminal_regression``, ``sampling_recovery[alt budget]``; score track:
 ``generation_mean_score[budget]``, ``generation_oracle_score``,
-``generation_regression_share[g->h]`` (every g < h).
+``generation_regression_share[g->h]`` (every g < h); plus the rates of every metric of
+`engine.metrics.registry` that declares `features`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from engine.metrics.flows import paired
 from engine.metrics.generation import DEFAULT_EPS
 from engine.metrics.grid import GROUP
 from engine.metrics.overwrite import text_items
+from engine.metrics.registry import registered_metrics
 from engine.metrics.regression import terminal_items
 
 __all__ = ["FEATURE_COLUMNS", "METRIC_ORDER", "correct_features", "score_features"]
@@ -104,6 +106,7 @@ def correct_features(m: pl.LazyFrame, alt: pl.LazyFrame | None = None, by: Seque
         _feat(conf, by, "visual_confusion_visual_only", pl.col("confused_visual")),
         *_overwrite_features(m, by),
         _feat(term, by, "terminal_regression", pl.col("terminal")),
+        *(metric.features(m, alt, by) for metric in registered_metrics() if metric.features is not None),
     ]
     if alt is not None:
         keys = [c for c in by if c in alt.collect_schema().names()]

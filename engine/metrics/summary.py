@@ -9,26 +9,26 @@ JSON shape.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from engine.metrics.cascade import DEFAULT_TAUS, cascade_curve, fixed_cost, match_fixed, pareto_front
+from engine.metrics.cascade import cascade_curve, fixed_cost, match_fixed, pareto_front
 from engine.metrics.confusion import visual_confusion
 from engine.metrics.crossmodel import checkpoint_flows, cross_model_matched, matched_grid
 from engine.metrics.flows import all_pair_flows, pair_flows, state_flows, transitions
-from engine.metrics.generation import DEFAULT_EPS, generation_oracle, score_regressions
+from engine.metrics.generation import generation_oracle, score_regressions
 from engine.metrics.grid import CATEGORY_COLUMNS, GROUP, budget_table, grid_summary, matched
 from engine.metrics.iso_compute import iso_compute_allocations, iso_compute_sets
+from engine.metrics.options import SummaryOptions
 from engine.metrics.oracle import fixed_accuracy, oracle
 from engine.metrics.overwrite import text_overwrite
 from engine.metrics.rates import rate_intervals, rate_table
+from engine.metrics.registry import Inputs, registered_metrics
 from engine.metrics.regression import alternate_rows, sampling_recovery, terminal_regressions
-from engine.metrics.trajectories import trajectory_patterns
 
-__all__ = ["SNAPSHOT_COLUMNS", "SummaryOptions", "load_rows", "summary_tables"]
+__all__ = ["SNAPSHOT_COLUMNS", "SummaryOptions", "load_rows", "registered_table", "summary_tables"]
 
 log = logging.getLogger(__name__)
 
@@ -36,34 +36,6 @@ SNAPSHOT_COLUMNS: list[str] = [
     *GROUP, "item_id", "budget_id", "frames", "frames_sent", "max_pixels", "short_side", "policy", "seed",
     "pixels_total", "status", "task_kind", "correct", "score", "confidence", "frame_indices", *CATEGORY_COLUMNS,
 ]
-
-
-@dataclass(frozen=True)
-class SummaryOptions:
-    """What `summary_tables` computes beyond the defaults."""
-
-    n_boot: int = 1000
-    """Bootstrap replicates for the confidence intervals (0: none)."""
-    seed: int = 0
-    """Bootstrap seed."""
-    level: float = 0.95
-    """Confidence level of the intervals."""
-    pairs: tuple[tuple[str, str], ...] | None = None
-    """Transitions to report besides the consecutive ones (None: every pair g < h)."""
-    cascade_stages: tuple[str, ...] | None = None
-    """Cascade stages (None: each group's visual budgets)."""
-    cascade_match: str | None = None
-    """Fixed budget the cascade must match (None: each group's dearest visual budget)."""
-    taus: tuple[float, ...] = DEFAULT_TAUS
-    """Cascade confidence thresholds."""
-    eps: float = DEFAULT_EPS
-    """Score-regression tolerance for open tasks."""
-    categories: tuple[str, ...] = CATEGORY_COLUMNS
-    """Category columns to split by."""
-    compare: tuple[str, str] | None = None
-    """(base, other) models for checkpoint flows at each shared budget."""
-    engine: str = "auto"
-    """Polars engine for every collect ("auto", "streaming", "in-memory")."""
 
 
 def load_rows(out_dir: str | Path) -> pl.LazyFrame:
@@ -80,7 +52,6 @@ def _correct_tables(m: pl.LazyFrame, alt: pl.LazyFrame, opts: SummaryOptions) ->
         "flows": state_flows(m), "confusion": visual_confusion(m), "overwrite": text_overwrite(m),
         "terminal": terminal_regressions(m), "recovery": sampling_recovery(m, alt),
         "iso_sets": iso_compute_sets(m), "iso_allocations": iso_compute_allocations(m),
-        "patterns": trajectory_patterns(m),
     }
 
 
@@ -134,6 +105,11 @@ def _engine(opts: SummaryOptions) -> Any:
     return opts.engine
 
 
+def registered_table(metric: str, table: str) -> str:
+    """The name under which a registered metric's table is collected (``metric:table``)."""
+    return f"{metric}:{table}"
+
+
 def summary_tables(rows: pl.LazyFrame, opts: SummaryOptions | None = None) -> dict[str, pl.DataFrame]:
     """Every metric table of a results dataset, collected together from one snapshot.
 
@@ -158,6 +134,9 @@ def summary_tables(rows: pl.LazyFrame, opts: SummaryOptions | None = None) -> di
         **_correct_tables(m, alt, opts), **_score_tables(ms, opts), **_category_tables(m, alt, ms, opts),
         **_cascade_tables(snap, m, opts), **_cross_tables(snap, opts),
     }
+    inputs = Inputs(snapshot=snap, m=m, m_score=ms, alt=alt, opts=opts)
+    for metric in registered_metrics():
+        plans.update({registered_table(metric.name, k): v for k, v in metric.tables(inputs).items()})
     if opts.n_boot > 0:
         plans["intervals"] = rate_intervals(m, alt=alt, m_score=ms, n_boot=opts.n_boot, seed=opts.seed,
                                             level=opts.level, eps=opts.eps)

@@ -1,0 +1,39 @@
+"""What `engine.metrics.summary.summary_tables` computes beyond the defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.metrics.cascade import DEFAULT_TAUS
+from engine.metrics.generation import DEFAULT_EPS
+from engine.metrics.grid import CATEGORY_COLUMNS
+
+__all__ = ["SummaryOptions"]
+
+
+@dataclass(frozen=True)
+class SummaryOptions:
+    """What `summary_tables` computes beyond the defaults."""
+
+    n_boot: int = 1000
+    """Bootstrap replicates for the confidence intervals (0: none)."""
+    seed: int = 0
+    """Bootstrap seed."""
+    level: float = 0.95
+    """Confidence level of the intervals."""
+    pairs: tuple[tuple[str, str], ...] | None = None
+    """Transitions to report besides the consecutive ones (None: every pair g < h)."""
+    cascade_stages: tuple[str, ...] | None = None
+    """Cascade stages (None: each group's visual budgets)."""
+    cascade_match: str | None = None
+    """Fixed budget the cascade must match (None: each group's dearest visual budget)."""
+    taus: tuple[float, ...] = DEFAULT_TAUS
+    """Cascade confidence thresholds."""
+    eps: float = DEFAULT_EPS
+    """Score-regression tolerance for open tasks."""
+    categories: tuple[str, ...] = CATEGORY_COLUMNS
+    """Category columns to split by."""
+    compare: tuple[str, str] | None = None
+    """(base, other) models for checkpoint flows at each shared budget."""
+    engine: str = "auto"
+    """Polars engine for every collect ("auto", "streaming", "in-memory")."""
