@@ -1,7 +1,7 @@
 from pathlib import Path
 
 import pytest
-from conftest import small_spec_dict
+from conftest import small_spec_dict, write_toml
 
 from engine.spec import BudgetPoint, SpecError, load_spec, parse_spec
 
@@ -72,7 +72,37 @@ def test_budget_ids_are_derived_and_stable() -> None:
 def test_unknown_policy_fails_at_load(tmp_path: Path) -> None:
     d = small_spec_dict(tmp_path)
     d["budgets"][2]["policy"] = "bogus"
-    with pytest.raises(SpecError, match=r"budgets\.2: Value error, unknown sampling policy 'bogus'; known: "):
+    with pytest.raises(SpecError, match=r"budgets\.2\.policy: Value error, unknown sampling policy 'bogus'; known: "):
         parse_spec(d)
     d["budgets"][2]["policy"] = "fps@2"
     assert parse_spec(d).budgets[2].budget_id == "f4-fps@2"
+
+
+@pytest.mark.parametrize(("policy", "reason"), [
+    ("dense_head@2", "head fraction must be in"),
+    ("dense_head@0", "head fraction must be in"),
+    ("fps@0", "rate must be a positive"),
+    ("fps@-1", "rate must be a positive"),
+    ("fps@inf", "not a finite number"),
+    ("fps@nan", "not a finite number"),
+    ("nested@2", "budget 4 exceeds the largest budget 2"),
+    ("nested@2.5", "must be a positive integer"),
+])
+def test_bad_policy_parameter_fails_validation_naming_the_field(tmp_path: Path, policy: str, reason: str) -> None:
+    d = small_spec_dict(tmp_path)  # budgets: text, 2, 4, 8 frames
+    d["budgets"][2]["policy"] = policy
+    with pytest.raises(SpecError, match=rf"budgets\.2\.policy: Value error, .*{reason}"):
+        parse_spec(d)
+
+
+def test_bad_policy_parameter_exits_2_before_any_work(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from engine.cli.app import app
+
+    d = small_spec_dict(tmp_path / "out")
+    d["budgets"][1]["policy"] = "fps@inf"
+    res = CliRunner().invoke(app, ["run", str(write_toml(tmp_path / "s.toml", d))])
+    assert res.exit_code == 2
+    assert "budgets.1.policy" in res.output and "finite" in res.output
+    assert not (tmp_path / "out").exists()  # no manifest, no results directory

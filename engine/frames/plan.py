@@ -52,6 +52,12 @@ __all__ = [
 
 ShortVideo = Literal["repeat", "cap"]
 PolicyFn = Callable[[int, float, int, int, float | None], np.ndarray]
+CheckFn = Callable[[float | None, int], None]
+"""`check(param, budget_frames)`: raise ValueError when the policy cannot plan that budget with that parameter."""
+
+
+def _no_check(param: float | None, frames: int) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,7 @@ class SamplingPolicy:
         short_video: What the policy does when the video has fewer frames than the budget.
         takes_param: Whether `name@value` is accepted.
         param: The bound parameter (None: the policy's default).
+        check: Validates the parameter against a budget before any video is seen (`validate`).
     """
 
     name: str
@@ -71,9 +78,16 @@ class SamplingPolicy:
     short_video: ShortVideo
     takes_param: bool = False
     param: float | None = None
+    check: CheckFn = _no_check
 
     def __call__(self, n_frames: int, fps: float, budget: int, seed: int) -> np.ndarray:
         return np.asarray(self.fn(n_frames, fps, budget, seed, self.param), dtype=np.int64)
+
+    def validate(self, frames: int) -> None:
+        """Raise ValueError if this policy (with its parameter) cannot plan a budget of `frames` frames.
+
+        Spec validation calls it, so a bad parameter fails before any work starts."""
+        self.check(self.param, frames)
 
     def with_param(self, param: float) -> SamplingPolicy:
         if not self.takes_param:
@@ -84,14 +98,14 @@ class SamplingPolicy:
 POLICIES: dict[str, SamplingPolicy] = {}
 
 
-def register_policy(name: str, short_video: ShortVideo = "repeat",
-                    takes_param: bool = False) -> Callable[[PolicyFn], PolicyFn]:
-    """Register `fn(n_frames, fps, budget, seed, param)` as policy `name`."""
+def register_policy(name: str, short_video: ShortVideo = "repeat", takes_param: bool = False,
+                    check: CheckFn = _no_check) -> Callable[[PolicyFn], PolicyFn]:
+    """Register `fn(n_frames, fps, budget, seed, param)` as policy `name` (`check` validates its parameter)."""
 
     def deco(fn: PolicyFn) -> PolicyFn:
         if name in POLICIES or "@" in name:
             raise ValueError(f"sampling policy {name!r} registered twice or badly named")
-        POLICIES[name] = SamplingPolicy(name, fn, short_video, takes_param)
+        POLICIES[name] = SamplingPolicy(name, fn, short_video, takes_param, check=check)
         return fn
 
     return deco
@@ -110,6 +124,8 @@ def get_policy(name: str) -> SamplingPolicy:
         value = float(arg)
     except ValueError:
         raise KeyError(f"sampling policy {name!r}: parameter {arg!r} is not a number") from None
+    if not np.isfinite(value):
+        raise KeyError(f"sampling policy {name!r}: parameter {arg!r} is not a finite number")
     return policy.with_param(value)
 
 
@@ -138,21 +154,29 @@ def random(n_frames: int, fps: float, budget: int, seed: int, param: float | Non
     return np.sort(rng.choice(n_frames, size=min(budget, n_frames), replace=False)).astype(np.int64)
 
 
-@register_policy("dense_head", "cap", takes_param=True)
+def _check_dense_head(param: float | None, frames: int) -> None:
+    if param is not None and not 0 < param <= 1:
+        raise ValueError(f"dense_head@{param:g}: the head fraction must be in (0, 1]")
+
+
+@register_policy("dense_head", "cap", takes_param=True, check=_check_dense_head)
 def dense_head(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
     """The first N frames (no parameter), or N frames over the first fraction `param` of the video."""
-    if param is not None and not 0 < param <= 1:
-        raise ValueError(f"dense_head@{param}: the head fraction must be in (0, 1]")
+    _check_dense_head(param, budget)
     head = min(budget, n_frames) if param is None else max(1, round(param * n_frames))
     return _spread(head, budget) if budget <= head else np.arange(head, dtype=np.int64)
 
 
-@register_policy("fps", "cap", takes_param=True)
+def _check_fps(param: float | None, frames: int) -> None:
+    if param is not None and not (np.isfinite(param) and param > 0):
+        raise ValueError(f"fps@{param:g}: the rate must be a positive finite number of frames per second")
+
+
+@register_policy("fps", "cap", takes_param=True, check=_check_fps)
 def fixed_fps(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
     """One frame every 1/r seconds (r = `param`, default 1), at most N of them spread evenly."""
+    _check_fps(param, budget)
     rate = 1.0 if param is None else param
-    if rate <= 0:
-        raise ValueError(f"fps@{param}: the rate must be positive")
     step = (fps or rate) / rate  # frames between samples
     grid = np.unique(np.minimum(np.floor(np.arange(0, n_frames, step)), n_frames - 1).astype(np.int64))
     return grid if grid.size <= budget else grid[_spread(grid.size, budget)]
@@ -172,16 +196,22 @@ def dyadic_order(n_items: int) -> np.ndarray:
     return idx[np.sort(first)]
 
 
-@register_policy("nested", "cap", takes_param=True)
+def _check_nested(param: float | None, frames: int) -> None:
+    if param is None:
+        return
+    if param != int(param) or param < 1:
+        raise ValueError(f"nested@{param:g}: the largest budget must be a positive integer")
+    if frames > param:
+        raise ValueError(f"nested@{int(param)}: budget {frames} exceeds the largest budget {int(param)}")
+
+
+@register_policy("nested", "cap", takes_param=True, check=_check_nested)
 def nested(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
     """The first N frames of the fixed dyadic order (a prefix, so smaller budgets are subsets)."""
     if param is None:
         return np.sort(dyadic_order(n_frames)[:budget])
+    _check_nested(param, budget)
     top = int(param)
-    if top != param or top < 1:
-        raise ValueError(f"nested@{param}: the largest budget must be a positive integer")
-    if budget > top:
-        raise ValueError(f"nested@{top}: budget {budget} exceeds the largest budget {top}")
     base = np.unique(_spread(n_frames, top))
     return np.sort(base[dyadic_order(base.size)[:budget]])
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union, get_args
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from engine.frames.plan import get_policy
 from engine.spec.datasets import DatasetSpec, StrictModel, SyntheticDatasetSpec
@@ -26,8 +26,10 @@ __all__ = [
     "StoreSpec",
     "SweepSpec",
     "SyntheticDatasetSpec",
+    "dataset_spec_classes",
     "load_spec",
     "parse_spec",
+    "register_dataset_spec",
 ]
 
 
@@ -60,14 +62,17 @@ class BudgetPoint(_Strict):
         description="Stable budget id used as a result key; derived from the other fields when omitted.",
     )
 
-    @model_validator(mode="after")
-    def _known_policy(self) -> BudgetPoint:
-        if not self.is_text_only:
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, policy: str, info: ValidationInfo) -> str:
+        """A known policy whose parameter can plan this budget (`fps@0`, `nested@2` for 4 frames fail here)."""
+        frames = info.data.get("frames")
+        if frames:  # text-only budgets sample nothing; a bad `frames` is reported on its own
             try:
-                get_policy(self.policy)
+                get_policy(policy).validate(frames)
             except KeyError as err:
                 raise ValueError(err.args[0]) from None
-        return self
+        return policy
 
     @model_validator(mode="after")
     def _one_size(self) -> BudgetPoint:
@@ -260,6 +265,33 @@ class SweepSpec(_Strict):
     def with_out_dir(self, out_dir: Path) -> SweepSpec:
         """A copy of this spec writing to another directory."""
         return self.model_copy(update={"store": self.store.model_copy(update={"out_dir": Path(out_dir)})})
+
+
+_DATASET_SPECS: list[type[StrictModel]] = list(get_args(get_args(DatasetSpec)[0]))
+
+
+def dataset_spec_classes() -> dict[str, type[StrictModel]]:
+    """Adapter name -> the spec class of its `[dataset]` table (built-in and registered)."""
+    return {get_args(cls.model_fields["name"].annotation)[0]: cls for cls in _DATASET_SPECS}
+
+
+def register_dataset_spec(cls: type[StrictModel]) -> type[StrictModel]:
+    """Accept `cls` as a `[dataset]` table, tagged by its `name: Literal["..."]` field.
+
+    A new adapter module registers its spec class here and its factory with
+    `engine.datasets.register_adapter`: nothing else needs editing.
+    """
+    (name,) = get_args(cls.model_fields["name"].annotation)
+    known = dataset_spec_classes()
+    if name in known and known[name] is not cls:
+        raise ValueError(f"a dataset spec named {name!r} is registered twice")
+    if name not in known:
+        _DATASET_SPECS.append(cls)
+        field = SweepSpec.model_fields["dataset"]
+        field.annotation = Union[tuple(_DATASET_SPECS)]  # noqa: UP007 - a union built at run time
+        field.discriminator = "name"
+        SweepSpec.model_rebuild(force=True)
+    return cls
 
 
 def _format_error(source: str, err: ValidationError) -> str:

@@ -57,6 +57,8 @@ ProgressFn = Callable[[str, int], None]
 
 Plans = dict[tuple[str, str, str], FramePlan]
 
+PlanErrors = dict[tuple[str, str, str], BaseException]
+
 
 def _pkey(job: Job) -> tuple[str, str, str]:
     return job.model_id, job.item.item_id, job.budget.budget_id
@@ -234,15 +236,30 @@ class Sweep:
     def _plan(job: Job, n_frames: int, fps: float) -> FramePlan:
         return plan_item(job.item, job.budget, n_frames, fps)
 
-    async def _decode(self, jobs: list[Job], held: DecodedVideo | None) -> tuple[DecodedVideo | None, Plans]:
+    @classmethod
+    def _plan_each(cls, jobs: list[Job], n_frames: int, fps: float) -> tuple[Plans, PlanErrors]:
+        """Plan every job; a job whose policy cannot plan this video gets its error instead, so one
+        bad budget fails only its own jobs."""
+        plans: Plans = {}
+        failures: PlanErrors = {}
+        for j in jobs:
+            try:
+                plans[_pkey(j)] = cls._plan(j, n_frames, fps)
+            except Exception as err:  # noqa: BLE001 - a policy's failure is its budget's error row
+                failures[_pkey(j)] = err
+        return plans, failures
+
+    async def _decode(self, jobs: list[Job],
+                      held: DecodedVideo | None) -> tuple[DecodedVideo | None, Plans, PlanErrors]:
         """Plan every job of this video's round and decode, in one pass, the frames nobody holds yet.
 
         `held` is what earlier rounds of the same video decoded (adaptive policies): only the
-        frames it lacks at each size are decoded, and they join it.
+        frames it lacks at each size are decoded, and they join it. A job whose plan failed is
+        in the returned errors instead of the plans.
         """
         item = jobs[0].item
         if all(j.budget.is_text_only for j in jobs):
-            return held, {_pkey(j): self._plan(j, 0, 0.0) for j in jobs}
+            return held, {_pkey(j): self._plan(j, 0, 0.0) for j in jobs}, {}
         if item.video_path is None:
             raise DecodeError(f"item {item.item_id} has no video but the grid asks for frames")
         loop = asyncio.get_running_loop()
@@ -250,12 +267,13 @@ class Sweep:
         decoder = get_decoder("pyav" if item.media_kind == "image" else self.spec.decode.decoder)
         info = held.info if held is not None else await loop.run_in_executor(self._pool, decoder.probe,
                                                                               item.video_path)
-        plans = {_pkey(j): self._plan(j, info.n_frames, info.fps) for j in jobs}
+        plans, failed = self._plan_each(jobs, info.n_frames, info.fps)
+        jobs = [j for j in jobs if _pkey(j) in plans]
         need = sizes_needed(info, [(j.budget, plans[_pkey(j)].indices) for j in jobs])
         if held is not None:
             need = {s: ix for s, ix in ((s, np.setdiff1d(ix, held.covered(s))) for s, ix in need.items()) if ix.size}
         if not need:
-            return held, plans
+            return held, plans, failed
         # decode once, at the largest size needed; smaller sizes converted in the same pass
         main = max(need, key=lambda s: (s[0] * s[1], s))
         size = None if main == (info.width, info.height) else main
@@ -269,9 +287,9 @@ class Sweep:
         self.summary.decode_calls += 1
         self.summary.frames_decoded += int(np.unique(np.concatenate(list(need.values()))).size)
         if held is None:
-            return decoded, plans
+            return decoded, plans, failed
         held.absorb(decoded)
-        return held, plans
+        return held, plans, failed
 
     async def _run_video(self, video_jobs: list[Job]) -> list[ResultRow]:
         """All rounds of one video: the policy's first jobs, then whatever it asks for next."""
@@ -297,7 +315,10 @@ class Sweep:
         """Decode what this round lacks, ask every model, score: one row per job."""
         rows: list[ResultRow] = []
         try:
-            held, plans = await self._decode(jobs, held)
+            held, plans, failed = await self._decode(jobs, held)
+            rows = [error_row(self.spec, self._ctx(j, None, None), type(failed[_pkey(j)]).__name__,
+                              f"frame plan: {failed[_pkey(j)]}") for j in jobs if _pkey(j) in failed]
+            jobs = [j for j in jobs if _pkey(j) in plans]
         except (DecodeError, ValueError, OSError) as err:
             # The video is unusable: its visual jobs become error rows; text-only jobs need no media.
             log.warning("%s: %s", jobs[0].item.video_id, err)

@@ -65,3 +65,28 @@ def test_sweep_decodes_each_video_once_and_turns_bad_media_into_error_rows(tmp_p
     assert summary.jobs_ok == 24 + 3 and summary.jobs_failed == 9
     sizes = {f.shape[1:3] for f in engine.frames if f is not None}
     assert sizes == {(64, 96), (32, 48)}
+
+
+def test_a_planning_error_fails_only_its_own_budget(tmp_path: Path) -> None:
+    """A policy that cannot plan a video (here one registered by the test, failing on every video as
+    `fps@inf` did before validation caught it) turns only its own budget's jobs into error rows."""
+    from engine.frames.plan import POLICIES, register_policy
+
+    @register_policy("test_divides_by_zero", "cap")
+    def boom(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
+        return np.arange(0, n_frames, 1 / 0)
+
+    try:
+        data = small_spec_dict(tmp_path / "out")
+        data["budgets"] = [{"frames": 0}, {"frames": 2}, {"frames": 4, "policy": "test_divides_by_zero"}]
+        summary = asyncio.run(Sweep(parse_spec(data), backends={"tiny": FakeEngine()}).run())
+    finally:
+        POLICIES.pop("test_divides_by_zero")
+    rows = scan_results(tmp_path / "out").collect()
+    assert rows.height == 3 * 3 * 3 and summary.jobs_failed == 9
+    bad = rows.filter(pl.col("budget_id") == "f4-test_divides_by_zero")
+    assert set(bad["status"]) == {"error"} and set(bad["error_type"]) == {"ZeroDivisionError"}
+    assert all(e.startswith("frame plan: ") for e in bad["error"])
+    good = rows.filter(pl.col("budget_id") != "f4-test_divides_by_zero")
+    assert good.height == 18 and set(good["status"]) == {"ok"}
+    assert set(good.filter(pl.col("budget_id") == "f2")["frames_sent"]) == {2}
