@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from engine.datasets.registry import get_adapter, registered_adapters
-from engine.spec.datasets import DatasetSpec
+from engine.spec import dataset_spec_classes
 
 __all__ = ["AdapterInfo", "FieldInfo", "describe_adapters", "spec_classes"]
 
@@ -41,13 +41,8 @@ class AdapterInfo:
 
 
 def spec_classes() -> dict[str, type[BaseModel]]:
-    """Adapter name -> its spec class (the members of the `DatasetSpec` union)."""
-    union = typing.get_args(DatasetSpec)[0]
-    out = {}
-    for cls in typing.get_args(union):
-        (name,) = typing.get_args(cls.model_fields["name"].annotation)
-        out[name] = cls
-    return out
+    """Adapter name -> its spec class (built-in and registered ones)."""
+    return dict(dataset_spec_classes())
 
 
 def _type_name(tp: Any) -> str:

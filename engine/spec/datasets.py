@@ -1,7 +1,8 @@
 """Dataset specs: one pydantic model per benchmark adapter, joined in `DatasetSpec`.
 
 Each adapter's settings are typed (unknown fields fail); `name` picks the adapter.
-Add a new adapter's spec class here and to the `DatasetSpec` union.
+A new adapter may define its spec class in its own module and register it with
+`engine.spec.register_dataset_spec`; the built-in ones are joined in `DatasetSpec`.
 """
 
 from __future__ import annotations
