@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
+from pydantic.fields import PydanticUndefined
 
 from engine.datasets.registry import get_adapter, registered_adapters
 from engine.spec import dataset_spec_classes

@@ -118,10 +118,6 @@ class Decoder(Protocol):
         that can also converts the frames in `also` to those sizes in the same pass (`FrameBatch.extra`)."""
         ...
 
-    def decode(self, path: Path, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, VideoInfo]:
-        """Frames (K, H, W, 3) and timestamps (K,) for `indices`; raises if any is missing."""
-        ...
-
 
 DECODERS: dict[str, Callable[[], Decoder]] = {}
 
@@ -154,12 +150,3 @@ def get_decoder(name: str) -> Decoder:
         return DECODERS[name]()
     except KeyError:
         raise KeyError(f"unknown decoder {name!r}; known: {', '.join(sorted(DECODERS))}") from None
-
-
-def batch_to_tuple(batch: FrameBatch, path: Path, asked: np.ndarray) -> tuple[np.ndarray, np.ndarray, VideoInfo]:
-    """The legacy `decode` result: every asked frame or a `DecodeError` naming the missing ones."""
-    if batch.missing.size:
-        raise DecodeError(f"{path}: frames {batch.missing.tolist()[:10]} do not exist "
-                          f"(the video has {batch.info.n_frames} real frames)")
-    rows = np.searchsorted(batch.indices, asked)
-    return batch.frames[rows], batch.timestamps[rows], batch.info

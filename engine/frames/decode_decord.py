@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.frames.base import DecodeError, FrameBatch, VideoInfo, batch_to_tuple, register_decoder
+from engine.frames.base import DecodeError, FrameBatch, VideoInfo, register_decoder
 from engine.frames.decode_pyav import stored_size, upright
 from engine.frames.index import StreamIndex, stream_index
 from engine.frames.resize import resize_frame
@@ -106,7 +106,3 @@ class DecordDecoder:
         if frames.shape[1:3] != (want[1], want[0]) and frames.shape[1:3] == (turned[1], turned[0]):
             frames = np.stack([upright(f, info.rotation) for f in frames])  # a decord that ignores rotation
         return frames
-
-    def decode(self, path: Path, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, VideoInfo]:
-        asked = np.asarray(indices, dtype=np.int64)
-        return batch_to_tuple(self.decode_frames(path, np.unique(asked)), Path(path), asked)

@@ -27,7 +27,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from engine.frames.base import DecodeError, FrameBatch, VideoInfo, batch_to_tuple, register_decoder
+from engine.frames.base import DecodeError, FrameBatch, VideoInfo, register_decoder
 from engine.frames.buffers import FRAME_BUFFERS
 from engine.frames.index import StreamIndex, stream_index
 
@@ -307,7 +307,3 @@ class PyAVDecoder:
         return FrameBatch(got, frames, index.timestamps(got), info, np.setdiff1d(wanted, all_done),
                           {s: out for s, (_, _, out) in extra.items()},
                           dict(zip(all_done.tolist(), index.timestamps(all_done).tolist())))
-
-    def decode(self, path: Path, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, VideoInfo]:
-        asked = np.asarray(indices, dtype=np.int64)
-        return batch_to_tuple(self.decode_frames(path, np.unique(asked)), Path(path), asked)

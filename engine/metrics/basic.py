@@ -14,7 +14,7 @@ from engine.metrics.flows import transitions as _transitions
 from engine.metrics.grid import GROUP, budget_table, matched
 from engine.metrics.oracle import fixed_accuracy as _fixed_accuracy
 
-__all__ = ["budget_order", "complete_items", "fixed_accuracy", "transitions"]
+__all__ = ["budget_order", "fixed_accuracy", "transitions"]
 
 
 def budget_order(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -24,11 +24,6 @@ def budget_order(rows: pl.LazyFrame) -> pl.LazyFrame:
         model_id, dataset, budget_id, frames, budget_rank.
     """
     return budget_table(rows).select([*GROUP, "budget_id", "frames", "budget_rank"]).sort([*GROUP, "budget_rank"])
-
-
-def complete_items(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """The matched long frame (correctness track): items with an ok result at every grid budget."""
-    return matched(rows)
 
 
 def fixed_accuracy(rows: pl.LazyFrame) -> pl.LazyFrame:

@@ -236,11 +236,6 @@ def test_short_video_repeats_or_caps_as_the_policy_declares(decoder: str) -> Non
     assert cap.capped and codes(d.view(cap.indices)) == list(range(6))
 
 
-def test_legacy_decode_tuple() -> None:
-    frames, stamps, info = PyAVDecoder().decode(TINY, np.array([3, 7]))
-    assert codes(frames) == [3, 7] and info.n_frames == 48 and stamps.shape == (2,)
-
-
 def test_decode_size_is_the_largest_any_budget_needs() -> None:
     info = get_decoder("pyav").probe(TINY)
     assert decode_size(info, [BudgetPoint(frames=4, max_pixels=1536), BudgetPoint(frames=8, short_side=16)]) == (48, 32)

