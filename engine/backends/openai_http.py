@@ -29,13 +29,22 @@ import numpy as np
 from PIL import Image
 
 from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT, BackendBase, EngineRequest, EngineResult
+from engine.runtime.secrets import redact, register_secret
 from engine.spec import HTTPSpec
 
-__all__ = ["FrameEncoder", "OpenAIHTTPBackend"]
+__all__ = ["FrameEncoder", "MalformedReply", "OpenAIHTTPBackend"]
 
 log = logging.getLogger(__name__)
 
 _RETRYABLE = (httpx.TimeoutException, httpx.TransportError)
+
+
+class MalformedReply(ValueError):
+    """A 200 reply that cannot be scored (missing fields, no logprobs where letter scoring needs them)."""
+
+    def __init__(self, message: str, kind: str = "MalformedReply") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class FrameEncoder:
@@ -100,6 +109,7 @@ class OpenAIHTTPBackend(BackendBase):
             key = os.environ.get(self.http.api_key_env)
             if not key:
                 raise RuntimeError(f"environment variable {self.http.api_key_env} (the API key) is not set")
+            register_secret(key)  # never stored or printed, even where a server echoes it back
             return {"Authorization": f"Bearer {key}"}
         return {}
 
@@ -192,19 +202,36 @@ class OpenAIHTTPBackend(BackendBase):
         return [{**m, "content": [fill(p) for p in m["content"]] if isinstance(m["content"], list) else m["content"]}
                 for m in r.messages]
 
+    def _error(self, r: EngineRequest, error_type: str, message: str) -> EngineResult:
+        return EngineResult(r.request_id, error_type=error_type, error=redact(message[:2000]),
+                            worker=self.http.base_url, engine_version=self.info.get("engine_version"))
+
     async def _one(self, r: EngineRequest) -> EngineResult:
+        """One request; whatever goes wrong (transport, status, a malformed reply) is this request's error
+        result only, never an exception that would fail the other requests of a coalesced batch."""
         async with self._sem:
             t0 = time.perf_counter()
             try:
                 data = await self._post("/v1/chat/completions", await self._body(r))
             except Exception as err:  # noqa: BLE001 - errors are data
-                return EngineResult(r.request_id, error_type=type(err).__name__, error=str(err)[:2000] or repr(err),
-                                    worker=self.http.base_url, engine_version=self.info.get("engine_version"))
-            return self._result(r, data, time.perf_counter() - t0)
+                return self._error(r, type(err).__name__, str(err) or repr(err))
+            try:
+                return self._result(r, data, time.perf_counter() - t0)
+            except MalformedReply as err:
+                return self._error(r, err.kind, str(err))
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
+                return self._error(r, "MalformedReply",
+                                   f"unreadable chat completion ({type(err).__name__}: {err}): {str(data)[:300]}")
 
     def _result(self, r: EngineRequest, data: dict[str, Any], engine_s: float) -> EngineResult:
         choice = data["choices"][0]
-        content = (choice.get("logprobs") or {}).get("content") or []
+        logprobs = choice.get("logprobs")
+        content = (logprobs or {}).get("content") or []
+        if r.mode == "letter" and not content:
+            raise MalformedReply(
+                "the server answered without logprobs, so the option-letter distribution is unknown "
+                "(letter scoring needs them; vLLM: start the server with --logprobs-mode processed_logprobs)",
+                kind="NoLogprobs")
         letters = set(r.letters)
         first = {t["token"]: t["logprob"] for t in (content[0].get("top_logprobs") or [])} if content else {}
         letter_lp = {tok: float(lp) for tok, lp in first.items() if tok in letters and lp is not None

@@ -12,6 +12,7 @@ from engine.backends.base import EngineRequest, EngineResult
 from engine.backends.prompts import prompt_hash
 from engine.items import Job
 from engine.results.schema import ResultRow
+from engine.runtime.secrets import redact
 from engine.scoring import score_letters
 from engine.spec import SweepSpec
 
@@ -80,7 +81,7 @@ def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
 def error_row(spec: SweepSpec, ctx: JobContext, error_type: str, message: str, worker: str | None = None) -> ResultRow:
     """A job that failed: kept as data, retried by a rerun."""
     row = _base(spec, ctx)
-    row.status, row.error_type, row.error, row.worker = "error", error_type, message[:2000], worker
+    row.status, row.error_type, row.error, row.worker = "error", error_type, redact(message[:2000]), worker
     return row
 
 
@@ -97,16 +98,22 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scor
     """
     if not res.ok:
         return error_row(spec, ctx, res.error_type or "EngineError", res.error or "", res.worker)
-    row = _base(spec, ctx)
     item = ctx.job.item
-    row.response = res.text
+    letter_mode = ctx.request is not None and ctx.request.mode == "letter"
+    if item.kind == "mcq" and letter_mode and not res.letter_logprobs:
+        # without the letters' distribution there is no prediction: an error row (retried by a rerun), never a
+        # silently wrong `ok` row
+        return error_row(spec, ctx, "NoLetterLogprobs", "the engine returned no log-probability for any option "
+                         f"letter ({', '.join(item.letters)}) at the first answer token", res.worker)
+    row = _base(spec, ctx)
+    row.response = redact(res.text)
     row.prompt_tokens, row.output_tokens = res.prompt_tokens, res.output_tokens
     row.engine_s, row.worker, row.engine_version = res.engine_s, res.worker, res.engine_version
     if item.kind == "mcq":
         ls = score_letters(item.letters, res.letter_logprobs)
         row.option_probs, row.confidence = ls.probs, ls.confidence
         row.pred_extracted = scorer(item, res.text).pred or None
-        if ctx.request is not None and ctx.request.mode == "letter":
+        if letter_mode:
             row.pred = ls.pred
             row.correct = row.pred is not None and row.pred == item.answer
             row.score = float(row.correct)

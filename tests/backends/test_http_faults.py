@@ -24,7 +24,8 @@ from engine.sweep import Sweep
 
 
 class FaultyServer:
-    def __init__(self) -> None:
+    def __init__(self, mode: str = "faults") -> None:
+        self.mode = mode
         self.broken = True
         self.hits: Counter[str] = Counter()
         self.auth: set[str] = set()
@@ -56,6 +57,11 @@ class FaultyServer:
                 text = json.dumps(body["messages"])
                 kind = "flash" if "flash" in text else "shape" if "shape" in text else "colour"
                 outer.hits[kind] += 1
+                if outer.mode == "malformed" and kind == "flash":  # 200 without the logprobs it was asked for
+                    return self._send(200, {"choices": [{"message": {"content": "B"}}],
+                                            "usage": {"prompt_tokens": 42, "completion_tokens": 1}})
+                if outer.mode == "malformed" and kind == "shape":  # 200 with no choice, echoing the request's key
+                    return self._send(200, {"choices": [], "detail": self.headers.get("authorization", "")})
                 if outer.broken and kind == "flash":
                     return self._send(500, {"error": "internal"})
                 if outer.broken and kind == "shape":
@@ -76,6 +82,13 @@ class FaultyServer:
 @pytest.fixture()
 def server():
     s = FaultyServer()
+    yield s
+    s.httpd.shutdown()
+
+
+@pytest.fixture()
+def malformed_server():
+    s = FaultyServer("malformed")
     yield s
     s.httpd.shutdown()
 
@@ -118,3 +131,35 @@ def test_retries_then_error_rows_then_rerun_retries_only_failures(server: Faulty
     final = latest_rows(scan_results(out)).collect()
     assert final.height == 12 and (final["status"] == "ok").all()
     assert final.filter(pl.col("task_type") != "first_colour")["attempt"].unique().to_list() == [2]
+
+
+def test_malformed_200_replies_fail_only_their_own_rows(malformed_server: FaultyServer, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 200 without logprobs (letter scoring) and a 200 without a choice: a real vLLM server never sends
+    either, hence the stand-in. Each fails its own request's row with a reason, once (no batch retry, no
+    `ok` row with a null prediction), while the other requests of the same coalesced batch are answered;
+    the key the server echoed back is redacted from the stored error."""
+    monkeypatch.setenv("FS_TEST_KEY", "sekret-456")
+    out = tmp_path / "out"
+    spec = parse_spec({
+        "sweep_id": "malformed",
+        "models": [{"id": "remote", "family": "qwen2_5_vl", "path": "tiny", "backend": "openai",
+                    "http": {"base_url": malformed_server.url, "max_retries": 2, "backoff_s": 0.01,
+                             "api_key_env": "FS_TEST_KEY"}}],
+        "dataset": {"name": "synthetic", "n_videos": 2, "seconds": 2.0, "fps": 8, "width": 64, "height": 48},
+        "budgets": [{"frames": 0}, {"frames": 2}],
+        "store": {"out_dir": str(out), "commit_interval_s": 0.2},
+    })
+    summary = asyncio.run(Sweep(spec).run())
+    assert (summary.jobs_ok, summary.jobs_failed) == (4, 8)
+    assert malformed_server.hits == Counter({"flash": 4, "shape": 4, "colour": 4})  # each request sent once
+    rows = scan_results(out).collect()
+    assert rows.filter(pl.col("task_type") == "first_colour")["status"].to_list() == ["ok"] * 4
+    no_lp = rows.filter(pl.col("task_type") == "flash_count")
+    assert set(no_lp["status"]) == {"error"} and set(no_lp["error_type"]) == {"NoLogprobs"}
+    assert no_lp["error"].str.contains("without logprobs").all() and no_lp["pred"].is_null().all()
+    empty = rows.filter(pl.col("task_type") == "static_shape")
+    assert set(empty["status"]) == {"error"} and set(empty["error_type"]) == {"MalformedReply"}
+    assert empty["error"].str.contains("Bearer ***", literal=True).all()
+    assert not rows.select(pl.any_horizontal(pl.col(pl.String).str.contains("sekret", literal=True))
+                           ).to_series().any(), "the API key leaked into results"

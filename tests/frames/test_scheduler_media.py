@@ -90,3 +90,20 @@ def test_a_planning_error_fails_only_its_own_budget(tmp_path: Path) -> None:
     good = rows.filter(pl.col("budget_id") != "f4-test_divides_by_zero")
     assert good.height == 18 and set(good["status"]) == {"ok"}
     assert set(good.filter(pl.col("budget_id") == "f2")["frames_sent"]) == {2}
+
+
+class NoLogprobEngine(FakeEngine):
+    """Answers text but no option-letter log-probabilities (an engine or server that dropped them)."""
+
+    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        return [EngineResult(r.request_id, text="B") for r in requests]
+
+
+def test_letter_scoring_without_a_distribution_is_an_error_row(tmp_path: Path) -> None:
+    data = small_spec_dict(tmp_path / "out")
+    data["budgets"] = [{"frames": 0}, {"frames": 2}]
+    summary = asyncio.run(Sweep(parse_spec(data), backends={"tiny": NoLogprobEngine()}).run())
+    rows = scan_results(tmp_path / "out").collect()
+    assert summary.jobs_ok == 0 and rows.height == 3 * 3 * 2
+    assert set(rows["status"]) == {"error"} and set(rows["error_type"]) == {"NoLetterLogprobs"}
+    assert rows["pred"].is_null().all() and rows["correct"].is_null().all()
