@@ -8,6 +8,14 @@ visited stages' ``frame_indices`` (frames shared between stages counted once; nu
 when a visited visual stage recorded no indices).
 
 Build `m` with ``matched(rows, budgets=stages)`` so every item has every stage.
+
+Matching a fixed budget: `match_fixed` picks the cheapest tau whose accuracy reaches the
+fixed budget's on the same items (the *in-sample* choice: tau is tuned on the items it is
+scored on, so its accuracy is optimistic). `crossfit_match` chooses tau *out of sample*:
+the group's items are split into k folds (`crossfit_folds`, seeded); for each fold, tau is
+the cheapest one whose accuracy on the other k-1 folds reaches the fixed budget's accuracy
+on those folds, and it is applied to the held-out fold. Each item is scored once, at its
+own fold's tau, so the accuracy and the savings are honest estimates.
 """
 
 from __future__ import annotations
@@ -16,13 +24,16 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from engine.metrics.bootstrap import _splitmix64, splitmix64
 from engine.metrics.grid import GROUP
 
 __all__ = [
-    "DEFAULT_TAUS", "cascade_curve", "cascade_items", "cascade_prefixes", "fixed_cost", "match_fixed", "pareto_front",
+    "DEFAULT_FOLDS", "DEFAULT_TAUS", "cascade_curve", "cascade_items", "cascade_prefixes", "crossfit_folds",
+    "crossfit_match", "fixed_cost", "fixed_items", "match_fixed", "pareto_front",
 ]
 
 DEFAULT_TAUS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
+DEFAULT_FOLDS = 5
 
 
 def _taus(taus: Sequence[float]) -> pl.LazyFrame:
@@ -141,17 +152,39 @@ def fixed_cost(m: pl.LazyFrame, budget_id: str | None = None, by: Sequence[str] 
         lacks frame indices).
     """
     by = list(by)
-    unique = pl.col("frame_indices").list.n_unique()
+    unique = pl.col("fixed_unique")
+    return (
+        fixed_items(m, budget_id, by)
+        .group_by(by)
+        .agg(pl.col("fixed_budget").first(),
+             pl.col("fixed_correct").cast(pl.Float64).mean().alias("fixed_accuracy"),
+             pl.col("fixed_n_frames").cast(pl.Float64).mean().alias("fixed_frames"),
+             pl.when(unique.null_count() == 0).then(unique.cast(pl.Float64).mean()).alias("fixed_unique_frames"))
+        .sort(by)
+    )
+
+
+def fixed_items(m: pl.LazyFrame, budget_id: str | None = None, by: Sequence[str] = GROUP) -> pl.LazyFrame:
+    """Each matched item's outcome and cost at one fixed budget.
+
+    Args:
+        m: Matched long frame.
+        budget_id: The fixed budget; None: each group's dearest visual budget.
+        by: Group keys.
+
+    Returns:
+        *by, item_id, fixed_budget, fixed_correct, fixed_n_frames, fixed_unique (null when the row
+        lacks frame indices).
+    """
+    by = list(by)
     known = (pl.col("n_frames") == 0) | (pl.col("frame_indices").list.len() > 0).fill_null(False)
     return (
         m.filter(pl.col("budget_id") == budget_id if budget_id is not None else
                  (pl.col("rank") == pl.col("rank").max().over(by)) & ~pl.col("is_text"))
-        .group_by(by)
-        .agg(pl.col("budget_id").first().alias("fixed_budget"),
-             pl.col("c").cast(pl.Float64).mean().alias("fixed_accuracy"),
-             pl.col("n_frames").cast(pl.Float64).mean().alias("fixed_frames"),
-             pl.when(known.all()).then(unique.fill_null(0).cast(pl.Float64).mean()).alias("fixed_unique_frames"))
-        .sort(by)
+        .select(*by, "item_id", pl.col("budget_id").alias("fixed_budget"), pl.col("c").alias("fixed_correct"),
+                pl.col("n_frames").alias("fixed_n_frames"),
+                pl.when(known).then(pl.col("frame_indices").list.n_unique().fill_null(0)).cast(pl.Int64)
+                .alias("fixed_unique"))
     )
 
 
@@ -182,3 +215,142 @@ def match_fixed(curve: pl.LazyFrame, fixed: pl.LazyFrame, by: Sequence[str] = GR
         .select([*by, "fixed_budget", "fixed_accuracy", "fixed_frames", "tau", "accuracy", "mean_frames",
                  "mean_unique_frames", "frames_saved", "unique_frames_saved"])
     )
+
+
+def crossfit_folds(items: pl.LazyFrame, k: int = DEFAULT_FOLDS, seed: int = 0,
+                   by: Sequence[str] = GROUP) -> pl.LazyFrame:
+    """Assign each group's items to k folds of (nearly) equal size, seeded.
+
+    Items are ordered by ``splitmix64(idx + splitmix64(seed))``, where idx is the item's
+    position in item-id order within its group, and dealt round-robin: fold = position in
+    that order mod k. The folds depend on the seed only, not on the Polars version.
+
+    Args:
+        items: Frame with the group keys and item_id (duplicates are dropped).
+        k: Number of folds (>= 2).
+        seed: Fold seed.
+        by: Group keys.
+
+    Returns:
+        *by, item_id, fold (0 .. k-1).
+    """
+    if k < 2:
+        raise ValueError(f"cross-fitting needs at least 2 folds, got {k}")
+    by = list(by)
+    idx = (pl.col("item_id").rank("dense").over(by) - 1).cast(pl.UInt64)
+    key = _splitmix64(idx + pl.lit(splitmix64(seed), dtype=pl.UInt64))
+    return (
+        items.select([*by, "item_id"]).unique()
+        .with_columns(key.alias("_key"))
+        .with_columns(((pl.col("_key").rank("ordinal").over(by) - 1) % k).cast(pl.Int64).alias("fold"))
+        .select([*by, "item_id", "fold"])
+        .sort([*by, "item_id"])
+    )
+
+
+def _choose_tau(train: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
+    """Per (group, fold): the cheapest tau reaching the fixed accuracy on the training folds.
+
+    When no tau reaches it there, the most accurate tau is taken (the cheapest of those), and
+    ``matched`` is false.
+    """
+    keys = [*by, "fold"]
+    reaches = pl.col("train_accuracy") >= pl.col("train_fixed_accuracy") - 1e-12
+    # matched taus first (cheapest, then smallest); with none matched, the most accurate (then cheapest)
+    acc_key = pl.when(pl.col("matched")).then(pl.lit(0.0)).otherwise(-pl.col("train_accuracy"))
+    return (
+        train.with_columns(reaches.fill_null(False).alias("matched"))
+        .with_columns(acc_key.alias("_acc"))
+        .sort([*keys, "matched", "_acc", "train_mean_frames", "tau"],
+              descending=[*([False] * len(keys)), True, False, False, False], nulls_last=True)
+        .unique(subset=keys, keep="first", maintain_order=True)
+        .drop("_acc")
+    )
+
+
+def crossfit_match(stages_m: pl.LazyFrame, m: pl.LazyFrame, fixed_budget: str | None = None,
+                   taus: Sequence[float] = DEFAULT_TAUS, *, k: int = DEFAULT_FOLDS, seed: int = 0,
+                   folds: pl.LazyFrame | None = None,
+                   by: Sequence[str] = GROUP) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """The cascade matched to a fixed budget with tau chosen out of sample (k-fold cross-fitting).
+
+    For each fold f: tau_f = the cheapest tau (lowest mean frames processed, then smallest tau)
+    whose cascade accuracy on the items of the other folds reaches the fixed budget's accuracy
+    on those items; tau_f is applied to the items of fold f. When no tau reaches it on the
+    training folds, the most accurate one is used (``matched`` false for that fold).
+
+    Args:
+        stages_m: Matched long frame restricted to the cascade's stages.
+        m: Matched long frame holding the fixed budget (same items as `stages_m`).
+        fixed_budget: The fixed budget; None: each group's dearest visual budget of `m`.
+        taus: Candidate thresholds.
+        k: Folds.
+        seed: Fold seed (see `crossfit_folds`).
+        folds: Explicit fold assignment (*by, item_id, fold) instead of `crossfit_folds`.
+        by: Group keys.
+
+    Returns:
+        (summary, per_fold). summary: *by, k, fixed_budget, n_items, fixed_accuracy, fixed_frames,
+        fixed_unique_frames, accuracy, mean_frames, mean_unique_frames, frames_saved,
+        unique_frames_saved, accuracy_delta (cascade minus fixed), n_folds_matched.
+        per_fold: *by, fold, n_train, n_heldout, tau, matched, train_accuracy, train_fixed_accuracy,
+        train_mean_frames, heldout_accuracy.
+    """
+    by = list(by)
+    keys = [*by, "item_id"]
+    outcomes = cascade_items(stages_m, taus, by)
+    fixed = fixed_items(m, fixed_budget, by)
+    folds = crossfit_folds(outcomes, k, seed, by) if folds is None else folds.select([*keys, "fold"])
+    fold_ids = folds.select([*by, "fold"]).unique()
+    items = outcomes.join(fixed, on=keys, how="inner", nulls_equal=True).join(folds, on=keys, how="inner",
+                                                                              nulls_equal=True)
+    # every item of every fold but f trains the tau of fold f
+    train = (
+        items.join(fold_ids.rename({"fold": "_f"}), on=by, how="inner", nulls_equal=True)
+        .filter(pl.col("fold") != pl.col("_f"))
+        .group_by([*by, "_f", "tau"])
+        .agg(pl.col("item_id").n_unique().cast(pl.Int64).alias("n_train"),
+             pl.col("correct").cast(pl.Float64).mean().alias("train_accuracy"),
+             pl.col("fixed_correct").cast(pl.Float64).mean().alias("train_fixed_accuracy"),
+             pl.col("frames").cast(pl.Float64).mean().alias("train_mean_frames"))
+        .rename({"_f": "fold"})
+    )
+    chosen = _choose_tau(train, by)
+    heldout = items.join(chosen.select([*by, "fold", "tau", "matched"]), on=[*by, "fold", "tau"], how="inner",
+                         nulls_equal=True)
+    per_fold = (
+        chosen.join(heldout.group_by([*by, "fold"]).agg(
+            pl.len().cast(pl.Int64).alias("n_heldout"),
+            pl.col("correct").cast(pl.Float64).mean().alias("heldout_accuracy")), on=[*by, "fold"], how="left",
+            nulls_equal=True)
+        .select([*by, "fold", "n_train", pl.col("n_heldout").fill_null(0), "tau", "matched", "train_accuracy",
+                 "train_fixed_accuracy", "train_mean_frames", "heldout_accuracy"])
+        .sort([*by, "fold"])
+    )
+    unique, fixed_unique = pl.col("unique_frames"), pl.col("fixed_unique")
+    summary = (
+        heldout.group_by(by)
+        .agg(pl.col("fixed_budget").first(), pl.len().cast(pl.Int64).alias("n_items"),
+             pl.col("fixed_correct").cast(pl.Float64).mean().alias("fixed_accuracy"),
+             pl.col("fixed_n_frames").cast(pl.Float64).mean().alias("fixed_frames"),
+             pl.when(fixed_unique.null_count() == 0).then(fixed_unique.cast(pl.Float64).mean())
+             .alias("fixed_unique_frames"),
+             pl.col("correct").cast(pl.Float64).mean().alias("accuracy"),
+             pl.col("frames").cast(pl.Float64).mean().alias("mean_frames"),
+             pl.when(unique.null_count() == 0).then(unique.cast(pl.Float64).mean()).alias("mean_unique_frames"))
+        .join(per_fold.group_by(by).agg(pl.col("matched").sum().cast(pl.Int64).alias("n_folds_matched")),
+              on=by, how="left", nulls_equal=True)
+        .with_columns(
+            pl.lit(k, dtype=pl.Int64).alias("k"),
+            pl.when(pl.col("fixed_frames") > 0).then(1 - pl.col("mean_frames") / pl.col("fixed_frames"))
+            .alias("frames_saved"),
+            pl.when(pl.col("fixed_unique_frames") > 0)
+            .then(1 - pl.col("mean_unique_frames") / pl.col("fixed_unique_frames")).alias("unique_frames_saved"),
+            (pl.col("accuracy") - pl.col("fixed_accuracy")).alias("accuracy_delta"),
+        )
+        .select([*by, "k", "fixed_budget", "n_items", "fixed_accuracy", "fixed_frames", "fixed_unique_frames",
+                 "accuracy", "mean_frames", "mean_unique_frames", "frames_saved", "unique_frames_saved",
+                 "accuracy_delta", "n_folds_matched"])
+        .sort(by)
+    )
+    return summary, per_fold
