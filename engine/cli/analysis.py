@@ -94,10 +94,16 @@ def _print_group(g: dict[str, Any]) -> None:
         f"(visual only {_pts(g['visual_confusion_visual_only'])}); text overwrite (any) {_pts(ow.get('share_all'))}; "
         f"terminal regressions {_pts(term.get('share'))}"
     )
+    fit = (g["cascade"] or {}).get("crossfit") or {}
+    if fit:
+        console.print(f"cascade vs {fit['fixed_budget']}, tau out of sample ({fit['k']}-fold): accuracy "
+                      f"{_pts(fit['accuracy'])} ({_pts(fit['accuracy_delta'], True)} pts) with "
+                      f"{_pts(fit['frames_saved'])}% fewer frames processed, "
+                      f"{_pts(fit['unique_frames_saved'])}% fewer unique frames")
     if casc:
-        console.print(f"cascade matches {casc['fixed_budget']} at tau {casc['tau']} with "
-                      f"{_pts(casc['frames_saved'])}% fewer frames "
-                      f"({_pts(casc['unique_frames_saved'])}% fewer decoded)")
+        console.print(f"  in sample (tau tuned on the same items): tau {casc['tau']}, accuracy "
+                      f"{_pts(casc['accuracy'])}, {_pts(casc['frames_saved'])}% fewer frames processed, "
+                      f"{_pts(casc['unique_frames_saved'])}% fewer unique frames")
     if g["generation"]:
         gen = g["generation"]
         console.print(f"open tasks: {gen['n_items']} items, oracle gap {_pts(gen['oracle_gap'])} pts")

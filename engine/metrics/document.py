@@ -3,7 +3,7 @@
 Shape (``schema`` = ``"framesweep.metrics/1"``; every rate is a fraction in [0, 1],
 differences such as net or headroom in [-1, 1]; a value that is undefined is null)::
 
-    {schema, source, options: {n_boot, seed, level, eps, taus, pairs, cascade_stages, cascade_match},
+    {schema, source, options: {n_boot, seed, level, eps, taus, pairs, cascade_stages, cascade_match, cascade_folds},
      groups: [{
         model_id, dataset,
         grid: [budget ids in cost order], off_grid: [budgets of other sampling policies],
@@ -26,8 +26,14 @@ differences such as net or headroom in [-1, 1]; a value that is undefined is nul
         categories: {column: [{value, n_items, rates: {metric: value | {key: value}}}]},
         cascade: {stages, curve: [{tau, accuracy, mean_frames, mean_unique_frames, mean_stages}],
                   pareto_front: [tau], pareto_front_unique: [tau],
-                  match: {fixed_budget, fixed_accuracy, fixed_frames, tau, accuracy, mean_frames,
-                          mean_unique_frames, frames_saved, unique_frames_saved}},       # null: no visual stage
+                  match: {selection: "in_sample", fixed_budget, fixed_accuracy, fixed_frames, tau, accuracy,
+                          mean_frames, mean_unique_frames, frames_saved, unique_frames_saved},  # tau tuned on
+                          # the items it is scored on (optimistic); null: no tau reaches the fixed budget
+                  crossfit: {selection: "out_of_sample", k, fixed_budget, n_items, fixed_accuracy, fixed_frames,
+                             fixed_unique_frames, accuracy, mean_frames, mean_unique_frames, frames_saved,
+                             unique_frames_saved, accuracy_delta, n_folds_matched,
+                             folds: [{fold, n_train, n_heldout, tau, matched, train_accuracy,
+                                      train_fixed_accuracy, heldout_accuracy}]}},   # null: no visual stage
         trajectory_patterns: [{pattern, n}],       # "1"/"0" per grid budget, most frequent first
         <name>: ...,                               # every metric of engine.metrics.registry, by its name
         confidence_intervals: {metric: [lo, hi] | {key: [lo, hi]}},    # paired bootstrap over items
@@ -165,12 +171,18 @@ def _cascade(t: _Tables, key: Key) -> dict[str, Any] | None:
         return None
     cols = ("tau", "n_items", "accuracy", "mean_frames", "mean_unique_frames", "mean_stages")
     match = t.one("cascade_match", key)
+    crossfit = t.one("cascade_crossfit", key)
+    if crossfit is not None:
+        crossfit["folds"] = [{c: r[c] for c in ("fold", "n_train", "n_heldout", "tau", "matched", "train_accuracy",
+                                                  "train_fixed_accuracy", "heldout_accuracy")}
+                             for r in t.rows("cascade_crossfit_folds", key)]
     return {
         "stages": [r["budget_id"] for r in t.rows("cascade_stages", key)],
         "curve": [{c: r[c] for c in cols} for r in curve],
         "pareto_front": [r["tau"] for r in t.rows("cascade_front", key)],
         "pareto_front_unique": [r["tau"] for r in t.rows("cascade_front_unique", key)],
-        "match": match,
+        "match": {**match, "selection": "in_sample"} if match else None,
+        "crossfit": {**crossfit, "selection": "out_of_sample"} if crossfit else None,
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.metrics.cascade import DEFAULT_TAUS
+from engine.metrics.cascade import DEFAULT_FOLDS, DEFAULT_TAUS
 from engine.metrics.generation import DEFAULT_EPS
 from engine.metrics.grid import CATEGORY_COLUMNS
 
@@ -29,6 +29,8 @@ class SummaryOptions:
     """Fixed budget the cascade must match (None: each group's dearest visual budget)."""
     taus: tuple[float, ...] = DEFAULT_TAUS
     """Cascade confidence thresholds."""
+    cascade_folds: int = DEFAULT_FOLDS
+    """Folds of the cascade's cross-fitted (out-of-sample) tau; the folds are seeded by `seed`."""
     eps: float = DEFAULT_EPS
     """Score-regression tolerance for open tasks."""
     categories: tuple[str, ...] = CATEGORY_COLUMNS

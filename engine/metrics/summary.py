@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from engine.metrics.cascade import cascade_curve, fixed_cost, match_fixed, pareto_front
+from engine.metrics.cascade import cascade_curve, crossfit_match, fixed_cost, match_fixed, pareto_front
 from engine.metrics.confusion import visual_confusion
 from engine.metrics.crossmodel import checkpoint_flows, cross_model_matched, matched_grid
 from engine.metrics.flows import all_pair_flows, pair_flows, state_flows, transitions
@@ -81,12 +81,15 @@ def _cascade_tables(snap: pl.LazyFrame, m: pl.LazyFrame, opts: SummaryOptions) -
         all_m = matched(snap, budgets=budgets)
         stages_m = all_m.filter(pl.col("budget_id").is_in(list(opts.cascade_stages)))
     curve = cascade_curve(stages_m, opts.taus)
+    crossfit, crossfit_folds = crossfit_match(stages_m, all_m, opts.cascade_match, opts.taus,
+                                              k=opts.cascade_folds, seed=opts.seed)
     return {
         "cascade_stages": stages_m.group_by([*GROUP, "budget_id"]).agg(pl.col("rank").first()).sort([*GROUP, "rank"]),
         "cascade_curve": curve,
         "cascade_front": pareto_front(curve),
         "cascade_front_unique": pareto_front(curve, cost="mean_unique_frames"),
         "cascade_match": match_fixed(curve, fixed_cost(all_m, opts.cascade_match)),
+        "cascade_crossfit": crossfit, "cascade_crossfit_folds": crossfit_folds,
     }
 
 
