@@ -9,16 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from engine.cli._console import console, fail
 
 if TYPE_CHECKING:
     from engine.metrics.summary import SummaryOptions
 
 __all__ = ["register"]
 
-console = Console()
-err_console = Console(stderr=True)
 
 _Dir = Annotated[Path, typer.Argument(metavar="DIR", help="Results directory (safe while a sweep writes to it).")]
 _NBoot = Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates for confidence intervals (0: none).")]
@@ -62,7 +61,7 @@ def _document(out_dir: Path, opts: SummaryOptions) -> dict[str, Any]:
     from engine.metrics.summary import load_rows, summary_tables
 
     if not (out_dir / "results").is_dir():
-        err_console.print(f"[red]{out_dir}: no results/ directory (not a framesweep results directory?)[/red]")
+        fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
         raise typer.Exit(2)
     return summary_document(summary_tables(load_rows(out_dir), opts), opts, source=str(out_dir))
 
@@ -166,7 +165,7 @@ def _snapshot(out_dir: Path, engine: Any) -> Any:
     from engine.metrics.summary import SNAPSHOT_COLUMNS, load_rows
 
     if not (out_dir / "results").is_dir():
-        err_console.print(f"[red]{out_dir}: no results/ directory (not a framesweep results directory?)[/red]")
+        fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
         raise typer.Exit(2)
     return load_rows(out_dir).select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
 
@@ -196,7 +195,7 @@ def _checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: lis
     try:
         tables = checkpoint_tables(rows, models or [], image_datasets)
     except ValueError as err:
-        err_console.print(f"[red]--models: {err}[/red]")
+        fail(f"--models: {err}")
         raise typer.Exit(2) from None
     return {"schema": "framesweep.checkpoints/1", "source": str(out_dir),
             **checkpoint_document(_collect(tables, engine), models or [])}
@@ -262,14 +261,14 @@ def export_manifest(
 
     readers = {".parquet": pl.scan_parquet, ".jsonl": pl.scan_ndjson, ".ndjson": pl.scan_ndjson, ".csv": pl.scan_csv}
     if items is not None and items.suffix not in readers:
-        err_console.print(f"[red]--items: unknown format {items.suffix!r} (known: {', '.join(readers)})[/red]")
+        fail(f"--items: unknown format {items.suffix!r} (known: {', '.join(readers)})")
         raise typer.Exit(2)
     table = readers[items.suffix](items) if items is not None else None  # type: ignore[operator]
     try:
         n = run_export(scan_predictions(out_dir), table, out, predictor_id=predictor_id,
                        fallback_frames=fallback_frames)
     except ValueError as err:
-        err_console.print(f"[red]{err}[/red]")
+        fail(err)
         raise typer.Exit(2) from None
     console.print(f"wrote {n} lines to {out}")
 
@@ -315,7 +314,7 @@ def import_lmms_eval(
         summary = run_import(paths, out, frames=frames, budget_id=budget_id, model_id=model_id, dataset=dataset,
                              sweep_id=sweep_id)
     except (ValueError, OSError, StoreLockedError) as err:
-        err_console.print(f"[red]{err}[/red]")
+        fail(err)
         raise typer.Exit(2) from None
     for name, b in summary.budgets.items():
         console.print(f"{name} -> budget {b}")

@@ -11,41 +11,51 @@ from typing import Annotated, Any
 
 import polars as pl
 import typer
-from rich.console import Console
 from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from engine.cli._console import console, err_console, fail, warn
 from engine.cli.analysis import register as register_analysis_commands
 from engine.cli.datasets import register as register_dataset_commands
 from engine.datasets.errors import DatasetError
-from engine.results.store import StoreLockedError
+from engine.results.store import ForeignSweepError, StoreLockedError
+from engine.runtime.secrets import RedactingFilter
 from engine.spec import SpecError, SweepSpec, load_spec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="framesweep: paired item-level scaling audits of video LLMs.")
-console = Console()
-err_console = Console(stderr=True)
 
 
 def _logging(verbose: bool) -> None:
+    handler = RichHandler(console=err_console, show_path=False, markup=False)
+    handler.addFilter(RedactingFilter())
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s",
-                        handlers=[RichHandler(console=err_console, show_path=False)], force=True)
+                        handlers=[handler], force=True)
 
 
 def _load(spec_path: Path, out: Path | None) -> SweepSpec:
     try:
-        spec = load_spec(spec_path)
+        return load_spec(spec_path, out)
     except SpecError as err:
-        err_console.print(f"[red]{err}[/red]")
+        fail(err)
         raise typer.Exit(2) from None
-    return spec.with_out_dir(out) if out is not None else spec
 
 
-def _run_spec(spec: SweepSpec) -> int:
+EXIT_FAILED_JOBS = 4
+"""`run` finished, but some jobs are error rows (a rerun retries them)."""
+
+
+def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
     from engine.sweep import Sweep
+    from engine.sweep.preflight import preflight
 
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+    try:
+        preflight(spec, source)
+    except SpecError as err:
+        fail(err)
+        return 2
+    columns = (TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, transient=False) as progress:
         task = progress.add_task("starting engines", total=None)
@@ -62,19 +72,25 @@ def _run_spec(spec: SweepSpec) -> int:
         try:
             summary = asyncio.run(sweep.run())
         except StoreLockedError as err:
-            err_console.print(f"[red]{err}[/red]")
+            fail(err)
             return 3
-        except DatasetError as err:
-            err_console.print(f"[red]{err}[/red]")
+        except (DatasetError, SpecError, ForeignSweepError) as err:
+            fail(err)
             return 2
     console.print(
-        f"[bold]{spec.sweep_id}[/bold]: {summary.jobs_ok} ok, {summary.jobs_failed} failed, "
+        f"{spec.sweep_id}: {summary.jobs_ok} ok, {summary.jobs_failed} failed, "
         f"{summary.jobs_skipped} already committed; {summary.videos} videos, {summary.decode_calls} decode passes, "
         f"{summary.frames_decoded} frames decoded; {summary.wall_s:.1f}s -> {spec.store.out_dir}"
     )
+    if summary.foreign_shards:
+        warn(f"{len(summary.foreign_shards)} shard(s) of another sweep in {spec.store.out_dir / 'results'} were "
+             "ignored (their rows count for nothing here): " + ", ".join(Path(p).name for p in summary.foreign_shards))
     if summary.stopped:
-        console.print("[yellow]stopped early; rerun the same command to finish[/yellow]")
+        warn("stopped early; rerun the same command to finish")
         return 130
+    if summary.jobs_failed:
+        warn(f"{summary.jobs_failed} job(s) failed (error rows); rerun the same command to retry them")
+        return EXIT_FAILED_JOBS
     return 0
 
 
@@ -90,7 +106,7 @@ def run(
     spec = _load(spec_path, out)
     if address:
         spec = spec.model_copy(update={"ray_address": address})
-    raise typer.Exit(_run_spec(spec))
+    raise typer.Exit(_run_spec(spec, str(spec_path)))
 
 
 def _print_tables(out_dir: Path) -> None:
@@ -131,7 +147,7 @@ def demo(
         path.write_text(text)
         spec = _load(path, out)
     code = _run_spec(spec)
-    if code in (0, 130):
+    if code in (0, 130, EXIT_FAILED_JOBS):
         _print_tables(out)
     raise typer.Exit(code)
 
@@ -145,7 +161,7 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
     try:
         st = sweep_status(out_dir)
     except FileNotFoundError as err:
-        err_console.print(f"[red]{err}[/red]")
+        fail(err)
         raise typer.Exit(2) from None
     t = Table(title=f"{st.sweep_id}: {st.done} done, {st.failed} failed, {st.pending} pending")
     for c in ("model", "budget", "done", "failed", "pending"):
@@ -156,6 +172,9 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
     rate = f"{st.jobs_per_min:.1f} jobs/min" if st.jobs_per_min else "n/a"
     eta = f"{st.eta_min:.1f} min" if st.eta_min is not None else "n/a"
     console.print(f"throughput {rate}; ETA {eta}")
+    if st.foreign_shards:
+        warn(f"{len(st.foreign_shards)} shard(s) hold rows of another sweep and are not counted: "
+             + ", ".join(Path(p).name for p in st.foreign_shards))
     if st.churn.height:
         c = Table(title="live churn (items answered at every budget so far)")
         for col in ("model", "dataset", "from", "to", "n", "rescue", "harm", "net", "churn", "acc(to)"):
@@ -195,7 +214,7 @@ def cascade(
     try:
         rep = asyncio.run(run_cascade(spec, stages.split(","), tau, session, fixed))
     except ValueError as err:
-        err_console.print(f"[red]{err}[/red]")
+        fail(err)
         raise typer.Exit(2) from None
     t = Table(title=f"cascade {' -> '.join(rep.stages)} at tau {rep.tau:g} ({rep.n_items} items)")
     for c in ("policy", "accuracy", "mean frames", "frames decoded", "wall s"):
@@ -239,7 +258,7 @@ def predict(
     _logging(verbose)
     spec = _load(spec_path, out)
     if predictor not in {m.id for m in spec.models}:
-        err_console.print(f"[red]--predictor {predictor!r} is not a model of the spec[/red]")
+        fail(f"--predictor {predictor!r} is not a model of the spec")
         raise typer.Exit(2)
 
     async def go() -> tuple[Any, Any]:

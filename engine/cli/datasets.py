@@ -6,17 +6,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+
+from engine.cli._console import console, fail
 
 if TYPE_CHECKING:
     from engine.datasets.survey import DatasetSurvey
 
 __all__ = ["register"]
 
-console = Console()
-err_console = Console(stderr=True)
 
 _MISSING_SHOWN = 10
 
@@ -32,48 +30,47 @@ def datasets(
         infos = [i for i in infos if i.name == name]
         if not infos:
             known = ", ".join(i.name for i in describe_adapters())
-            err_console.print(f"[red]unknown dataset {name!r}; known: {known}[/red]")
+            fail(f"unknown dataset {name!r}; known: {known}")
             raise typer.Exit(2)
     for info in infos:
-        t = Table(title=f"[bold]{info.name}[/bold] ({escape(info.version)}): {escape(info.summary)}",
-                  title_justify="left")
+        t = Table(title=f"{info.name} ({info.version}): {info.summary}", title_justify="left",
+                  title_style="bold")
         for col in ("field", "type", "default", "description"):
             t.add_column(col, overflow="fold")
         for f in info.fields:
-            t.add_row(f.name, escape(f.type), "[i]required[/i]" if f.required else escape(f.default),
-                      escape(f.description))
+            t.add_row(f.name, f.type, "required" if f.required else f.default, f.description)
         console.print(t)
 
 
 def _print_survey(s: DatasetSurvey) -> None:
-    console.print(f"[bold]{s.dataset}[/bold] ({s.version}): {s.n_items} items; "
+    console.print(f"{s.dataset} ({s.version}): {s.n_items} items; "
                   + ", ".join(f"{k} {v}" for k, v in s.by_kind.items()))
     t = Table(title="items per task")
     t.add_column("task")
     t.add_column("items", justify="right")
     for task, n in s.by_task.items():
-        t.add_row(escape(task), str(n))
+        t.add_row(task, str(n))
     console.print(t)
     kinds = ", ".join(f"{k} {v}" for k, v in s.media_kind.items()) or "none"
     colour = "green" if not s.media_missing else "yellow"
-    console.print(f"media ({kinds}): [{colour}]{s.media_found} found, {len(s.media_missing)} missing[/{colour}]")
+    console.print(f"media ({kinds}): {s.media_found} found, {len(s.media_missing)} missing", style=colour)
     for path, ids in list(s.media_missing.items())[:_MISSING_SHOWN]:
         shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
-        console.print(f"  missing: {escape(path)} ({len(ids)} item(s): {escape(shown)})")
+        console.print(f"  missing: {path} ({len(ids)} item(s): {shown})")
     if len(s.media_missing) > _MISSING_SHOWN:
         console.print(f"  ... and {len(s.media_missing) - _MISSING_SHOWN} more (their jobs become error rows)")
     if s.subtitles_total:
         console.print(f"subtitles: {s.subtitles_found} found, {s.subtitles_total - s.subtitles_found} missing")
     if s.problems:
-        console.print(f"[yellow]{len(s.problems)} bad row(s) skipped (strict = false):[/yellow]")
+        console.print(f"{len(s.problems)} bad row(s) skipped (strict = false):", style="yellow")
         for p in s.problems[:_MISSING_SHOWN]:
-            console.print(f"  {escape(str(p))}")
+            console.print(f"  {p}")
     t = Table(title="jobs: items x budgets within max_frames")
     for col in ("model", "budgets", "jobs"):
         t.add_column(col, justify="right" if col == "jobs" else "left")
     for model, n in s.jobs_by_model.items():
-        t.add_row(escape(model), escape(" ".join(s.budgets_by_model[model])), str(n))
-    t.add_row("[bold]total[/bold]", "", f"[bold]{s.jobs_total}[/bold]")
+        t.add_row(model, " ".join(s.budgets_by_model[model]), str(n))
+    t.add_row("total", "", str(s.jobs_total), style="bold")
     console.print(t)
 
 
@@ -89,7 +86,7 @@ def inspect(
         spec = load_spec(spec_path)
         s = survey(spec)
     except (SpecError, DatasetError) as err:
-        err_console.print(str(err), style="red", markup=False)  # messages hold paths with [brackets]
+        fail(err)  # messages hold paths with [brackets]: printed literally
         raise typer.Exit(2) from None
     _print_survey(s)
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from engine.metrics.flows import transitions
 from engine.metrics.grid import GROUP, matched
-from engine.results.store import latest_rows, scan_results
+from engine.results.store import foreign_shards, latest_rows, scan_results
 
 __all__ = ["SweepStatus", "sweep_status"]
 
@@ -27,6 +27,8 @@ class SweepStatus:
     churn: pl.DataFrame
     """Live churn summary: per model and dataset, each consecutive transition of the grid over the items
     answered at every budget so far (rescue, harm, n, net, churn), plus `accuracy_to` at the later budget."""
+    foreign_shards: list[str] = field(default_factory=list)
+    """Shards holding rows of another sweep: not counted."""
 
 
 def sweep_status(out_dir: str | Path) -> SweepStatus:
@@ -41,14 +43,22 @@ def sweep_status(out_dir: str | Path) -> SweepStatus:
          for b, n in per.items()],
         schema={"model_id": pl.String, "budget_id": pl.String, "expected": pl.Int64},
     )
-    latest = latest_rows(scan_results(out))
+    sweep_id = manifest.get("sweep_id", out.name)
+    rows = scan_results(out)
+    foreign = []
+    if "sweep_id" in manifest:  # rows of another sweep (a shard copied in) count for nothing here
+        rows = rows.filter(pl.col("sweep_id") == manifest["sweep_id"])
+        foreign = [str(p) for p in foreign_shards(out, manifest["sweep_id"])]
+    latest = latest_rows(rows)
     counts = (
         latest.group_by(["model_id", "budget_id"])
         .agg((pl.col("status") == "ok").sum().alias("done"), (pl.col("status") != "ok").sum().alias("failed"))
         .collect()
     )
     per = (
-        expected.join(counts, on=["model_id", "budget_id"], how="full", coalesce=True)
+        # the spec's (model, budget) pairs decide what is counted (an import has none: then every row counts)
+        expected.join(counts, on=["model_id", "budget_id"], how="left" if expected.height else "full",
+                      coalesce=True)
         .with_columns(pl.col("expected", "done", "failed").fill_null(0).cast(pl.Int64))
         .with_columns((pl.col("expected") - pl.col("done") - pl.col("failed")).clip(0).alias("pending"))
         .sort(["model_id", "budget_id"])
@@ -63,8 +73,7 @@ def sweep_status(out_dir: str | Path) -> SweepStatus:
         if span > 0:
             rate = times["n"][0] / span
             eta = pending / rate if pending else 0.0
-    return SweepStatus(manifest.get("sweep_id", out.name), done, failed, pending, per, rate, eta,
-                       live_churn(latest))
+    return SweepStatus(sweep_id, done, failed, pending, per, rate, eta, live_churn(latest), foreign)
 
 
 def live_churn(latest: pl.LazyFrame) -> pl.DataFrame:

@@ -31,7 +31,7 @@ import polars as pl
 from engine.results.schema import KEY_COLUMNS, RESULT_SCHEMA, ResultRow, rows_to_frame
 from engine.runtime.atomic import atomic_write
 
-__all__ = ["ResultStore", "StoreLockedError", "latest_rows", "scan_results"]
+__all__ = ["ForeignSweepError", "ResultStore", "StoreLockedError", "foreign_shards", "latest_rows", "scan_results"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,20 @@ _SHARD_GLOB = "part-*.parquet"
 
 class StoreLockedError(RuntimeError):
     """Another driver holds this results directory."""
+
+
+class ForeignSweepError(RuntimeError):
+    """The results directory belongs to another sweep."""
+
+
+def foreign_shards(out_dir: str | Path, sweep_id: str) -> list[Path]:
+    """Committed shards holding any row whose sweep id is not `sweep_id`."""
+    bad = []
+    for p in _shard_paths(Path(out_dir)):
+        ids = pl.scan_parquet(p).select(pl.col("sweep_id").unique()).collect()["sweep_id"].to_list()
+        if any(i != sweep_id for i in ids):
+            bad.append(p)
+    return bad
 
 
 def _shard_paths(out_dir: Path) -> list[Path]:
@@ -133,16 +147,32 @@ class ResultStore:
         doc = {**info, "created_at": created, "updated_at": datetime.now(UTC).isoformat()}
         atomic_write(path, json.dumps(doc, indent=2, default=str))
 
+    def check_sweep(self, sweep_id: str) -> None:
+        """Refuse a directory whose manifest belongs to another sweep (one directory holds one sweep)."""
+        other = self.read_manifest().get("sweep_id")
+        if other is not None and other != sweep_id:
+            raise ForeignSweepError(
+                f"{self.out_dir} holds sweep {other!r}, not {sweep_id!r}; use another --out directory "
+                "(or the spec's sweep_id)")
+
     # --- reading -----------------------------------------------------------------
-    def done_keys(self) -> set[tuple[str, str, str, str]]:
-        """Keys that already have an ok row: a rerun skips them."""
-        df = scan_results(self.out_dir).filter(pl.col("status") == "ok").select(KEY_COLUMNS).unique().collect()
+    def _rows(self, sweep_id: str | None) -> pl.LazyFrame:
+        rows = scan_results(self.out_dir)
+        return rows if sweep_id is None else rows.filter(pl.col("sweep_id") == sweep_id)
+
+    def done_keys(self, sweep_id: str | None = None) -> set[tuple[str, str, str, str]]:
+        """Keys that already have an ok row (of `sweep_id` only, when given): a rerun skips them."""
+        df = self._rows(sweep_id).filter(pl.col("status") == "ok").select(KEY_COLUMNS).unique().collect()
         return set(df.iter_rows())
 
-    def attempts(self) -> dict[tuple[str, str, str, str], int]:
-        """Highest attempt number recorded per key (errors included)."""
-        df = scan_results(self.out_dir).group_by(KEY_COLUMNS).agg(pl.col("attempt").max()).collect()
+    def attempts(self, sweep_id: str | None = None) -> dict[tuple[str, str, str, str], int]:
+        """Highest attempt number recorded per key (errors included; of `sweep_id` only, when given)."""
+        df = self._rows(sweep_id).group_by(KEY_COLUMNS).agg(pl.col("attempt").max()).collect()
         return {tuple(r[:4]): int(r[4] or 0) for r in df.iter_rows()}  # type: ignore[misc]
+
+    def foreign_shards(self, sweep_id: str) -> list[Path]:
+        """Shards holding rows of another sweep (copied in by hand): reported, and never counted as done."""
+        return foreign_shards(self.out_dir, sweep_id)
 
     # --- writing -----------------------------------------------------------------
     def add(self, rows: Iterable[ResultRow]) -> None:

@@ -135,6 +135,13 @@ class EngineSpec(_Strict):
         description="Engine actors for this model (e.g. one per GPU of the cluster), spread over nodes; each "
         "batch goes to whichever is least busy, and a batch whose engine dies is retried on another.",
     )
+    deadline_base_s: float = Field(
+        default=120.0, gt=0,
+        description="An engine call that has not answered after deadline_base_s + deadline_per_request_s x "
+        "requests + deadline_per_frame_s x frames counts as hung: the engine is restarted and the batch retried.",
+    )
+    deadline_per_request_s: float = Field(default=5.0, ge=0, description="Per-request allowance of the deadline.")
+    deadline_per_frame_s: float = Field(default=0.5, ge=0, description="Per-frame allowance of the deadline.")
     extra: dict[str, Any] = Field(
         default_factory=dict, description="Further keyword arguments handed to vllm.LLM untouched."
     )
@@ -242,7 +249,7 @@ class SweepSpec(_Strict):
     budgets: list[BudgetPoint] = Field(min_length=1, description="The budget grid.")
     prompt: PromptSpec = Field(default_factory=PromptSpec, description="Prompt and scoring options.")
     decode: DecodeSpec = Field(default_factory=DecodeSpec, description="Decoding options.")
-    store: StoreSpec = Field(description="Results store.")
+    store: StoreSpec = Field(description="Results store (optional when the command line gives --out).")
     ray_address: str | None = Field(default=None, description="Ray cluster to join; null starts a local one.")
     max_attempts: int = Field(default=3, ge=1, description="Attempts per job before it is recorded as an error.")
 
@@ -310,8 +317,9 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
         raise SpecError(_format_error(source, err)) from None
 
 
-def load_spec(path: str | Path) -> SweepSpec:
-    """Load and validate a TOML sweep spec."""
+def load_spec(path: str | Path, out_dir: str | Path | None = None) -> SweepSpec:
+    """Load and validate a TOML sweep spec; `out_dir` (the CLI's --out) sets `store.out_dir`, so a spec
+    needs no [store] table when it is given."""
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -319,4 +327,6 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise SpecError(f"{p}: spec file not found") from None
     except tomllib.TOMLDecodeError as err:
         raise SpecError(f"{p}: not valid TOML: {err}") from None
+    if out_dir is not None and isinstance(data.get("store", {}), dict):
+        data["store"] = {**data.get("store", {}), "out_dir": str(out_dir)}
     return parse_spec(data, str(p))

@@ -46,6 +46,7 @@ from engine.spec import ModelSpec, SweepSpec
 from engine.sweep.engines import start_backends
 from engine.sweep.jobs import plan_item
 from engine.sweep.policy import GridPolicy, JobPolicy
+from engine.sweep.preflight import preflight
 from engine.sweep.rows import JobContext, error_row, scored_row
 
 __all__ = ["Sweep", "SweepSummary"]
@@ -79,6 +80,8 @@ class SweepSummary:
     stopped: bool = False
     engines: dict[str, Any] = field(default_factory=dict)
     decode_workers: list[str] = field(default_factory=list)
+    foreign_shards: list[str] = field(default_factory=list)
+    """Shards of another sweep found in the results directory (ignored)."""
 
 
 class Sweep:
@@ -110,13 +113,20 @@ class Sweep:
 
     async def run(self) -> SweepSummary:
         t0 = time.perf_counter()
+        preflight(self.spec, engines=self._own_backends)
         adapter = build_adapter(self.spec.dataset)
         self._scorer = adapter.score
         items = list(adapter.items())
         store = ResultStore(self.spec.store.out_dir)
         try:
-            done = store.done_keys()
-            self._attempts = store.attempts()
+            store.check_sweep(self.spec.sweep_id)
+            foreign = store.foreign_shards(self.spec.sweep_id)
+            if foreign:
+                log.warning("%d shard(s) in %s hold rows of another sweep; they are ignored (not done): %s",
+                            len(foreign), store.results_dir, ", ".join(p.name for p in foreign[:5]))
+            self.summary.foreign_shards = [str(p) for p in foreign]
+            done = store.done_keys(self.spec.sweep_id)
+            self._attempts = store.attempts(self.spec.sweep_id)
             jobs = self.policy.plan(self.spec, items, done)
             self._record_plan(store, items, done, jobs)
             if jobs:

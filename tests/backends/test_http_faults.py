@@ -163,3 +163,38 @@ def test_malformed_200_replies_fail_only_their_own_rows(malformed_server: Faulty
     assert empty["error"].str.contains("Bearer ***", literal=True).all()
     assert not rows.select(pl.any_horizontal(pl.col(pl.String).str.contains("sekret", literal=True))
                            ).to_series().any(), "the API key leaked into results"
+
+
+def test_run_exits_4_when_jobs_failed_and_prints_no_key(malformed_server: FaultyServer, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`framesweep run` (spec without [store], --out given) on the same stand-in: the sweep finishes with
+    error rows, so the exit status is 4; the key the server echoed is nowhere in the output."""
+    from typer.testing import CliRunner
+
+    from engine.cli.app import EXIT_FAILED_JOBS, app
+
+    monkeypatch.setenv("FS_TEST_KEY", "sekret-789")
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'''sweep_id = "cli"
+[[models]]
+id = "remote"
+family = "qwen2_5_vl"
+path = "tiny"
+backend = "openai"
+[models.http]
+base_url = "{malformed_server.url}"
+api_key_env = "FS_TEST_KEY"
+[dataset]
+name = "synthetic"
+n_videos = 2
+seconds = 2.0
+fps = 8
+width = 64
+height = 48
+[[budgets]]
+frames = 0
+''')
+    res = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path / "out"), "-v"])
+    assert res.exit_code == EXIT_FAILED_JOBS == 4, res.output
+    assert "2 ok, 4 failed" in res.output and "sekret" not in res.output
+    assert scan_results(tmp_path / "out").collect().height == 6

@@ -1,0 +1,107 @@
+"""What a new or hostile user meets before any work: messages printed literally (rich markup in user
+text), every unusable field named before the results directory is touched, shards of another sweep
+ignored and reported, and the exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import small_spec_dict, write_toml
+from typer.testing import CliRunner
+
+from engine.backends.base import BackendBase, EngineRequest, EngineResult
+from engine.cli.app import app
+from engine.metrics.status import sweep_status
+from engine.results.store import ForeignSweepError, scan_results
+from engine.spec import parse_spec
+from engine.sweep import Sweep
+
+runner = CliRunner()
+
+
+class SureEngine(BackendBase):
+    """Answers "A" with certainty (the pipeline around the engine is what these tests check)."""
+
+    name = "fake"
+
+    async def start(self) -> dict[str, Any]:
+        return {}
+
+    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        return [EngineResult(r.request_id, text="A", letter_logprobs={"A": 0.0}) for r in requests]
+
+
+def test_markup_in_user_text_is_printed_literally(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path / "out")
+    d["models"][0]["backend"] = "openai"  # and no [models.http] table
+    path = write_toml(tmp_path / "s.toml", d)
+    # an unknown field whose name closes a tag nobody opened
+    path.write_text(path.read_text().replace("[dataset]\n", '[dataset]\n"x[/b]" = 1\n'))
+    res = runner.invoke(app, ["run", str(path)])
+    assert res.exit_code == 2, res.output
+    assert "needs an [models.http] table" in res.output
+    assert "x[/b]" in res.output and "Extra inputs are not permitted" in res.output
+
+
+def test_every_unusable_field_is_named_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FS_TEST_UNSET_KEY", raising=False)
+    out = tmp_path / "a-file"
+    out.write_text("not a directory")
+    d = small_spec_dict(out)
+    base = d["models"][0]
+    d["models"] = [
+        {**base, "id": "m0", "family": "nope"},
+        {**base, "id": "m1", "path": "tiny:nope"},
+        {**base, "id": "m2", "path": str(tmp_path / "no-such-checkpoint")},
+        {"id": "m3", "family": "qwen2_5_vl", "path": "served", "backend": "openai",
+         "http": {"base_url": "http://127.0.0.1:9", "api_key_env": "FS_TEST_UNSET_KEY"}},
+    ]
+    d["decode"] = {"decoder": "nope"}
+    res = runner.invoke(app, ["run", str(write_toml(tmp_path / "s.toml", d))])
+    assert res.exit_code == 2, res.output
+    for field, why in [("models.0.family", "unknown model family 'nope'"),
+                       ("models.1.path", "no tiny checkpoint for 'nope'"),
+                       ("models.2.path", "no such checkpoint directory"),
+                       ("models.3.http.api_key_env", "FS_TEST_UNSET_KEY is not set"),
+                       ("decode.decoder", "unknown decoder 'nope'"),
+                       ("store.out_dir", "is a file, not a directory")]:
+        assert f"{field}: " in res.output and why in res.output, (field, res.output)
+    assert out.read_text() == "not a directory"
+
+
+def test_store_table_is_optional_with_out(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path / "unused")
+    del d["store"]
+    d["decode"] = {"decoder": "nope"}  # stops at the preflight, after the spec itself was accepted
+    res = runner.invoke(app, ["run", str(write_toml(tmp_path / "s.toml", d)), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "decode.decoder" in res.output and "store:" not in res.output
+    res = runner.invoke(app, ["run", str(write_toml(tmp_path / "s.toml", d))])
+    assert res.exit_code == 2 and "store: Field required" in res.output
+
+
+def test_a_shard_of_another_sweep_is_not_done_and_is_reported(tmp_path: Path) -> None:
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    other = small_spec_dict(theirs, sweep_id="other")
+    other["budgets"] = [{"frames": 0}, {"frames": 2}, {"frames": 16}]  # f16 is not in my spec
+    asyncio.run(Sweep(parse_spec(other), backends={"tiny": SureEngine()}).run())
+    spec = parse_spec(small_spec_dict(mine, sweep_id="mine", budgets=[{"frames": 0}, {"frames": 2}]))
+    (mine / "results").mkdir(parents=True)
+    copied = [shutil.copy(p, mine / "results") for p in sorted((theirs / "results").glob("part-*.parquet"))]
+    summary = asyncio.run(Sweep(spec, backends={"tiny": SureEngine()}).run())
+    assert summary.jobs_skipped == 0 and summary.jobs_ok == 3 * 3 * 2  # nothing of theirs counted as done
+    assert sorted(summary.foreign_shards) == sorted(str(p) for p in copied)
+    st = sweep_status(mine)
+    assert (st.done, st.failed, st.pending) == (18, 0, 0)
+    assert set(st.per_budget["budget_id"]) == {"text", "f2"}  # their f16 is not counted
+    assert sorted(st.foreign_shards) == sorted(str(p) for p in copied)
+    res = runner.invoke(app, ["status", str(mine)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "not counted" in res.output
+    # and their spec is refused in my directory (one directory holds one sweep)
+    with pytest.raises(ForeignSweepError, match="holds sweep 'mine'"):
+        asyncio.run(Sweep(parse_spec(other).with_out_dir(mine), backends={"tiny": SureEngine()}).run())
+    assert scan_results(mine).collect().height == 18 + 3 * 3 * 3
