@@ -189,7 +189,12 @@ def _headline(g: dict[str, Any]) -> str:
             ["oracle headroom (pts)", pct(g["oracle_headroom"]) + _ci(g, "oracle_headroom")],
             ["visual confusion", pct(g["visual_confusion"]) + _ci(g, "visual_confusion")],
             ["text overwrite (any visual)", pct(ow.get("share_all"))],
-            ["terminal regressions", pct(term.get("share"))]]
+            ["terminal regressions (wrong at the top, right at a cheaper visual budget)", pct(term.get("share"))]]
+    for r in term.get("sampling_recovery") or []:
+        who = "any alternate policy" if r["alt_budget_id"] == "any" else r["alt_budget_id"]
+        counts = f"{r['n_recovered']} of {term.get('n_terminal')}; {r['n_missing_alt']} without a result"
+        rows.append([f"recovered by {who} (of all terminal; of those with a result)",
+                     f"{pct(r['share'])}; {pct(r.get('share_with_alt'))} ({counts})"])
     return table("", ["metric (points, 95% CI)", "value"], rows)
 
 

@@ -17,8 +17,11 @@ differences such as net or headroom in [-1, 1]; a value that is undefined is nul
         visual_confusion, visual_confusion_visual_only,
         text_overwrite: {n_text_correct, any: {share_all, share_text_correct}, all: {...},
                          by_budget: {budget_id: {share_all, share_text_correct}}},   # null: no text budget
-        terminal_regression: {max_budget, n_terminal, share,
-                              sampling_recovery: [{alt_budget_id, n_with_alt, n_missing_alt, n_recovered, share}]},
+        terminal_regression: {max_budget, n_terminal, share,   # wrong at max, right at a cheaper visual budget
+                              sampling_recovery: [{alt_budget_id, n_with_alt, n_missing_alt, n_recovered,
+                                                   share,            # over all terminal regressions
+                                                   share_with_alt}]},  # over those with an alternate result
+                                                   # alt_budget_id "any": recovered by at least one alternate
         generation: {grid, n_items, n_excluded, eps, mean_score: {budget_id: s}, best_fixed: {budget_id, score},
                      oracle_score, oracle_gap, regressions: [{from, to, n_regressed, share}]},   # null: no open items
         iso_compute: [{cost, allocations: [{budget_id, frames, accuracy, n_best, n_sole_best}], best_allocation,
@@ -124,7 +127,8 @@ def _terminal(t: _Tables, key: Key) -> dict[str, Any] | None:
     if term is None:
         return None
     rec = [{"alt_budget_id": r["alt_budget_id"], "n_with_alt": r["n_with_alt"], "n_missing_alt": r["n_missing_alt"],
-            "n_recovered": r["n_recovered"], "share": r["sampling_recovery"]} for r in t.rows("recovery", key)]
+            "n_recovered": r["n_recovered"], "share": r["sampling_recovery"],
+            "share_with_alt": r["sampling_recovery_with_alt"]} for r in t.rows("recovery", key)]
     return {"max_budget": term["max_budget"], "n_terminal": term["n_terminal"], "share": term["terminal_regression"],
             "sampling_recovery": rec}
 

@@ -11,7 +11,8 @@ Base rates (key in brackets, "" when single):
 ``fixed_accuracy[budget]``, ``oracle_accuracy``, ``rescue_rate[g->h]``, ``harm_rate[g->h]``
 (consecutive), ``visual_confusion``, ``visual_confusion_visual_only``,
 ``text_overwrite_share_all[budget|any|all]``, ``text_overwrite_share_text_correct[...]``,
-``terminal_regression``, ``sampling_recovery[alt budget]``; score track:
+``terminal_regression``, ``sampling_recovery[alt budget|any]`` (over every terminal regression),
+``sampling_recovery_with_alt[alt budget|any]`` (over those with an alternate result); score track:
 ``generation_mean_score[budget]``, ``generation_oracle_score``,
 ``generation_regression_share[g->h]`` (every g < h); plus the rates of every metric of
 `engine.metrics.registry` that declares `features`.
@@ -29,7 +30,7 @@ from engine.metrics.generation import DEFAULT_EPS
 from engine.metrics.grid import GROUP
 from engine.metrics.overwrite import text_items
 from engine.metrics.registry import registered_metrics
-from engine.metrics.regression import terminal_items
+from engine.metrics.regression import ANY_ALTERNATE, terminal_items
 
 __all__ = ["FEATURE_COLUMNS", "METRIC_ORDER", "correct_features", "score_features"]
 
@@ -38,7 +39,7 @@ METRIC_ORDER: tuple[str, ...] = (
     "rescue_rate", "harm_rate", "net", "churn",
     "visual_confusion", "visual_confusion_visual_only",
     "text_overwrite_share_all", "text_overwrite_share_text_correct",
-    "terminal_regression", "sampling_recovery",
+    "terminal_regression", "sampling_recovery", "sampling_recovery_with_alt",
     "generation_mean_score", "generation_best_score", "generation_oracle_score", "generation_oracle_gap",
     "generation_regression_share",
 )
@@ -82,6 +83,28 @@ def _overwrite_features(m: pl.LazyFrame, by: list[str]) -> list[pl.LazyFrame]:
     return out
 
 
+def _recovery_features(term: pl.LazyFrame, alt: pl.LazyFrame, by: list[str]) -> list[pl.LazyFrame]:
+    """sampling_recovery over every terminal regression (no alternate result: not recovered) and
+    sampling_recovery_with_alt over those with one; per alternate budget and for "any" alternate."""
+    keys = [c for c in by if c in alt.collect_schema().names()]
+    with_alt = term.join(alt, on=[*keys, "item_id"], how="inner", nulls_equal=True)
+    alt_ids = alt.select([*keys, "alt_budget_id"]).unique()
+    t, rec = pl.col("terminal"), pl.col("c_alt").fill_null(False)
+    per_alt = (  # every item of a group with alternates, once per alternate budget (null: no result there)
+        term.join(alt_ids, on=keys, how="inner", nulls_equal=True)
+        .join(alt, on=[*keys, "item_id", "alt_budget_id"], how="left", nulls_equal=True)
+    )
+    any_alt = per_alt.group_by([*by, "item_id"]).agg(t.first(), pl.col("c_alt").fill_null(False).any(),
+                                                      pl.col("c_alt").is_not_null().any().alias("_has"))
+    anykey = pl.lit(ANY_ALTERNATE)
+    return [
+        _feat(per_alt, by, "sampling_recovery", t & rec, t, pl.col("alt_budget_id")),
+        _feat(any_alt, by, "sampling_recovery", t & rec, t, anykey, _ALL),
+        _feat(with_alt, by, "sampling_recovery_with_alt", t & rec, t, pl.col("alt_budget_id")),
+        _feat(any_alt.filter(pl.col("_has")), by, "sampling_recovery_with_alt", t & rec, t, anykey, _ALL),
+    ]
+
+
 def correct_features(m: pl.LazyFrame, alt: pl.LazyFrame | None = None, by: Sequence[str] = GROUP) -> pl.LazyFrame:
     """Per-item (num, den) of every base rate of the correctness track.
 
@@ -109,10 +132,7 @@ def correct_features(m: pl.LazyFrame, alt: pl.LazyFrame | None = None, by: Seque
         *(metric.features(m, alt, by) for metric in registered_metrics() if metric.features is not None),
     ]
     if alt is not None:
-        keys = [c for c in by if c in alt.collect_schema().names()]
-        with_alt = term.join(alt, on=[*keys, "item_id"], how="inner", nulls_equal=True)
-        t = pl.col("terminal")
-        parts.append(_feat(with_alt, by, "sampling_recovery", t & pl.col("c_alt"), t, pl.col("alt_budget_id")))
+        parts += _recovery_features(term, alt, by)
     return pl.concat(parts, how="vertical_relaxed").sort([*by, "item_id", "metric", "korder", "key"])
 
 

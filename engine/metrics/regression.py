@@ -15,18 +15,25 @@ import polars as pl
 
 from engine.metrics.grid import GROUP, budget_table, track_rows
 
-__all__ = ["alternate_rows", "sampling_recovery", "terminal_items", "terminal_regressions"]
+__all__ = ["ANY_ALTERNATE", "alternate_rows", "sampling_recovery", "terminal_items", "terminal_regressions"]
 
 
 def terminal_items(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
     """Per matched item: is it a terminal regression?
 
+    A terminal regression is wrong at the chain's dearest budget and right at some cheaper
+    *visual* budget of the chain. Text-only answers do not count: an item right only
+    text-only and wrong at every visual budget is text overwrite
+    (`engine.metrics.overwrite`), not a terminal regression; a chain whose dearest budget is
+    text-only has none.
+
     Returns:
         *by, item_id, terminal.
     """
-    # wrong at the top rank, and right somewhere (necessarily below the top)
-    last_wrong = pl.when(~pl.col("c")).then(pl.col("rank")).max()
-    terminal = (last_wrong == pl.col("rank").max()).fill_null(False) & pl.col("c").any()
+    top = pl.col("rank") == pl.col("rank").max()
+    wrong_at_top = (~pl.col("c") & ~pl.col("is_text")).filter(top).any()
+    right_visual_below = (pl.col("c") & ~pl.col("is_text") & ~top).any()
+    terminal = wrong_at_top & right_visual_below
     return m.group_by([*list(by), "item_id"]).agg(terminal.alias("terminal")).sort([*list(by), "item_id"])
 
 
@@ -78,8 +85,19 @@ def alternate_rows(rows: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+ANY_ALTERNATE = "any"
+"""The `alt_budget_id` of the row counting items recovered by at least one alternate policy."""
+
+
 def sampling_recovery(m: pl.LazyFrame, alt: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
     """Recovery of terminal regressions by each alternate sampling policy at the top budget.
+
+    ``sampling_recovery`` is the share of **all** terminal regressions that the alternate
+    answers correctly: a terminal regression without a result at the alternate budget counts
+    as not recovered. ``sampling_recovery_with_alt`` is the share among those that have one.
+    The row ``alt_budget_id == "any"`` counts an item recovered when at least one alternate
+    answers it correctly (with_alt: it has at least one alternate result); it comes after the
+    per-budget rows, and only for groups with an alternate budget.
 
     Args:
         m: Matched long frame (correctness track).
@@ -88,7 +106,8 @@ def sampling_recovery(m: pl.LazyFrame, alt: pl.LazyFrame, by: Sequence[str] = GR
 
     Returns:
         *by, alt_budget_id, n_terminal, n_with_alt, n_missing_alt, n_recovered, sampling_recovery
-        (null when no terminal regression has an alternate result).
+        (null when there is no terminal regression), sampling_recovery_with_alt (null when no
+        terminal regression has an alternate result).
     """
     by = list(by)
     items = terminal_items(m, by)
@@ -98,16 +117,29 @@ def sampling_recovery(m: pl.LazyFrame, alt: pl.LazyFrame, by: Sequence[str] = GR
     joined = items.filter(pl.col("terminal")).join(alt, on=[*keys, "item_id"], how="inner", nulls_equal=True)
     counts = joined.group_by([*by, "alt_budget_id"]).agg(
         pl.len().cast(pl.Int64).alias("n_with_alt"), pl.col("c_alt").sum().cast(pl.Int64).alias("n_recovered"))
+    any_counts = (
+        joined.group_by([*by, "item_id"]).agg(pl.col("c_alt").any().alias("_rec"))
+        .group_by(by).agg(pl.len().cast(pl.Int64).alias("n_with_alt"),
+                          pl.col("_rec").sum().cast(pl.Int64).alias("n_recovered"))
+        .with_columns(pl.lit(ANY_ALTERNATE).alias("alt_budget_id"))
+    )
+    any_ids = alt_ids.select(GROUP).unique().with_columns(pl.lit(ANY_ALTERNATE).alias("alt_budget_id"))
+    per_budget = n_terminal.join(alt_ids, on=GROUP, how="inner").join(
+        counts, on=[*by, "alt_budget_id"], how="left", nulls_equal=True)
+    anyrow = n_terminal.join(any_ids, on=GROUP, how="inner").join(
+        any_counts, on=[*by, "alt_budget_id"], how="left", nulls_equal=True)
     return (
-        n_terminal.join(alt_ids, on=GROUP, how="inner")
-        .join(counts, on=[*by, "alt_budget_id"], how="left", nulls_equal=True)
+        pl.concat([per_budget.with_columns(pl.lit(0).alias("_any")), anyrow.with_columns(pl.lit(1).alias("_any"))],
+                  how="diagonal_relaxed")
         .with_columns(pl.col("n_with_alt").fill_null(0), pl.col("n_recovered").fill_null(0))
         .with_columns(
             (pl.col("n_terminal") - pl.col("n_with_alt")).alias("n_missing_alt"),
-            pl.when(pl.col("n_with_alt") > 0).then(pl.col("n_recovered") / pl.col("n_with_alt"))
+            pl.when(pl.col("n_terminal") > 0).then(pl.col("n_recovered") / pl.col("n_terminal"))
             .alias("sampling_recovery"),
+            pl.when(pl.col("n_with_alt") > 0).then(pl.col("n_recovered") / pl.col("n_with_alt"))
+            .alias("sampling_recovery_with_alt"),
         )
+        .sort([*by, "_any", "alt_budget_id"])
         .select([*by, "alt_budget_id", "n_terminal", "n_with_alt", "n_missing_alt", "n_recovered",
-                 "sampling_recovery"])
-        .sort([*by, "alt_budget_id"])
+                 "sampling_recovery", "sampling_recovery_with_alt"])
     )

@@ -82,7 +82,8 @@ def test_sampling_recovery_counts_missing_alternates() -> None:
         ("a", "f16-random", True), ("c", "f16-random", False), ("e", "f16-random", True)]
     got = collect_both(sampling_recovery(matched(rows), alternate_rows(rows)))
     assert got.select("alt_budget_id", "n_terminal", "n_with_alt", "n_missing_alt", "n_recovered",
-                      "sampling_recovery").rows() == [("f16-random", 2, 1, 1, 1, 1.0)]
+                      "sampling_recovery", "sampling_recovery_with_alt").rows() == [
+        ("f16-random", 2, 1, 1, 1, 0.5, 1.0), ("any", 2, 1, 1, 1, 0.5, 1.0)]  # b has no alternate: not recovered
 
 
 def test_alternates_must_match_the_top_budget() -> None:

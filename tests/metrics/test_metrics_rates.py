@@ -29,7 +29,8 @@ EXPECTED_A = [
     ("text_overwrite_share_text_correct", "f4", 0.5), ("text_overwrite_share_text_correct", "f8", 0.5),
     ("text_overwrite_share_text_correct", "f16", 0.5), ("text_overwrite_share_text_correct", "any", 1.0),
     ("text_overwrite_share_text_correct", "all", 0.0),
-    ("terminal_regression", "", 0.5), ("sampling_recovery", "f16-random", 1.0),
+    ("terminal_regression", "", 0.5), ("sampling_recovery", "f16-random", 0.5), ("sampling_recovery", "any", 0.5),
+    ("sampling_recovery_with_alt", "f16-random", 1.0), ("sampling_recovery_with_alt", "any", 1.0),
 ]
 
 
