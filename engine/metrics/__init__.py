@@ -21,6 +21,7 @@ from engine.metrics.flows import all_pair_flows, pair_flows, state_flows, transi
 from engine.metrics.generation import generation_oracle, score_regressions
 from engine.metrics.grid import budget_table, grid_summary, matched
 from engine.metrics.iso_compute import iso_compute_allocations, iso_compute_sets
+from engine.metrics.letter_prior import letter_distribution, letter_prior
 from engine.metrics.oracle import best_fixed, fixed_accuracy, oracle
 from engine.metrics.overwrite import text_overwrite
 from engine.metrics.predictor import evaluate_predictor, latest_predictions, predictor_document
@@ -51,6 +52,8 @@ __all__ = [
     "iso_compute_allocations",
     "iso_compute_sets",
     "latest_predictions",
+    "letter_distribution",
+    "letter_prior",
     "load_rows",
     "match_fixed",
     "matched",

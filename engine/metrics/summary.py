@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 SNAPSHOT_COLUMNS: list[str] = [
     *GROUP, "item_id", "budget_id", "frames", "frames_sent", "max_pixels", "short_side", "policy", "seed",
     "pixels_total", "status", "task_kind", "correct", "score", "confidence", "frame_indices", *CATEGORY_COLUMNS,
+    "pred", "answer",
 ]
 
 
