@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -19,6 +19,7 @@ __all__ = [
     "BudgetPoint",
     "DecodeSpec",
     "EngineSpec",
+    "GridSpec",
     "HTTPSpec",
     "ModelSpec",
     "PromptSpec",
@@ -127,8 +128,16 @@ class EngineSpec(_Strict):
         default=1.0, gt=0, description="KV cache size in GiB on the CPU build (VLLM_CPU_KVCACHE_SPACE)."
     )
     gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1, description="Fraction of GPU memory for vLLM.")
-    num_gpus: float | Literal["auto"] = Field(
-        default="auto", description="GPUs per engine actor; auto: 1 when CUDA is visible, else 0 (CPU build)."
+    num_gpus: Annotated[float, Field(ge=0)] | Literal["auto"] = Field(
+        default="auto",
+        description="GPUs per engine actor (reserved together on one node; for a tensor-parallel engine, "
+        "tensor_parallel_size x pipeline_parallel_size); auto: that many where CUDA is visible on the "
+        "cluster's GPU nodes, else 0 (the CPU build).",
+    )
+    placement_timeout_s: float = Field(
+        default=300.0, gt=0,
+        description="How long an engine may wait for its GPUs while other actors hold them before the "
+        "sweep stops, naming the missing resource (a request no node can hold fails at once).",
     )
     replicas: int = Field(
         default=1, ge=1,
@@ -145,6 +154,18 @@ class EngineSpec(_Strict):
     extra: dict[str, Any] = Field(
         default_factory=dict, description="Further keyword arguments handed to vllm.LLM untouched."
     )
+
+    @property
+    def world_size(self) -> int:
+        """GPUs one engine spreads its model over (tensor x pipeline parallel size, from `extra`)."""
+        return int(self.extra.get("tensor_parallel_size", 1)) * int(self.extra.get("pipeline_parallel_size", 1))
+
+    @model_validator(mode="after")
+    def _gpus_match_parallelism(self) -> EngineSpec:
+        if self.num_gpus != "auto" and self.num_gpus > 0 and self.world_size > 1 and self.num_gpus != self.world_size:
+            raise ValueError(f"num_gpus = {self.num_gpus:g} but tensor_parallel_size x pipeline_parallel_size = "
+                             f"{self.world_size}: a tensor-parallel engine needs one GPU per rank")
+        return self
 
 
 class HTTPSpec(_Strict):
@@ -203,6 +224,12 @@ class PromptSpec(_Strict):
     )
     system_prompt: str | None = Field(default=None, description="System message; null uses the family default.")
     max_new_tokens: int = Field(default=16, ge=1, description="Token limit for `generate` scoring.")
+    extraction: Literal["official", "strict", "lmms_eval"] = Field(
+        default="official",
+        description="How an MCQ option letter is read from generated text: official: the benchmark adapter's own "
+        "rule; strict: a corrected reading (engine.scoring.extract_letter_videomme_strict); lmms_eval: lmms-eval "
+        "0.7.x's extract_mcq_answer, for item-by-item comparison with lmms-eval logs. Recorded in `scoring`.",
+    )
 
 
 class DecodeSpec(_Strict):
@@ -240,18 +267,54 @@ class StoreSpec(_Strict):
     max_buffered_rows: int = Field(default=512, ge=1, description="Commit once this many rows are buffered.")
 
 
+class GridSpec(_Strict):
+    """A cross product of budgets, expanded into `budgets` at load (text-only, frames = 0, once)."""
+
+    frames: list[int] = Field(min_length=1, description="Frame counts (0: text-only).")
+    max_pixels: list[int | None] = Field(default=[None], description="Pixel caps per frame (null: stored size).")
+    short_sides: list[int] = Field(default=[], description="Short-side sizes, crossed after `max_pixels`.")
+    policies: list[str] = Field(default=["uniform"], description="Sampling policies.")
+    seeds: list[int] = Field(default=[0], description="Seeds of the randomised policies.")
+
+    def expand(self) -> list[BudgetPoint]:
+        """frames x resolutions x policies x seeds, in that order, without repeats."""
+        sizes = [(m, None) for m in self.max_pixels] + [(None, s) for s in self.short_sides]
+        out: dict[str, BudgetPoint] = {}
+        for n in self.frames:
+            for mp, ss in sizes:
+                for pol in self.policies:
+                    for seed in self.seeds:
+                        b = (BudgetPoint(frames=0) if n == 0 else
+                             BudgetPoint(frames=n, max_pixels=mp, short_side=ss, policy=pol, seed=seed))
+                        out.setdefault(b.budget_id, b)
+        return list(out.values())
+
+
 class SweepSpec(_Strict):
     """A whole sweep: models x dataset items x budget grid."""
 
     sweep_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Name of this sweep; recorded on every row.")
     models: list[ModelSpec] = Field(min_length=1, description="Models to run.")
     dataset: DatasetSpec = Field(description="Benchmark adapter and its settings.")
-    budgets: list[BudgetPoint] = Field(min_length=1, description="The budget grid.")
+    budgets: list[BudgetPoint] = Field(default=[], description="The budget grid (with those `grids` expand to).")
+    grids: list[GridSpec] = Field(default=[], description="Budget cross products, added to `budgets` at load.")
     prompt: PromptSpec = Field(default_factory=PromptSpec, description="Prompt and scoring options.")
     decode: DecodeSpec = Field(default_factory=DecodeSpec, description="Decoding options.")
     store: StoreSpec = Field(description="Results store (optional when the command line gives --out).")
     ray_address: str | None = Field(default=None, description="Ray cluster to join; null starts a local one.")
     max_attempts: int = Field(default=3, ge=1, description="Attempts per job before it is recorded as an error.")
+
+    @model_validator(mode="after")
+    def _expand_grids(self) -> SweepSpec:
+        ids = {b.budget_id for b in self.budgets}
+        for g in self.grids:
+            for b in g.expand():
+                if b.budget_id not in ids:  # a budget given twice, by hand and by a grid, is one budget
+                    ids.add(b.budget_id)
+                    self.budgets.append(b)
+        if not self.budgets:
+            raise ValueError("no budgets: give [[budgets]] or [[grids]]")
+        return self
 
     @model_validator(mode="after")
     def _unique_keys(self) -> SweepSpec:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from engine.frames.decode import target_size
-from engine.spec import BudgetPoint
+from engine.spec import BudgetPoint, GridSpec
 
 __all__ = ["expand_grid", "iso_compute", "realised_pixels"]
 
@@ -70,17 +70,7 @@ def expand_grid(frames: Iterable[int], *, max_pixels: Iterable[int | None] = (No
                 short_sides: Iterable[int] = (), policies: Iterable[str] = ("uniform",),
                 seeds: Iterable[int] = (0,)) -> list[BudgetPoint]:
     """The cross product frames x resolutions x policies x seeds (resolution: each max_pixels, then
-    each short side); a text-only point (frames = 0) is emitted once, without resolution."""
-    sizes: list[tuple[int | None, int | None]] = [(m, None) for m in max_pixels] + [(None, s) for s in short_sides]
-    out: list[BudgetPoint] = []
-    seen: set[str] = set()
-    for n in frames:
-        for mp, ss in sizes:
-            for pol in policies:
-                for seed in seeds:
-                    b = (BudgetPoint(frames=0) if n == 0 else
-                         BudgetPoint(frames=n, max_pixels=mp, short_side=ss, policy=pol, seed=seed))
-                    if b.budget_id not in seen:
-                        seen.add(b.budget_id)
-                        out.append(b)
-    return out
+    each short side); a text-only point (frames = 0) is emitted once, without resolution. The same
+    expansion as a spec's `[[grids]]` table (`engine.spec.GridSpec`)."""
+    return GridSpec(frames=list(frames), max_pixels=list(max_pixels), short_sides=list(short_sides),
+                    policies=list(policies), seeds=list(seeds)).expand()

@@ -50,3 +50,22 @@ def test_expand_grid() -> None:
     assert ids[0] == "text" and ids.count("text") == 1
     assert "f16-px200704-nested" in ids and "f32" in ids
     assert len(ids) == 1 + 2 * 2 * 2
+
+
+def test_spec_grids_expand_into_budgets_at_load(tmp_path) -> None:
+    from conftest import small_spec_dict
+
+    from engine.spec import SpecError, parse_spec
+
+    d = small_spec_dict(tmp_path)
+    d["budgets"] = [{"frames": 4}]
+    d["grids"] = [{"frames": [0, 4, 8], "max_pixels": [None, 50176], "policies": ["uniform", "random"]}]
+    spec = parse_spec(d)
+    ids = [b.budget_id for b in spec.budgets]
+    assert ids[0] == "f4" and ids.count("f4") == 1  # given by hand and by the grid: one budget
+    assert set(ids) == {"text", "f4", "f4-random", "f4-px50176", "f4-px50176-random",
+                        "f8", "f8-random", "f8-px50176", "f8-px50176-random"}
+    assert [b.budget_id for b in expand_grid([0, 4], policies=["random"])] == ["text", "f4-random"]
+    d["budgets"], d["grids"] = [], []
+    with pytest.raises(SpecError, match="no budgets"):
+        parse_spec(d)
