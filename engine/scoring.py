@@ -6,16 +6,24 @@ import math
 import re
 import string
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 __all__ = [
+    "EXTRACTION_RULES",
     "VIDEOMME_V2_PREFIXES",
+    "ExtractionRule",
     "LetterScore",
+    "extract_letter",
+    "extract_letter_lmms_eval",
     "extract_letter_videomme",
     "extract_letter_videomme_strict",
+    "letter_logprobs",
     "normalize_answer",
+    "score_at_answer",
     "score_letters",
+    "spelled_letter",
     "token_f1",
 ]
 
@@ -43,6 +51,54 @@ def score_letters(letters: list[str], logprobs: dict[str, float]) -> LetterScore
     p = {x: math.exp(lp - top) / z for x, lp in present}
     pred = max(present, key=lambda t: (t[1], -letters.index(t[0])))[0]
     return LetterScore([p.get(x) for x in letters], pred, p[pred])
+
+
+_TOKEN_WRAP = " \t\r\n()[]*_.:,;\"'`"
+
+
+def spelled_letter(token: str, letters: Sequence[str]) -> str | None:
+    """The option letter a generated token spells on its own ("C", " C", "(C", "C."), else None."""
+    t = token.strip(_TOKEN_WRAP)
+    return t if t in letters else None
+
+
+def letter_logprobs(alternatives: Iterable[tuple[str, float | None]], letters: Sequence[str]) -> dict[str, float]:
+    """Log-probabilities of the option letters among one position's returned tokens.
+
+    Tokens spelling the same letter (" C", "C") are pooled (their probabilities add); letters
+    not returned are absent.
+    """
+    out: dict[str, float] = {}
+    for token, lp in alternatives:
+        x = spelled_letter(token, letters)
+        if x is None or lp is None or not math.isfinite(lp):
+            continue
+        out[x] = lp if x not in out else max(out[x], lp) + math.log1p(math.exp(-abs(out[x] - lp)))
+    return out
+
+
+def score_at_answer(letters: list[str], pred: str | None,
+                    positions: Sequence[tuple[str, dict[str, float]]] | None) -> LetterScore | None:
+    """The option distribution at the answer position of a generated text (generate scoring).
+
+    The answer position is the first generated token that spells the extracted letter `pred` on
+    its own (`spelled_letter`); the letters returned there are renormalised and the confidence is
+    the probability of `pred` (not of the most probable letter). None when no letter was
+    extracted or no token spells it (e.g. the official rule read the "A" of "Answer").
+
+    Args:
+        letters: The item's option letters.
+        pred: The extracted letter.
+        positions: Per generated token: its text and the letters' log-probabilities there.
+    """
+    if pred is None or not positions:
+        return None
+    for token, lps in positions:
+        if spelled_letter(token, letters) == pred:
+            ls = score_letters(letters, lps)
+            conf = ls.probs[letters.index(pred)] if pred in letters else None
+            return LetterScore(ls.probs, pred, conf)
+    return None
 
 
 _VIDEOMME_PREFIXES = [
@@ -92,6 +148,74 @@ def extract_letter_videomme_strict(response: str, letters: str = "ABCD") -> str:
         return head[1]
     found = set(re.findall(rf"(?<![A-Za-z])\(?([{letters}])\)?(?![A-Za-z])", s))
     return found.pop() if len(found) == 1 else ""
+
+
+# lmms-eval 0.7.x `extract_mcq_answer` (lmms_eval/tasks/_task_utils/mcq_extract.py): candidates in several
+# formats, each with a priority; the highest priority wins, then the latest position in the text.
+_LMMS_PHRASES = (
+    "the answer is", "answer is", "the correct answer is", "correct answer is", "the best answer is",
+    "best answer is", "the correct option is", "correct option is", "the best option is", "best option is",
+    "the choice is", "choice is", "the correct choice is", "correct choice is", "i choose", "i select", "i pick",
+    "my answer is", "my choice is", "옵션", "정답은", "답은", "답:", "答案是", "答案为", "选", "答えは",
+)
+_LMMS_FORMATS = (("({})", 6), ("{}.", 5), ("{}:", 4), ("{})", 3), ("{} ", 2))  # parentheses .. space
+_LMMS_START, _LMMS_END, _LMMS_PHRASE, _LMMS_FALLBACK = 10, 9, 7, 0
+
+
+def extract_letter_lmms_eval(response: str, letters: str = "ABCDEFGH") -> str:
+    """lmms-eval 0.7.x's `extract_mcq_answer`, reproduced (so sweeps compare item by item with its logs).
+
+    The response is stripped, then stripped of , . ! ? ; : ' " at both ends (one character kind
+    after the other) and padded with a space on each side. Candidates, by priority: the text
+    starts with a letter not followed by a letter (10); ends with one not preceded by a letter
+    (9); the first occurrence of a letter anywhere after an answer phrase ("the answer is", "i
+    pick", ...; case-insensitive phrase, case-sensitive letter) (7); the last "(X)" (6), "X." (5),
+    "X:" (4), "X)" (3), "X " (2); only when there is none, the last occurrence of a letter
+    anywhere, even inside a word (0). The highest priority wins, then the later position. So
+    "Answer: C" gives C, "Best answer: D" gives D and "I think it is option B, not C" gives C.
+    """
+    if not response or not response.strip():
+        return ""
+    text = response.strip()
+    for ch in ",.!?;:'\"":
+        text = text.strip(ch)
+    text = f" {text} "
+    found: list[tuple[int, int, str]] = []  # (priority, position, letter)
+    for fmt, priority in _LMMS_FORMATS:
+        found += [(priority, text.rfind(fmt.format(x)), x) for x in letters if fmt.format(x) in text]
+    low = text.lower()
+    for phrase in _LMMS_PHRASES:
+        at = low.find(phrase)
+        if at >= 0:
+            found += [(_LMMS_PHRASE, text.find(x, at + len(phrase)), x) for x in letters
+                      if text.find(x, at + len(phrase)) >= 0]
+    core = text.strip()
+    found += [(_LMMS_START, 0, x) for x in letters if core.startswith(x) and (len(core) == 1 or not core[1].isalpha())]
+    found += [(_LMMS_END, len(text) - 1, x) for x in letters
+              if core.endswith(x) and (len(core) == 1 or not core[-2].isalpha())]
+    if not found:
+        found = [(_LMMS_FALLBACK, text.rfind(x), x) for x in letters if x in text]
+    return max(found)[2] if found else ""
+
+
+ExtractionRule = Literal["official", "strict", "lmms_eval"]
+EXTRACTION_RULES: tuple[str, ...] = ("official", "strict", "lmms_eval")
+
+
+def extract_letter(response: str, letters: str, rule: ExtractionRule = "official") -> str:
+    """An option letter read from `response` by a named rule ("" when none is found).
+
+    official: Video-MME's `extract_characters_regex` (quirks included; the default rule of
+    benchmarks without their own); strict: `extract_letter_videomme_strict`; lmms_eval:
+    `extract_letter_lmms_eval`.
+    """
+    if rule == "official":
+        return extract_letter_videomme(response, letters)
+    if rule == "strict":
+        return extract_letter_videomme_strict(response, letters)
+    if rule == "lmms_eval":
+        return extract_letter_lmms_eval(response, letters)
+    raise ValueError(f"unknown extraction rule {rule!r}; known: {', '.join(EXTRACTION_RULES)}")
 
 
 _PUNCTUATION = frozenset(string.punctuation)

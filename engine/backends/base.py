@@ -56,6 +56,9 @@ class EngineResult:
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     mean_logprob: float | None = None
+    token_letters: list[tuple[str, dict[str, float]]] | None = None
+    """Generate mode: per generated token, its text and the option letters' log-probabilities among
+    the tokens returned at that position (see `engine.scoring.letter_logprobs`)."""
     engine_s: float | None = None
     worker: str | None = None
     engine_version: str | None = None

@@ -30,6 +30,7 @@ from PIL import Image
 
 from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT, BackendBase, EngineRequest, EngineResult
 from engine.runtime.secrets import redact, register_secret
+from engine.scoring import letter_logprobs
 from engine.spec import HTTPSpec
 
 __all__ = ["FrameEncoder", "MalformedReply", "OpenAIHTTPBackend"]
@@ -237,6 +238,9 @@ class OpenAIHTTPBackend(BackendBase):
         letter_lp = {tok: float(lp) for tok, lp in first.items() if tok in letters and lp is not None
                      and np.isfinite(lp)}
         lps = [c["logprob"] for c in content if c.get("logprob") is not None]
+        token_letters = [(c.get("token") or "", letter_logprobs(
+            ((t.get("token") or "", t.get("logprob")) for t in [c, *(c.get("top_logprobs") or [])]), r.letters))
+            for c in content] if r.mode == "generate" and r.letters else None
         usage = data.get("usage") or {}
         return EngineResult(
             request_id=r.request_id,
@@ -245,6 +249,7 @@ class OpenAIHTTPBackend(BackendBase):
             prompt_tokens=usage.get("prompt_tokens"),
             output_tokens=usage.get("completion_tokens"),
             mean_logprob=float(np.mean(lps)) if lps else None,
+            token_letters=token_letters,
             engine_s=engine_s,
             worker=self.http.base_url,
             engine_version=self.info.get("engine_version"),

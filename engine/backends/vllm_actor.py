@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
+from engine.scoring import letter_logprobs
 from engine.spec import EngineSpec
 
 __all__ = ["VLLMActorBackend", "VLLMWorker", "engine_env"]
@@ -152,6 +153,7 @@ class VLLMWorker:
             request_id=r.request_id,
             text=comp.text,
             letter_logprobs=letter_lp,
+            token_letters=self._token_letters(r, comp) if r.mode == "generate" and r.letters else None,
             prompt_tokens=len(out.prompt_token_ids or []),
             output_tokens=len(comp.token_ids),
             mean_logprob=float(sum(lps) / len(lps)) if lps else None,
@@ -159,6 +161,18 @@ class VLLMWorker:
             worker=self.worker,
             engine_version=self.version,
         )
+
+    def _token_letters(self, r: EngineRequest, comp: Any) -> list[tuple[str, dict[str, float]]]:
+        """Per generated token: its text and the option letters' log-probabilities among the top-k there."""
+        out = []
+        for i, tid in enumerate(comp.token_ids):
+            alts = (comp.logprobs[i] if comp.logprobs and i < len(comp.logprobs) else None) or {}
+            text = alts[tid].decoded_token if tid in alts and alts[tid].decoded_token is not None else \
+                self._tok.decode([tid])
+            out.append((text, letter_logprobs(
+                ((lp.decoded_token if lp.decoded_token is not None else self._tok.decode([t]), lp.logprob)
+                 for t, lp in alts.items()), r.letters)))
+        return out
 
     def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
         """Answer a batch; if the batch fails, answer one by one so a bad request becomes its own error."""

@@ -13,7 +13,7 @@ from engine.backends.prompts import prompt_hash
 from engine.items import Job
 from engine.results.schema import ResultRow
 from engine.runtime.secrets import redact
-from engine.scoring import score_letters
+from engine.scoring import extract_letter, score_at_answer, score_letters
 from engine.spec import SweepSpec
 
 __all__ = ["JobContext", "error_row", "scored_row"]
@@ -66,7 +66,8 @@ def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
         pixels_total=n * (ctx.width or 0) * (ctx.height or 0) if n else 0,
         pipeline=ctx.pipeline,
         decoder=ctx.decoder if n else None,
-        scoring=spec.prompt.scoring,
+        scoring=spec.prompt.scoring if spec.prompt.extraction == "official" else
+        f"{spec.prompt.scoring}:{spec.prompt.extraction}",
         media_uuid=ctx.request.media_uuid if ctx.request else None,
         prompt_hash=prompt_hash(ctx.request.prompt, ctx.request.media_uuid) if ctx.request else None,
         answer=item.answer,
@@ -89,12 +90,32 @@ Scorer = Callable[[Any, str], Any]
 """An adapter's `score(item, response) -> ItemScore(pred, correct, score)` (the benchmark's official rule)."""
 
 
+@dataclass(frozen=True)
+class _Judged:
+    pred: str | None
+    correct: bool | None
+    score: float
+
+
+def _judge(spec: SweepSpec, item: Any, text: str, scorer: Scorer) -> Any:
+    """The adapter's official rule, or for MCQ items the spec's extraction rule (`prompt.extraction`)."""
+    rule = spec.prompt.extraction
+    if rule == "official" or item.kind != "mcq":
+        return scorer(item, text)
+    pred = extract_letter(text, "".join(item.letters), rule) or None
+    correct = pred is not None and pred == item.answer
+    return _Judged(pred, correct, float(correct))
+
+
 def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scorer) -> ResultRow:
     """Score an engine result against the item's answer.
 
-    MCQ in `letter` mode: prediction = the most probable option letter (the official rule's
+    MCQ in `letter` mode: prediction = the most probable option letter (the extraction rule's
     reading of the text is kept as `pred_extracted`). Otherwise the dataset adapter's official
-    rule (`scorer`, see `engine.datasets.DatasetAdapter.score`) reads the generated text.
+    rule (`scorer`, see `engine.datasets.DatasetAdapter.score`), or for MCQ items the spec's
+    `prompt.extraction` rule, reads the generated text; an MCQ item's confidence is then the
+    renormalised probability of the *extracted* letter at the answer position (the first token
+    spelling it; `engine.scoring.score_at_answer`), null when no letter was extracted.
     """
     if not res.ok:
         return error_row(spec, ctx, res.error_type or "EngineError", res.error or "", res.worker)
@@ -109,17 +130,20 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scor
     row.response = redact(res.text)
     row.prompt_tokens, row.output_tokens = res.prompt_tokens, res.output_tokens
     row.engine_s, row.worker, row.engine_version = res.engine_s, res.worker, res.engine_version
-    if item.kind == "mcq":
+    judged = _judge(spec, item, res.text, scorer)
+    if item.kind == "mcq" and letter_mode:
         ls = score_letters(item.letters, res.letter_logprobs)
         row.option_probs, row.confidence = ls.probs, ls.confidence
-        row.pred_extracted = scorer(item, res.text).pred or None
-        if letter_mode:
-            row.pred = ls.pred
-            row.correct = row.pred is not None and row.pred == item.answer
-            row.score = float(row.correct)
-            return row
-    judged = scorer(item, res.text)
+        row.pred_extracted = judged.pred or None
+        row.pred = ls.pred
+        row.correct = row.pred is not None and row.pred == item.answer
+        row.score = float(row.correct)
+        return row
     row.pred, row.correct, row.score = judged.pred or None, judged.correct, float(judged.score)
-    if item.kind != "mcq" and res.mean_logprob is not None:
+    if item.kind == "mcq":
+        row.pred_extracted = row.pred
+        at = score_at_answer(list(item.letters), row.pred, res.token_letters)
+        row.option_probs, row.confidence = (at.probs, at.confidence) if at is not None else (None, None)
+    elif res.mean_logprob is not None:
         row.confidence = float(np.exp(res.mean_logprob))
     return row
