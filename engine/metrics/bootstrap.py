@@ -12,13 +12,14 @@ so any metric function run with ``by=[*by, "_rep"]`` yields one value per replic
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+import numpy as np
 import polars as pl
 
 from engine.metrics.grid import GROUP
 
-__all__ = ["REP", "draw_counts", "draws", "percentile_interval", "resample", "splitmix64"]
+__all__ = ["REP", "count_matrices", "draw_counts", "draws", "percentile_interval", "resample", "splitmix64"]
 
 REP = "_rep"
 
@@ -38,6 +39,46 @@ def splitmix64(x: int) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
     return z ^ (z >> 31)
+
+
+_C = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+
+
+def _splitmix64_np(z: np.ndarray) -> np.ndarray:
+    """SplitMix64 on a uint64 array (numpy's uint64 arithmetic wraps, as in the reference)."""
+    z = z + _C[0]
+    z = (z ^ (z >> np.uint64(30))) * _C[1]
+    z = (z ^ (z >> np.uint64(27))) * _C[2]
+    return z ^ (z >> np.uint64(31))
+
+
+def count_matrices(type_of: np.ndarray, n_types: int, n_boot: int, seed: int = 0,
+                   chunk: int = 64) -> Iterator[tuple[int, np.ndarray]]:
+    """The draws of `draws`/`draw_counts` for one group, as count matrices, `chunk` replicates at a time.
+
+    Args:
+        type_of: (n,) the type of each of the group's n items, in item-id order.
+        n_types: Number of types.
+        n_boot: Number of replicates.
+        seed: Hash seed (the same draws as `draws` with this seed).
+        chunk: Replicates per matrix: memory is O(chunk x n), whatever `n_boot` is.
+
+    Yields:
+        (first replicate, counts) with counts (replicates, n_types) float64: how many times
+        each type is drawn in each replicate of the chunk.
+    """
+    n = int(type_of.size)
+    if n == 0:
+        return
+    j = np.arange(n, dtype=np.uint64)
+    base = np.uint64(splitmix64(seed))
+    for r0 in range(0, n_boot, chunk):
+        reps = np.arange(r0, min(n_boot, r0 + chunk), dtype=np.uint64)
+        counter = reps[:, None] * np.uint64(n) + j[None, :] + base
+        idx = (_splitmix64_np(counter) % np.uint64(n)).astype(np.int64)
+        cells = np.arange(reps.size, dtype=np.int64)[:, None] * n_types + type_of[idx]
+        counts = np.bincount(cells.ravel(), minlength=reps.size * n_types).reshape(reps.size, n_types)
+        yield r0, counts.astype(np.float64)
 
 
 def _splitmix64(x: pl.Expr) -> pl.Expr:

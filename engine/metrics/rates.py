@@ -14,11 +14,12 @@ types first, so a replicate costs one weighted sum per type, not per item.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+import numpy as np
 import polars as pl
 
-from engine.metrics.bootstrap import REP, draw_counts, percentile_interval
+from engine.metrics.bootstrap import REP, count_matrices, percentile_interval
 from engine.metrics.features import METRIC_ORDER, correct_features, score_features
 from engine.metrics.generation import DEFAULT_EPS
 from engine.metrics.grid import GROUP
@@ -119,29 +120,63 @@ def rate_table(m: pl.LazyFrame | None, *, alt: pl.LazyFrame | None = None, m_sco
     return pl.concat(parts, how="vertical_relaxed").drop("korder")
 
 
-def _replicates(features: pl.LazyFrame, by: list[str], n_boot: int, seed: int) -> pl.LazyFrame:
-    """The rates of every bootstrap replicate (pooling items with equal features into types)."""
-    # small integer ids for groups and features: the replicate tables are long
+def _cells(features: pl.LazyFrame, by: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Collect the per-item features once, with small integer ids for groups (_g) and features (_f)."""
     ids = features.with_columns(pl.struct(by).rank("dense").cast(pl.Int64).alias("_g"),
-                                pl.struct(_KEYS).rank("dense").cast(pl.Int64).alias("_f"))
+                                pl.struct(_KEYS).rank("dense").cast(pl.Int64).alias("_f")).collect()
     names = ids.select("_g", "_f", *by, *_KEYS).unique(subset=["_g", "_f"])
-    cell = pl.concat_str([pl.col("_f").cast(pl.String), pl.col("num").cast(pl.String), pl.col("den").cast(pl.String)],
-                         separator="|")
-    types = (
-        ids.group_by(["_g", "item_id"]).agg(cell.sort().str.join(";").alias("_sig"))
-        .with_columns(pl.col("_sig").rank("dense").over("_g").cast(pl.Int64).alias("_type"))
-        .drop("_sig")
-    )
-    per_type = (
-        ids.select("_g", "item_id", "_f", "num", "den").join(types, on=["_g", "item_id"])
-        .group_by(["_g", "_type", "_f"]).agg(pl.col("num").first(), pl.col("den").first())
-    )
-    sums = (
-        draw_counts(types, n_boot, seed, ["_g"], "_type").join(per_type, on=["_g", "_type"])
-        .group_by(["_g", REP, "_f"])
-        .agg((pl.col("_w") * pl.col("num")).sum().alias("num"), (pl.col("_w") * pl.col("den")).sum().alias("den"))
-    )
-    return aggregate_features(sums.join(names, on=["_g", "_f"]).drop("_g", "_f"), [*by, REP])
+    cells = ids.select("_g", "item_id", "_f", "num", "den").with_columns(
+        (pl.col("item_id").rank("dense").over("_g") - 1).cast(pl.Int64).alias("_idx"))
+    return cells, names
+
+
+def _group_sums(cells: pl.DataFrame, n_boot: int, seed: int, chunk: int) -> Iterator[pl.DataFrame]:
+    """One group's (num, den) sums per replicate and feature, `chunk` replicates at a time.
+
+    Items with equal features are pooled into types; a replicate's sums are its type counts
+    times the types' (num, den): one small matrix product per chunk. A feature no drawn item
+    has is absent from that replicate (as if the rows had been resampled).
+    """
+    n = int(cells["_idx"].max()) + 1
+    feats, f_local = np.unique(cells["_f"].to_numpy(), return_inverse=True)
+    idx = cells["_idx"].to_numpy()
+    num, den, has = (np.zeros((n, feats.size)) for _ in range(3))
+    num[idx, f_local], den[idx, f_local], has[idx, f_local] = cells["num"].to_numpy(), cells["den"].to_numpy(), 1.0
+    per_type, type_of = np.unique(np.hstack([num, den, has]), axis=0, return_inverse=True)
+    t_num, t_den, t_has = np.split(per_type, 3, axis=1)
+    for r0, counts in count_matrices(type_of.ravel(), per_type.shape[0], n_boot, seed, chunk):
+        present = (counts @ t_has).ravel() > 0
+        reps = np.repeat(np.arange(r0, r0 + counts.shape[0], dtype=np.int64), feats.size)
+        yield pl.DataFrame({REP: reps[present], "_f": np.tile(feats, counts.shape[0])[present],
+                            "num": (counts @ t_num).ravel()[present], "den": (counts @ t_den).ravel()[present]})
+
+
+def _group_replicates(cells: pl.DataFrame, names: pl.DataFrame, by: list[str], n_boot: int, seed: int,
+                      chunk: int) -> pl.DataFrame:
+    """Every replicate's rates for one group: *by, _rep, metric, key, korder, value."""
+    g = cells["_g"][0]
+    sums = pl.concat(list(_group_sums(cells, n_boot, seed, chunk)))
+    labelled = sums.lazy().join(names.lazy().filter(pl.col("_g") == g).drop("_g"), on="_f").drop("_f")
+    return aggregate_features(labelled, [*by, REP]).collect()
+
+
+def _replicates(features: pl.LazyFrame, by: list[str], n_boot: int, seed: int, chunk: int = 64) -> pl.LazyFrame:
+    """The rates of every bootstrap replicate (the same draws as `engine.metrics.bootstrap.draws`)."""
+    cells, names = _cells(features, by)
+    parts = [_group_replicates(c, names, by, n_boot, seed, chunk) for c in cells.partition_by("_g")]
+    return pl.concat(parts).lazy() if parts else aggregate_features(features.clear(), [*by, REP])
+
+
+def _intervals(features: pl.LazyFrame, by: list[str], n_boot: int, seed: int, level: float,
+               chunk: int = 64) -> pl.DataFrame:
+    """Percentile intervals, group by group: memory follows one group's replicates, not all of them."""
+    cells, names = _cells(features, by)
+    keys = [*by, *_KEYS]
+    parts = [percentile_interval(_group_replicates(c, names, by, n_boot, seed, chunk).lazy(), keys, "value",
+                                 level).collect() for c in cells.partition_by("_g")]
+    if parts:
+        return pl.concat(parts)
+    return percentile_interval(aggregate_features(features.clear(), [*by, REP]), keys, "value", level).collect()
 
 
 def rate_intervals(m: pl.LazyFrame | None, *, alt: pl.LazyFrame | None = None, m_score: pl.LazyFrame | None = None,
@@ -160,7 +195,7 @@ def rate_intervals(m: pl.LazyFrame | None, *, alt: pl.LazyFrame | None = None, m
     keys = [*by, *_KEYS]
     parts = []
     for feats in _features(m, alt, m_score, by, eps):
-        ci = percentile_interval(_replicates(feats, by, n_boot, seed), keys, "value", level)
+        ci = _intervals(feats, by, n_boot, seed, level).lazy()
         parts.append(aggregate_features(feats, by).join(ci, on=keys, how="left", nulls_equal=True,
                                                         maintain_order="left"))
     if not parts:

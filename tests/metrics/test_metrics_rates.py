@@ -37,7 +37,8 @@ EXPECTED_A = [
 def _inputs() -> tuple[pl.LazyFrame, pl.LazyFrame]:
     # materialized, as summary_tables does: the bootstrap plans read their inputs many times
     rows = lazy(sweep_a(with_alt=True))
-    return matched(rows).collect().lazy(), alternate_rows(rows).collect().lazy()
+    default = pl.col("protocol_id") == "default"  # the alternate policy's f16 is a chain of its own
+    return matched(rows).filter(default).collect().lazy(), alternate_rows(rows).filter(default).collect().lazy()
 
 
 def _open() -> pl.LazyFrame:
@@ -120,7 +121,7 @@ def test_intervals_are_seeded_and_bracket_the_estimate() -> None:
     assert_frame_equal(one, collect_both(rate_intervals(m, alt=alt, n_boot=200, seed=1)))
     assert one.select("metric", "key", "value").rows() == EXPECTED_A
     assert one.filter((pl.col("lo") > pl.col("value")) | (pl.col("hi") < pl.col("value"))).height == 0
-    assert one.filter(pl.col("metric") != "sampling_recovery")["n_boot"].min() >= 150
+    assert one.filter(~pl.col("metric").str.starts_with("sampling_recovery"))["n_boot"].min() >= 150
 
 
 def test_intervals_collapse_when_nothing_varies() -> None:
