@@ -19,7 +19,7 @@ import polars as pl
 
 from engine.metrics.grid import GROUP
 
-__all__ = ["REP", "count_matrices", "draw_counts", "draws", "percentile_interval", "resample", "splitmix64"]
+__all__ = ["REP", "count_matrices", "draws", "percentile_interval", "resample", "splitmix64"]
 
 REP = "_rep"
 
@@ -54,7 +54,7 @@ def _splitmix64_np(z: np.ndarray) -> np.ndarray:
 
 def count_matrices(type_of: np.ndarray, n_types: int, n_boot: int, seed: int = 0,
                    chunk: int = 64) -> Iterator[tuple[int, np.ndarray]]:
-    """The draws of `draws`/`draw_counts` for one group, as count matrices, `chunk` replicates at a time.
+    """The draws of `draws` for one group, as count matrices, `chunk` replicates at a time.
 
     Args:
         type_of: (n,) the type of each of the group's n items, in item-id order.
@@ -103,33 +103,6 @@ def _picks(sizes: pl.LazyFrame, keys: list[str], n_boot: int, seed: int) -> pl.L
         .with_columns((_splitmix64(counter) % n).cast(pl.Int64).alias("_idx"))
         .select([*keys, REP, "_draw", "_idx"])
     )
-
-
-def draw_counts(items: pl.LazyFrame, n_boot: int, seed: int = 0, by: Sequence[str] = GROUP,
-                key: str = "_type") -> pl.LazyFrame:
-    """How many times each `key` value is drawn per replicate (the draws of `draws`, pooled).
-
-    Args:
-        items: One row per (by, item_id) with a `key` column (e.g. the item's feature type).
-        n_boot: Number of replicates.
-        seed: Hash seed (same draws as `draws` with this seed).
-        by: Group keys.
-        key: Column to count draws by.
-
-    Returns:
-        *by, _rep, `key`, _w (Float64 count).
-    """
-    by = list(by)
-    # the B x n draws are the heavy part: carry a small integer group id through them, not the keys
-    indexed = _indexed(items, by).join(items.select([*by, "item_id", key]), on=[*by, "item_id"], nulls_equal=True)
-    indexed = indexed.with_columns(pl.struct(by).rank("dense").cast(pl.Int64).alias("_gid"))
-    groups = indexed.group_by("_gid").agg(*[pl.col(c).first() for c in by], pl.len().cast(pl.Int64).alias("_n"))
-    counts = (
-        _picks(groups.select("_gid", "_n"), ["_gid"], n_boot, seed)
-        .join(indexed.select("_gid", "_idx", key), on=["_gid", "_idx"])
-        .group_by(["_gid", REP, key]).agg(pl.len().cast(pl.Float64).alias("_w"))
-    )
-    return counts.join(groups.select("_gid", *by), on="_gid").select([*by, REP, key, "_w"])
 
 
 def draws(m: pl.LazyFrame, n_boot: int, seed: int = 0, by: Sequence[str] = GROUP) -> pl.LazyFrame:

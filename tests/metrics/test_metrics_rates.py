@@ -142,3 +142,21 @@ def test_features_sum_to_the_rates() -> None:
     assert feats.filter(pl.col("metric") == "fixed_accuracy").height == 16
     again = collect_both(aggregate_features(feats.lazy()).drop("korder"))
     assert again.select("metric", "key", "value").rows() == EXPECTED_A
+
+
+def test_count_matrices_count_the_documented_draws() -> None:
+    """The chunked count matrices are the draws of `draws`, counted per type, whatever the chunk size."""
+    import numpy as np
+
+    from engine.metrics.bootstrap import count_matrices
+
+    m, _ = _inputs()
+    picks = collect_both(draws(m, 7, seed=11)).filter((pl.col("model_id") == "m") & (pl.col("dataset") == "d"))
+    items = sorted(picks["item_id"].unique().to_list())
+    type_of = np.array([0, 1, 0, 2][: len(items)])
+    want = np.zeros((7, 3))
+    for r, item in picks.select(REP, "item_id").iter_rows():
+        want[r, type_of[items.index(item)]] += 1
+    for chunk in (1, 3, 64):
+        got = np.vstack([c for _, c in count_matrices(type_of, 3, 7, seed=11, chunk=chunk)])
+        assert np.array_equal(got, want)
