@@ -105,3 +105,30 @@ def test_a_shard_of_another_sweep_is_not_done_and_is_reported(tmp_path: Path) ->
     with pytest.raises(ForeignSweepError, match="holds sweep 'mine'"):
         asyncio.run(Sweep(parse_spec(other).with_out_dir(mine), backends={"tiny": SureEngine()}).run())
     assert scan_results(mine).collect().height == 18 + 3 * 3 * 3
+
+
+def test_a_sweep_stops_loudly_when_the_disk_is_full(tmp_path: Path) -> None:
+    """The committer's ENOSPC stops the sweep with StoreFullError (it used to die silently while the sweep
+    ran on); every shard committed before stays readable. A real full filesystem: a small tmpfs."""
+    import subprocess
+
+    from engine.results.store import StoreFullError
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(mnt)],
+                      capture_output=True, check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        d = small_spec_dict(mnt / "out", budgets=[{"frames": f} for f in (0, 1, 2, 3, 4, 5, 6, 7, 8)])
+        d["dataset"]["n_videos"] = 6
+        d["store"]["commit_interval_s"] = 0.1
+        done: list[int] = []
+        sweep = Sweep(parse_spec(d), backends={"tiny": SureEngine()},
+                      progress=lambda event, n: done.append(n) if event == "done" else None)
+        with pytest.raises(StoreFullError, match="no space left on device"):
+            asyncio.run(sweep.run())
+        assert sum(done) < 6 * 3 * 9, "the sweep ran on after the failed commit"
+        scan_results(mnt / "out").collect()  # what was committed still reads
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)

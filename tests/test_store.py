@@ -66,3 +66,91 @@ def test_manifest_keeps_creation_time(tmp_path: Path) -> None:
         st.write_manifest({"sweep_id": "s", "x": 1})
     second = json.loads((tmp_path / "manifest.json").read_text())
     assert second["created_at"] == first["created_at"] and second["x"] == 1
+
+
+def test_stale_temp_files_of_a_killed_commit_are_removed_at_open(tmp_path: Path) -> None:
+    with ResultStore(tmp_path) as st:
+        st.add([row("a", "text")])
+    stale = tmp_path / "results" / ".part-20240101T000000000000-1-abcd-00001.parquet.tmp"
+    stale.write_bytes(b"")  # what a SIGKILL during a commit leaves
+    manifest_tmp = tmp_path / ".manifest.json.1-2-abcdef.tmp"
+    manifest_tmp.write_text("{")
+    ResultStore(tmp_path, lock=False).close()  # a reader without the lock leaves them alone
+    assert stale.exists()
+    with ResultStore(tmp_path) as st:
+        assert not stale.exists() and not manifest_tmp.exists()
+        assert st.done_keys() == {("m", "d", "a", "text")}
+
+
+def test_a_corrupt_shard_is_named_and_doctor_quarantines_it(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from engine.cli.app import app
+    from engine.results.store import CorruptShardError, doctor
+
+    with ResultStore(tmp_path) as st:
+        st.add([row("a", "text")])
+        st.commit()
+        st.add([row("b", "text")])
+    good, bad = sorted((tmp_path / "results").glob("part-*.parquet"))
+    bad.write_bytes(bad.read_bytes()[:100])  # truncated
+    (tmp_path / "manifest.json").write_text('{"sweep_id": "s"}')
+    with pytest.raises(CorruptShardError, match=rf"{bad.name}: unreadable result shard .*framesweep doctor"):
+        scan_results(tmp_path)
+    runner = CliRunner()
+    for cmd in (["status", str(tmp_path)], ["metrics", str(tmp_path), "--n-boot", "0"]):
+        res = runner.invoke(app, cmd)
+        assert res.exit_code == 2 and bad.name in res.output and "Traceback" not in res.output, res.output
+    res = runner.invoke(app, ["doctor", str(tmp_path)])
+    assert res.exit_code == 0 and "1 bad shard(s) moved to quarantine/" in res.output, res.output
+    assert (tmp_path / "quarantine" / bad.name).exists() and good.exists() and not bad.exists()
+    assert scan_results(tmp_path).collect()["item_id"].to_list() == ["a"]
+    assert doctor(tmp_path) == []  # nothing left to move
+
+
+def test_narrower_integer_columns_are_read_upcast(tmp_path: Path) -> None:
+    with ResultStore(tmp_path) as st:
+        st.add([row("a", "text")])
+    narrow = rows_to_frame([row("b", "text")]).with_columns(pl.col("seed").cast(pl.Int32),
+                                                             pl.col("frames").cast(pl.Int16))
+    narrow.write_parquet(tmp_path / "results" / "part-other-tool.parquet")
+    df = scan_results(tmp_path).collect()
+    assert df.schema["seed"] == pl.Int64 and sorted(df["item_id"]) == ["a", "b"]
+    wrong = rows_to_frame([row("c", "text")]).with_columns(pl.col("seed").cast(pl.String))
+    wrong.write_parquet(tmp_path / "results" / "part-wrong.parquet")
+    from engine.results.store import CorruptShardError
+
+    with pytest.raises(CorruptShardError, match="part-wrong.parquet: .*column seed is String, not Int64"):
+        scan_results(tmp_path)
+
+
+def test_disk_full_fails_loudly_and_keeps_committed_shards(tmp_path: Path) -> None:
+    """A real full filesystem: a small tmpfs (needs mount permission; skipped without it)."""
+    import subprocess
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                      capture_output=True, check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    st = None
+    try:
+        from engine.results.store import StoreFullError
+
+        st = ResultStore(mnt)
+        st.add([row("a", "text")])
+        assert st.commit() == 1
+        big = [row(f"i{i}", "text") for i in range(3000)]
+        for r in big:
+            r.response = f"{r.item_id} " + "x" * 200 + str(hash(r.item_id))  # incompressible enough
+        st.add(big)
+        with pytest.raises(StoreFullError, match="no space left on device"):
+            st.commit()
+        assert st.buffered == 3000  # kept for a retry
+        assert scan_results(mnt).collect()["item_id"].to_list() == ["a"]  # committed shards intact
+        assert not list((mnt / "results").glob(".*.tmp"))
+    finally:
+        if st is not None:
+            st._buffer.clear()
+            st.close()
+        subprocess.run(["umount", str(mnt)], check=False)

@@ -58,12 +58,24 @@ def _options(n_boot: int, seed: int, pair: list[str] | None, stages: str | None,
 
 def _document(out_dir: Path, opts: SummaryOptions) -> dict[str, Any]:
     from engine.metrics.document import summary_document
-    from engine.metrics.summary import load_rows, summary_tables
+    from engine.metrics.summary import summary_tables
 
     if not (out_dir / "results").is_dir():
         fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
         raise typer.Exit(2)
-    return summary_document(summary_tables(load_rows(out_dir), opts), opts, source=str(out_dir))
+    return summary_document(summary_tables(_rows(out_dir), opts), opts, source=str(out_dir))
+
+
+def _rows(out_dir: Path) -> Any:
+    """The results of DIR; an unreadable shard is named (exit 2) instead of a Polars traceback."""
+    from engine.metrics.summary import load_rows
+    from engine.results.store import CorruptShardError
+
+    try:
+        return load_rows(out_dir)
+    except CorruptShardError as err:
+        fail(err)
+        raise typer.Exit(2) from None
 
 
 def _pts(v: float | None, signed: bool = False) -> str:
@@ -162,12 +174,12 @@ def _split(text: str | None) -> list[str] | None:
 
 
 def _snapshot(out_dir: Path, engine: Any) -> Any:
-    from engine.metrics.summary import SNAPSHOT_COLUMNS, load_rows
+    from engine.metrics.summary import SNAPSHOT_COLUMNS
 
     if not (out_dir / "results").is_dir():
         fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
         raise typer.Exit(2)
-    return load_rows(out_dir).select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
+    return _rows(out_dir).select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
 
 
 def _collect(tables: dict[str, Any], engine: Any) -> dict[str, Any]:

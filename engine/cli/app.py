@@ -19,7 +19,7 @@ from engine.cli._console import console, err_console, fail, warn
 from engine.cli.analysis import register as register_analysis_commands
 from engine.cli.datasets import register as register_dataset_commands
 from engine.datasets.errors import DatasetError
-from engine.results.store import ForeignSweepError, StoreLockedError
+from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
 from engine.runtime.secrets import RedactingFilter
 from engine.spec import SpecError, SweepSpec, load_spec
 
@@ -44,6 +44,8 @@ def _load(spec_path: Path, out: Path | None) -> SweepSpec:
 
 EXIT_FAILED_JOBS = 4
 """`run` finished, but some jobs are error rows (a rerun retries them)."""
+EXIT_STORE_FULL = 5
+"""A commit failed for lack of disk space (committed shards stay readable)."""
 
 
 def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
@@ -74,9 +76,12 @@ def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
         except StoreLockedError as err:
             fail(err)
             return 3
-        except (DatasetError, SpecError, ForeignSweepError) as err:
+        except (DatasetError, SpecError, ForeignSweepError, CorruptShardError) as err:
             fail(err)
             return 2
+        except StoreFullError as err:
+            fail(err)
+            return EXIT_STORE_FULL
     console.print(
         f"{spec.sweep_id}: {summary.jobs_ok} ok, {summary.jobs_failed} failed, "
         f"{summary.jobs_skipped} already committed; {summary.videos} videos, {summary.decode_calls} decode passes, "
@@ -160,7 +165,7 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
 
     try:
         st = sweep_status(out_dir)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, CorruptShardError) as err:
         fail(err)
         raise typer.Exit(2) from None
     t = Table(title=f"{st.sweep_id}: {st.done} done, {st.failed} failed, {st.pending} pending")
@@ -186,6 +191,26 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
         console.print(c)
     else:
         console.print("live churn: no item answered at every budget yet")
+
+
+@app.command()
+def doctor(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")]) -> None:
+    """Read every result shard whole; move unreadable ones to DIR/quarantine/ (the next run recomputes
+    their keys). Takes the directory's lock: no sweep may be writing to it."""
+    from engine.results.store import doctor as run_doctor
+
+    if not (out_dir / "results").is_dir():
+        fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
+        raise typer.Exit(2)
+    try:
+        moved = run_doctor(out_dir)
+    except StoreLockedError as err:
+        fail(err)
+        raise typer.Exit(3) from None
+    for path, why in moved:
+        warn(f"quarantined {path.name}: {why}")
+    console.print(f"{out_dir}: {len(moved)} bad shard(s) moved to quarantine/" if moved
+                  else f"{out_dir}: every shard reads", soft_wrap=True)
 
 
 @app.command()

@@ -20,18 +20,27 @@ _MISSING_SHOWN = 10
 
 
 def datasets(
-    name: Annotated[str | None, typer.Argument(help="Show only this adapter.")] = None,
+    name: Annotated[str | None, typer.Argument(help="Show this adapter's fields: type, default, description.")] = None,
 ) -> None:
-    """List the dataset adapters, their versions and the fields of their dataset section."""
+    """List the dataset adapters (name, version, fields); `framesweep datasets NAME` describes one adapter's fields."""
     from engine.datasets.catalog import describe_adapters
 
     infos = describe_adapters()
-    if name is not None:
-        infos = [i for i in infos if i.name == name]
-        if not infos:
-            known = ", ".join(i.name for i in describe_adapters())
-            fail(f"unknown dataset {name!r}; known: {known}")
-            raise typer.Exit(2)
+    if name is None:  # one narrow table, readable at 80 columns
+        t = Table(title="dataset adapters ([dataset] name = ...)", title_justify="left", title_style="bold")
+        for col in ("name", "version", "fields (* required)"):
+            t.add_column(col, overflow="fold")
+        for info in infos:
+            t.add_row(info.name, info.version,
+                      ", ".join(f.name + ("*" if f.required else "") for f in info.fields if f.name != "name"))
+        console.print(t)
+        console.print("framesweep datasets NAME: each field's type, default and description", style="dim")
+        return
+    infos = [i for i in infos if i.name == name]
+    if not infos:
+        known = ", ".join(i.name for i in describe_adapters())
+        fail(f"unknown dataset {name!r}; known: {known}")
+        raise typer.Exit(2)
     for info in infos:
         t = Table(title=f"{info.name} ({info.version}): {info.summary}", title_justify="left",
                   title_style="bold")

@@ -4,6 +4,7 @@ Layout of a results directory::
 
     manifest.json           sweep id, spec, created/updated times
     results/part-*.parquet  committed shards (never modified after the rename)
+    quarantine/             unreadable shards moved aside by `framesweep doctor`
     .lock                   held by the one driver writing here
 
 A shard is written to a hidden temp file in ``results/``, fsynced, then renamed
@@ -14,6 +15,7 @@ sees a shard completely or not at all. A key is done once a shard holding an
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
@@ -29,9 +31,20 @@ from typing import Any
 import polars as pl
 
 from engine.results.schema import KEY_COLUMNS, RESULT_SCHEMA, ResultRow, rows_to_frame
-from engine.runtime.atomic import atomic_write
+from engine.runtime.atomic import atomic_write, clean_stale_temps, fsync_dir
 
-__all__ = ["ForeignSweepError", "ResultStore", "StoreLockedError", "foreign_shards", "latest_rows", "scan_results"]
+__all__ = [
+    "CorruptShardError",
+    "ForeignSweepError",
+    "ResultStore",
+    "StoreFullError",
+    "StoreLockedError",
+    "doctor",
+    "foreign_shards",
+    "latest_rows",
+    "scan_results",
+    "shard_problem",
+]
 
 log = logging.getLogger(__name__)
 
@@ -42,15 +55,20 @@ class StoreLockedError(RuntimeError):
     """Another driver holds this results directory."""
 
 
+class StoreFullError(OSError):
+    """A commit failed for lack of space; committed shards stay readable, the rows stay buffered."""
+
+
 class ForeignSweepError(RuntimeError):
     """The results directory belongs to another sweep."""
 
 
 def foreign_shards(out_dir: str | Path, sweep_id: str) -> list[Path]:
-    """Committed shards holding any row whose sweep id is not `sweep_id`."""
+    """Committed shards holding any row whose sweep id is not `sweep_id` (`CorruptShardError` as `scan_results`)."""
+    scan_results(out_dir)  # names an unreadable shard
     bad = []
     for p in _shard_paths(Path(out_dir)):
-        ids = pl.scan_parquet(p).select(pl.col("sweep_id").unique()).collect()["sweep_id"].to_list()
+        ids = _scan([p]).select(pl.col("sweep_id").unique()).collect()["sweep_id"].to_list()
         if any(i != sweep_id for i in ids):
             bad.append(p)
     return bad
@@ -60,12 +78,76 @@ def _shard_paths(out_dir: Path) -> list[Path]:
     return sorted((Path(out_dir) / "results").glob(_SHARD_GLOB))
 
 
+class CorruptShardError(RuntimeError):
+    """A committed shard cannot be read (or not as the result schema); the message names the file."""
+
+
+# narrower integer columns (a shard written by another tool, e.g. `seed` as Int32) are read upcast
+_CAST = pl.ScanCastOptions(integer_cast="upcast")
+
+
+def _readable_as(have: pl.DataType, want: pl.DataType) -> bool:
+    if have == want:
+        return True
+    if have.is_integer() and want.is_integer():
+        return want.is_signed_integer() or not have.is_signed_integer()  # upcast; widths are checked on read
+    if isinstance(have, pl.List) and isinstance(want, pl.List):
+        return _readable_as(have.inner, want.inner)
+    return have == pl.Null()
+
+
+def shard_problem(path: Path, full: bool = False) -> str | None:
+    """Why a shard cannot be read as the result schema (None: it can). `full` reads every page too."""
+    try:
+        found = pl.read_parquet_schema(path)
+        bad = [f"column {c} is {t}, not {RESULT_SCHEMA[c]}" for c, t in found.items()
+               if c in RESULT_SCHEMA and not _readable_as(t, RESULT_SCHEMA[c])]
+        if bad:
+            return "; ".join(bad)
+        if full:
+            _scan([path]).collect()
+    except (pl.exceptions.PolarsError, OSError) as err:
+        return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+    return None
+
+
+def _scan(paths: list[Path]) -> pl.LazyFrame:
+    return pl.scan_parquet(paths, schema=RESULT_SCHEMA, missing_columns="insert", extra_columns="ignore",
+                           cast_options=_CAST)
+
+
 def scan_results(out_dir: str | Path) -> pl.LazyFrame:
-    """Lazily scan every committed row (all attempts) of a results directory."""
+    """Lazily scan every committed row (all attempts) of a results directory.
+
+    Every shard's footer is checked first: one that cannot be read raises `CorruptShardError`
+    naming it (`framesweep doctor DIR` moves such shards aside)."""
     paths = _shard_paths(Path(out_dir))
     if not paths:
         return pl.LazyFrame(schema=RESULT_SCHEMA)
-    return pl.scan_parquet(paths, schema=RESULT_SCHEMA, missing_columns="insert", extra_columns="ignore")
+    for p in paths:
+        if why := shard_problem(p):
+            raise CorruptShardError(f"{p}: unreadable result shard ({why}); run `framesweep doctor "
+                                    f"{out_dir}` to move it to quarantine/ (its keys are recomputed by the next run)")
+    return _scan(paths)
+
+
+def doctor(out_dir: str | Path) -> list[tuple[Path, str]]:
+    """Read every shard of a results directory whole; move each unreadable one to `quarantine/`.
+
+    Takes the directory's lock (no sweep may be writing). Returns (quarantined path, reason) pairs;
+    the rows they held are missing from then on, so the next run recomputes their keys."""
+    out = Path(out_dir)
+    moved = []
+    with ResultStore(out):
+        for p in _shard_paths(out):
+            if why := shard_problem(p, full=True):
+                dest = out / "quarantine" / p.name
+                dest.parent.mkdir(exist_ok=True)
+                os.replace(p, dest)
+                fsync_dir(p.parent)
+                log.warning("%s: %s; moved to %s", p, why, dest)
+                moved.append((dest, why))
+    return moved
 
 
 def latest_rows(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -95,6 +177,10 @@ class ResultStore:
         self.last_commit = time.monotonic()
         if lock:
             self._acquire_lock()
+            # a writer killed mid-commit leaves its hidden temp file behind; with the lock held none is live
+            stale = clean_stale_temps(self.results_dir, ".part-*.tmp") + clean_stale_temps(self.out_dir, ".*.tmp")
+            if stale:
+                log.info("removed %d stale temp file(s) in %s", len(stale), self.out_dir)
 
     # --- locking -----------------------------------------------------------------
     def _acquire_lock(self) -> None:
@@ -114,12 +200,14 @@ class ResultStore:
         self._lock_fd = fd
 
     def close(self) -> None:
-        """Commit what is buffered and release the lock."""
-        self.commit()
-        if self._lock_fd is not None:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        """Commit what is buffered and release the lock (released even when the commit fails)."""
+        try:
+            self.commit()
+        finally:
+            if self._lock_fd is not None:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                os.close(self._lock_fd)
+                self._lock_fd = None
 
     def __enter__(self) -> ResultStore:
         return self
@@ -199,6 +287,14 @@ class ResultStore:
             frame = rows_to_frame(rows)
             try:
                 atomic_write(final, lambda fh: frame.write_parquet(fh, compression="zstd", statistics=True), tmp=tmp)
+            except (OSError, pl.exceptions.PolarsError) as err:
+                self._buffer[:0] = rows  # keep them for the next try
+                # Polars reports the writer's ENOSPC as a ComputeError naming "os error 28"
+                if getattr(err, "errno", None) == errno.ENOSPC or f"os error {errno.ENOSPC})" in str(err):
+                    raise StoreFullError(errno.ENOSPC, f"{final}: no space left on device; {len(rows)} row(s) not "
+                                         "committed (every shard committed before is intact: free space and "
+                                         "rerun)") from err
+                raise
             except BaseException:
                 self._buffer[:0] = rows  # keep them for the next try
                 raise

@@ -26,6 +26,13 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None,
         log.info("joining Ray cluster at %s", address)
         ray.init(address=address, log_to_driver=False)
         return
+    # Token authentication stays on for a local instance (Ray's default), but said explicitly, so Ray does not
+    # print its notice on every run; RAY_AUTH_MODE=disabled set by the user still wins.
+    if "RAY_AUTH_MODE" not in os.environ:
+        os.environ["RAY_AUTH_MODE"] = "token"
+        from ray._raylet import Config
+
+        Config.initialize("")  # Ray caches its config at import (vLLM may have imported it): refresh it
     # Keep a local instance on 127.0.0.1 (on Linux Ray otherwise advertises the interface address).
     # Ray reads this at import; vLLM may have imported ray already, so set the constant too.
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")

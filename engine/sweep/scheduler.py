@@ -215,8 +215,11 @@ class Sweep:
         try:
             pending = set(tasks)
             while pending and not self._stop.is_set():
-                finished, pending = await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
+                # the committer is watched too: a commit that fails (disk full) stops the sweep loudly
+                finished, pending = await asyncio.wait(pending | {stopper, committer},
+                                                       return_when=asyncio.FIRST_COMPLETED)
                 pending.discard(stopper)
+                pending.discard(committer)
                 for t in finished:
                     if t is not stopper and t.exception() is not None:
                         raise t.exception()  # type: ignore[misc]

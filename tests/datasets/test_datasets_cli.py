@@ -64,9 +64,13 @@ def test_datasets_lists_every_adapter_with_fields() -> None:
     for name in ("videomme", "videomme_v2", "mlvu", "avsd", "mvbench", "tempcompass", "mmstar", "pope", "mme",
                  "synthetic"):
         assert name in result.output
-    assert "media_root" in result.output and "videomme-v1.fs1" in result.output and "list[str]" in result.output
+    assert "media_root" in result.output and "videomme-v1.fs1" in result.output
+    assert "framesweep datasets NAME" in result.output
+    narrow = runner.invoke(app, ["datasets"], env={"COLUMNS": "80"})
+    assert max(len(line) for line in narrow.output.splitlines()) <= 80
     one = runner.invoke(app, ["datasets", "pope"], env={"COLUMNS": "200"})
     assert one.exit_code == 0 and "categories" in one.output and "mlvu" not in one.output
+    assert "list[str]" in runner.invoke(app, ["datasets", "videomme"], env={"COLUMNS": "200"}).output
     assert runner.invoke(app, ["datasets", "nope"]).exit_code == 2
 
 
