@@ -160,11 +160,15 @@ def _group_replicates(cells: pl.DataFrame, names: pl.DataFrame, by: list[str], n
     return aggregate_features(labelled, [*by, REP]).collect()
 
 
+def _no_replicates(features: pl.LazyFrame) -> pl.LazyFrame:
+    return features.clear().with_columns(pl.lit(0, pl.Int64).alias(REP)).drop("item_id")
+
+
 def _replicates(features: pl.LazyFrame, by: list[str], n_boot: int, seed: int, chunk: int = 64) -> pl.LazyFrame:
     """The rates of every bootstrap replicate (the same draws as `engine.metrics.bootstrap.draws`)."""
     cells, names = _cells(features, by)
     parts = [_group_replicates(c, names, by, n_boot, seed, chunk) for c in cells.partition_by("_g")]
-    return pl.concat(parts).lazy() if parts else aggregate_features(features.clear(), [*by, REP])
+    return pl.concat(parts).lazy() if parts else aggregate_features(_no_replicates(features), [*by, REP])
 
 
 def _intervals(features: pl.LazyFrame, by: list[str], n_boot: int, seed: int, level: float,
@@ -176,7 +180,7 @@ def _intervals(features: pl.LazyFrame, by: list[str], n_boot: int, seed: int, le
                                  level).collect() for c in cells.partition_by("_g")]
     if parts:
         return pl.concat(parts)
-    return percentile_interval(aggregate_features(features.clear(), [*by, REP]), keys, "value", level).collect()
+    return percentile_interval(aggregate_features(_no_replicates(features), [*by, REP]), keys, "value", level).collect()
 
 
 def rate_intervals(m: pl.LazyFrame | None, *, alt: pl.LazyFrame | None = None, m_score: pl.LazyFrame | None = None,

@@ -160,3 +160,11 @@ def test_count_matrices_count_the_documented_draws() -> None:
     for chunk in (1, 3, 64):
         got = np.vstack([c for _, c in count_matrices(type_of, 3, 7, seed=11, chunk=chunk)])
         assert np.array_equal(got, want)
+
+
+def test_intervals_without_open_items_cover_the_correctness_track_only() -> None:
+    m, alt = _inputs()
+    empty_score = m.clear()
+    got = collect_both(rate_intervals(m, alt=alt, m_score=empty_score, n_boot=20, seed=2))
+    assert got.height > 0 and not got["metric"].str.starts_with("generation").any()
+    assert_frame_equal(got, collect_both(rate_intervals(m, alt=alt, n_boot=20, seed=2)))
