@@ -1,7 +1,7 @@
 """Checkpoint audits: what video fine-tuning did to a model family, item by item ("temporal trap").
 
 Models are given in order, the first is the base. Per dataset and budget of the base's
-chain (`engine.metrics.grid.budget_table`), the *paired items* are those with a usable
+chains (`engine.metrics.grid.budget_table`), the *paired items* are those with a usable
 (ok, non-null ``correct``) result for every listed model at that budget, so every
 checkpoint is measured on the same items and a checkpoint's gain equals its net flow:
 
@@ -61,7 +61,7 @@ def dataset_kinds(rows: pl.LazyFrame, image_datasets: Sequence[str] | None = Non
 def _paired_rows(rows: pl.LazyFrame, models: list[str]) -> pl.LazyFrame:
     """Usable rows on the base's chain, restricted to the paired items (`rows`: the listed models only)."""
     ok = rows.filter((pl.col("status") == "ok") & pl.col("correct").is_not_null())
-    chain = budget_table(ok.filter(pl.col("model_id") == models[0])).filter(pl.col("on_chain")).select(_CELL)
+    chain = budget_table(ok.filter(pl.col("model_id") == models[0])).select(_CELL).unique()
     ok = ok.join(chain, on=_CELL, how="semi")
     common = (ok.group_by([*_CELL, "item_id"]).agg(pl.col("model_id").n_unique().alias("_n"))
               .filter(pl.col("_n") == len(models)).select([*_CELL, "item_id"]))
@@ -89,7 +89,7 @@ def checkpoint_table(rows: pl.LazyFrame, models: Sequence[str], image_datasets: 
     if by:
         paired = paired.drop_nulls(by)
     ranks = budget_table(rows.filter(pl.col("model_id") == models[0])).select(
-        *_CELL, pl.col("budget_rank").alias("rank"))
+        *_CELL, pl.col("budget_rank").alias("rank")).unique()
     acc = paired.group_by(["model_id", "dataset", *by, "budget_id"]).agg(
         pl.len().cast(pl.Int64).alias("n_items"), pl.col("correct").cast(pl.Float64).mean().alias("accuracy"))
     base = acc.filter(pl.col("model_id") == models[0]).select(

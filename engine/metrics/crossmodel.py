@@ -1,6 +1,6 @@
 """Comparisons across models: matched grids and flows between two checkpoints.
 
-The matched grid of a dataset is the set of chain budgets every compared model has
+The matched grid of a dataset and protocol is the set of chain budgets every compared model has
 results for (a model whose context cannot hold 256 frames has no such budget, so the
 comparison stops below it). `cross_model_matched` restricts every model to that grid
 and to the items complete for all of them, so each model's metrics are paired.
@@ -16,33 +16,35 @@ from engine.metrics.grid import GROUP, budget_table, matched
 
 __all__ = ["checkpoint_flows", "cross_model_matched", "matched_grid"]
 
+_CHAIN = ["dataset", "protocol_id"]
+
 
 def matched_grid(rows: pl.LazyFrame, models: Sequence[str] | None = None) -> pl.LazyFrame:
-    """Per dataset: the compared models and the budgets (cost order) all of them support.
+    """Per dataset and protocol: the compared models and the chain budgets (cost order) all of them support.
 
     Args:
         rows: One row per key.
         models: Models to compare (default: every model with rows for the dataset).
 
     Returns:
-        dataset, models (sorted list), grid (budget ids in cost order; may be empty).
+        dataset, protocol_id, models (sorted list), grid (budget ids in cost order; may be empty).
     """
-    table = budget_table(rows).filter(pl.col("on_chain"))
+    table = budget_table(rows)
     if models is not None:
         table = table.filter(pl.col("model_id").is_in(list(models)))
-    present = table.group_by("dataset").agg(pl.col("model_id").unique().sort().alias("models"))
+    present = table.group_by(_CHAIN).agg(pl.col("model_id").unique().sort().alias("models"))
     common = (
-        table.group_by(["dataset", "budget_id"])
+        table.group_by([*_CHAIN, "budget_id"])
         .agg(pl.col("model_id").n_unique().alias("_nm"), pl.col("frames").first(), pl.col("pixels").max())
-        .join(present.with_columns(pl.col("models").list.len().alias("_n")), on="dataset")
+        .join(present.with_columns(pl.col("models").list.len().alias("_n")), on=_CHAIN)
         .filter(pl.col("_nm") == pl.col("_n"))
-        .group_by("dataset")
+        .group_by(_CHAIN)
         .agg(pl.col("budget_id").sort_by(pl.struct("frames", "pixels", "budget_id")).alias("grid"))
     )
     return (
-        present.join(common, on="dataset", how="left")
+        present.join(common, on=_CHAIN, how="left")
         .with_columns(pl.col("grid").fill_null(pl.lit([], dtype=pl.List(pl.String))))
-        .sort("dataset")
+        .sort(_CHAIN)
     )
 
 
@@ -56,16 +58,18 @@ def cross_model_matched(rows: pl.LazyFrame, models: Sequence[str] | None = None)
     Returns:
         The columns of `engine.metrics.grid.matched` (correctness track).
     """
-    grids = matched_grid(rows, models).select("dataset", "models", pl.col("grid").alias("budget_id")).explode(
+    grids = matched_grid(rows, models).select(*_CHAIN, "models", pl.col("grid").alias("budget_id")).explode(
         "budget_id").drop_nulls("budget_id")
     pairs = grids.explode("models").rename({"models": "model_id"})
-    m = matched(rows.join(pairs, on=[*GROUP, "budget_id"], how="semi"))
-    n_models = grids.select("dataset", pl.col("models").list.len().alias("_n")).unique()
+    cells = pairs.select("model_id", "dataset", "budget_id").unique()
+    m = matched(rows.join(cells, on=["model_id", "dataset", "budget_id"], how="semi"))
+    m = m.join(pairs, on=[*GROUP, "budget_id"], how="semi")
+    n_models = grids.select(*_CHAIN, pl.col("models").list.len().alias("_n")).unique()
     common = (
-        m.group_by(["dataset", "item_id"]).agg(pl.col("model_id").n_unique().alias("_nm"))
-        .join(n_models, on="dataset").filter(pl.col("_nm") == pl.col("_n")).select("dataset", "item_id")
+        m.group_by([*_CHAIN, "item_id"]).agg(pl.col("model_id").n_unique().alias("_nm"))
+        .join(n_models, on=_CHAIN).filter(pl.col("_nm") == pl.col("_n")).select(*_CHAIN, "item_id")
     )
-    return m.join(common, on=["dataset", "item_id"], how="semi").sort([*GROUP, "item_id", "rank"])
+    return m.join(common, on=[*_CHAIN, "item_id"], how="semi").sort([*GROUP, "item_id", "rank"])
 
 
 def checkpoint_flows(rows: pl.LazyFrame, base: str, other: str, by: Sequence[str] = ()) -> pl.LazyFrame:

@@ -1,12 +1,18 @@
 """The machine-readable metrics document (the JSON of ``framesweep metrics --json``).
 
-Shape (``schema`` = ``"framesweep.metrics/1"``; every rate is a fraction in [0, 1],
-differences such as net or headroom in [-1, 1]; a value that is undefined is null)::
+Shape (``schema`` = ``"framesweep.metrics/2"``; every rate is a fraction in [0, 1],
+differences such as net or headroom in [-1, 1]; a value that is undefined is null).
+One group per (model_id, dataset, protocol_id): every per-group metric runs over the
+group's chain (the text-only budget plus the protocol's budgets by frames; see
+`engine.metrics.grid`). Within a model and dataset the primary chain comes first::
 
-    {schema, source, options: {n_boot, seed, level, eps, taus, pairs, cascade_stages, cascade_match, cascade_folds},
+    {schema, source, options: {n_boot, seed, level, eps, taus, pairs, cascade_stages, cascade_match, cascade_folds,
+                               protocols, primary_protocol, iso_tolerance},
      groups: [{
-        model_id, dataset,
-        grid: [budget ids in cost order], off_grid: [budgets of other sampling policies],
+        model_id, dataset, protocol_id,
+        protocol: {max_pixels, short_side, policy, seed, pipeline},   # what the chain's visual budgets share
+        primary,                                   # true for the chain the report leads with
+        grid: [the chain's budget ids in cost order], off_grid: [budgets of adaptive runs, on no chain],
         budget_frames: {budget_id: frames},
         n_items, n_excluded,                       # matched items / items missing a budget
         fixed_accuracy: {budget_id: acc}, best_fixed: {budget_id, accuracy},
@@ -24,8 +30,6 @@ differences such as net or headroom in [-1, 1]; a value that is undefined is nul
                                                    # alt_budget_id "any": recovered by at least one alternate
         generation: {grid, n_items, n_excluded, eps, mean_score: {budget_id: s}, best_fixed: {budget_id, score},
                      oracle_score, oracle_gap, regressions: [{from, to, n_regressed, share}]},   # null: no open items
-        iso_compute: [{cost, allocations: [{budget_id, frames, accuracy, n_best, n_sole_best}], best_allocation,
-                       best_accuracy, oracle_accuracy, oracle_headroom, n_all_right, n_none_right}],
         categories: {column: [{value, n_items, rates: {metric: value | {key: value}}}]},
         cascade: {stages, curve: [{tau, accuracy, mean_frames, mean_unique_frames, mean_stages}],
                   pareto_front: [tau], pareto_front_unique: [tau],
@@ -41,7 +45,14 @@ differences such as net or headroom in [-1, 1]; a value that is undefined is nul
         <name>: ...,                               # every metric of engine.metrics.registry, by its name
         confidence_intervals: {metric: [lo, hi] | {key: [lo, hi]}},    # paired bootstrap over items
      }],
-     cross_model: [{dataset, models, grid, n_items, fixed_accuracy: {model: {budget_id: acc}},
+     robustness: [{model_id, dataset, protocol_a, protocol_b, n_items,     # items matched in both chains
+                   confused_a, confused_b, confused_both, jaccard,        # jaccard null when a + b = 0
+                   harmed_a, harmed_b, harmed_both, headroom_a, headroom_b, confusion_rate_a, confusion_rate_b}],
+     iso_compute: [{model_id, dataset, cost,       # cost: the set's median pixels sent per item
+                    allocations: [{budget_id, protocol_id, frames, budget_cost, accuracy, n_best, n_sole_best}],
+                    n_items, best_allocation, best_accuracy, oracle_accuracy, oracle_headroom,
+                    n_all_right, n_none_right}],   # across the chains (engine.metrics.iso_compute)
+     cross_model: [{dataset, protocol_id, models, grid, n_items, fixed_accuracy: {model: {budget_id: acc}},
                     oracle_accuracy: {model: v}, oracle_headroom: {model: v}, visual_confusion: {model: v}}],
      checkpoint_flows: [{dataset, base, other, budget_id, rescue, harm, n, net, churn}]}
 
@@ -63,12 +74,13 @@ from engine.metrics.summary import SummaryOptions, registered_table
 
 __all__ = ["SCHEMA", "summary_document"]
 
-SCHEMA = "framesweep.metrics/1"
-Key = tuple[str, str]
+SCHEMA = "framesweep.metrics/2"
+Key = tuple[str, ...]
+_NO_OPTIONS = {"max_pixels": None, "short_side": None, "policy": "uniform", "seed": 0, "pipeline": "raw"}
 
 
 class _Tables:
-    """Collected tables, indexed by (model_id, dataset)."""
+    """Collected tables, indexed by (model_id, dataset, protocol_id)."""
 
     def __init__(self, tables: dict[str, pl.DataFrame]) -> None:
         self._t = tables
@@ -80,7 +92,7 @@ class _Tables:
             parts: dict[Key, list[dict[str, Any]]] = {}
             if df is not None and not df.is_empty() and all(c in df.columns for c in GROUP):
                 for k, part in df.partition_by(GROUP, as_dict=True, maintain_order=True).items():
-                    parts[(str(k[0]), str(k[1]))] = part.drop(GROUP).to_dicts()
+                    parts[tuple(str(v) for v in k)] = part.drop(GROUP).to_dicts()
             self._parts[name] = parts
         return self._parts[name].get(key, [])
 
@@ -148,14 +160,23 @@ def _generation(t: _Tables, key: Key, opts: SummaryOptions) -> dict[str, Any] | 
     }
 
 
-def _iso(t: _Tables, key: Key) -> list[dict[str, Any]]:
-    allocs = t.rows("iso_allocations", key)
+def _iso(t: _Tables) -> list[dict[str, Any]]:
+    sets, allocs = t.frame("iso_sets"), t.frame("iso_allocations")
+    if sets is None or allocs is None:
+        return []
+    keys = ("budget_id", "protocol_id", "frames", "budget_cost", "accuracy", "n_best", "n_sole_best")
     out = []
-    for s in t.rows("iso_sets", key):
-        mine = [{k: a[k] for k in ("budget_id", "frames", "accuracy", "n_best", "n_sole_best")}
-                for a in allocs if a["cost"] == s["cost"]]
-        out.append({**{k: v for k, v in s.items() if k != "allocations"}, "allocations": mine})
+    for s in sets.to_dicts():
+        mine = allocs.filter((pl.col("model_id") == s["model_id"]) & (pl.col("dataset") == s["dataset"])
+                             & (pl.col("cost") == s["cost"]))
+        out.append({**{k: v for k, v in s.items() if k != "allocations"},
+                    "allocations": [{k: a[k] for k in keys} for a in mine.to_dicts()]})
     return out
+
+
+def _robustness(t: _Tables) -> list[dict[str, Any]]:
+    pairs = t.frame("robustness")
+    return [] if pairs is None else pairs.to_dicts()
 
 
 def _categories(t: _Tables, key: Key, opts: SummaryOptions) -> dict[str, Any]:
@@ -210,18 +231,46 @@ def _correctness(t: _Tables, key: Key) -> dict[str, Any]:
     }
 
 
-def _group(t: _Tables, key: Key, opts: SummaryOptions) -> dict[str, Any]:
+def _protocol(t: _Tables, key: Key) -> dict[str, Any]:
+    """The chain's protocol: what its visual budgets share besides the frame count."""
+    visual = [b for b in t.rows("budgets", key) if not b["is_text"]]
+    return {k: visual[0][k] for k in _NO_OPTIONS} if visual else dict(_NO_OPTIONS)
+
+
+def _primary(t: _Tables, keys: list[Key], wanted: str | None) -> dict[Key, str]:
+    """(model_id, dataset) -> its primary protocol: `wanted` where it has that chain, else the chain with
+    the most visual budgets (ties: ``default``, then the fewest options, then by name)."""
+    def rank(base: Key, p: str) -> tuple[int, bool, int, str]:
+        n = sum(not b["is_text"] for b in t.rows("budgets", (*base, p)))
+        return (-n, p != "default", p.count("-"), p)
+
+    out: dict[Key, str] = {}
+    for base in dict.fromkeys(k[:2] for k in keys):
+        mine = [k[2] for k in keys if k[:2] == base]
+        out[base] = wanted if wanted is not None and wanted in mine else min(
+            mine, key=lambda p, base=base: rank(base, p))  # type: ignore[misc]
+    return out
+
+
+def _off_grid(t: _Tables, key: Key) -> list[str]:
+    off = t.frame("off_chain")
+    if off is None:
+        return []
+    return off.filter((pl.col("model_id") == key[0]) & (pl.col("dataset") == key[1]))["budget_id"].to_list()
+
+
+def _group(t: _Tables, key: Key, opts: SummaryOptions, primary: bool) -> dict[str, Any]:
     grid = t.one("grid", key) or {"grid": (t.one("grid_score", key) or {}).get("grid", []),
                                   "n_items": 0, "n_excluded": 0}
     return {
-        "model_id": key[0], "dataset": key[1], "grid": grid["grid"],
-        "off_grid": [b["budget_id"] for b in t.rows("budgets", key) if not b["on_chain"]],
+        "model_id": key[0], "dataset": key[1], "protocol_id": key[2], "protocol": _protocol(t, key),
+        "primary": primary, "grid": grid["grid"],
+        "off_grid": _off_grid(t, key),
         "budget_frames": {b["budget_id"]: b["frames"] for b in t.rows("budgets", key)},
         "n_items": grid["n_items"], "n_excluded": grid["n_excluded"],
         **_correctness(t, key),
         "terminal_regression": _terminal(t, key),
         "generation": _generation(t, key, opts),
-        "iso_compute": _iso(t, key),
         "categories": _categories(t, key, opts),
         "cascade": _cascade(t, key),
         **{m.name: m.document(functools.partial(_own_rows, t, m.name, key), opts) for m in registered_metrics()},
@@ -240,12 +289,13 @@ def _cross(t: _Tables) -> list[dict[str, Any]]:
     out = []
     for g in grids.filter(pl.col("models").list.len() >= 2).to_dicts():
         ds, models = g["dataset"], g["models"]
-        per = {mid: t.one("cross_oracle", (mid, ds)) for mid in models}
-        vc = {mid: t.one("cross_confusion", (mid, ds)) for mid in models}
+        proto = g["protocol_id"]
+        per = {mid: t.one("cross_oracle", (mid, ds, proto)) for mid in models}
+        vc = {mid: t.one("cross_confusion", (mid, ds, proto)) for mid in models}
         out.append({
-            "dataset": ds, "models": models, "grid": g["grid"],
+            "dataset": ds, "protocol_id": proto, "models": models, "grid": g["grid"],
             "n_items": next((p["n_items"] for p in per.values() if p), 0),
-            "fixed_accuracy": {mid: {r["budget_id"]: r["accuracy"] for r in t.rows("cross_fixed", (mid, ds))}
+            "fixed_accuracy": {mid: {r["budget_id"]: r["accuracy"] for r in t.rows("cross_fixed", (mid, ds, proto))}
                                for mid in models},
             "oracle_accuracy": {mid: p["oracle_accuracy"] if p else None for mid, p in per.items()},
             "oracle_headroom": {mid: p["oracle_headroom"] if p else None for mid, p in per.items()},
@@ -265,8 +315,10 @@ def summary_document(tables: dict[str, pl.DataFrame], opts: SummaryOptions | Non
     """
     opts = opts or SummaryOptions()
     t = _Tables(tables)
-    keys = sorted({(r["model_id"], r["dataset"]) for name in ("grid", "grid_score")
-                   for r in tables[name].select(GROUP).to_dicts()})
+    keys: list[Key] = sorted({tuple(r.values()) for name in ("grid", "grid_score")
+                              for r in tables[name].select(GROUP).to_dicts()})
+    primary = _primary(t, keys, opts.primary_protocol)
+    keys.sort(key=lambda k: (k[0], k[1], primary[k[:2]] != k[2], k[2]))
     flows = tables.get("checkpoint_flows")
     base, other = opts.compare or (None, None)
     return {
@@ -274,8 +326,12 @@ def summary_document(tables: dict[str, pl.DataFrame], opts: SummaryOptions | Non
         "options": {"n_boot": opts.n_boot, "seed": opts.seed, "level": opts.level, "eps": opts.eps,
                     "taus": list(opts.taus), "pairs": [list(p) for p in opts.pairs] if opts.pairs else None,
                     "cascade_stages": list(opts.cascade_stages) if opts.cascade_stages else None,
-                    "cascade_match": opts.cascade_match},
-        "groups": [_group(t, k, opts) for k in keys],
+                    "cascade_match": opts.cascade_match, "cascade_folds": opts.cascade_folds,
+                    "protocols": list(opts.protocols) if opts.protocols else None,
+                    "primary_protocol": opts.primary_protocol, "iso_tolerance": opts.iso_tolerance},
+        "groups": [_group(t, k, opts, primary[k[:2]] == k[2]) for k in keys],
+        "robustness": _robustness(t),
+        "iso_compute": _iso(t),
         "cross_model": _cross(t),
         "checkpoint_flows": [{"dataset": r["dataset"], "base": base, "other": other,
                               **{k: v for k, v in r.items() if k not in ("dataset", "frames")}}

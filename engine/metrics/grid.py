@@ -1,15 +1,22 @@
-"""The matched grid: budgets in cost order and the items that have a result at every one of them.
+"""Protocols, chains and the matched grid: the budgets each metric group runs over, in cost order.
+
+A budget is a frame count plus a **protocol**: everything else that shapes what the model
+sees (``max_pixels`` / ``short_side``, sampling ``policy`` and ``seed``, ``pipeline`` raw
+or cached). ``protocol_id`` is derived from a row's columns exactly as the budget id is,
+without its ``f<N>`` part (``px50176``, ``random-seed1``, ``cached``,
+``s292-random-seed1-cached``; ``default`` when nothing remains), so rows committed before
+budget ids named their pipeline still group by it.
+
+A metric group is ``GROUP`` = (model_id, dataset, protocol_id); its grid is its *chain*:
+the text-only budgets (``frames == 0``, shared by every chain of the model and dataset)
+plus the protocol's budgets ordered by frames. A model and dataset with text-only budgets
+alone form one ``default`` chain. Rows of adaptive runs (``pred-<predictor>`` budgets,
+cascade decisions) are on no chain.
 
 Every paired metric starts from the *matched long frame* built here: one row per
-(model, dataset, item, budget) restricted to the group's grid and to the items that
-have a usable result at every budget of it. Items missing any budget are excluded
+(model, dataset, protocol, item, budget) restricted to the group's chain and to the items
+that have a usable result at every budget of it. Items missing any budget are excluded
 and counted (`grid_summary`).
-
-The grid of a (model, dataset) group is its *chain*: the text-only budgets
-(``frames == 0``) plus the budgets of the group's primary sampling policy (the
-(policy, seed) used by most visual budgets; ``uniform`` wins ties). Budgets of other
-policies stay off the chain: they would break the cost order (same frames, different
-sampling) and are used by `engine.metrics.regression.sampling_recovery` instead.
 
 Two tracks: ``"correct"`` (MCQ and yes/no items, ``correct`` not null) and
 ``"score"`` (open and dialog items, graded by ``score`` in [0, 1]).
@@ -24,21 +31,31 @@ from typing import Literal
 import polars as pl
 
 __all__ = [
+    "BASE_GROUP",
     "CATEGORY_COLUMNS",
     "GRADED_KINDS",
     "GROUP",
     "MATCHED_COLUMNS",
+    "PROTOCOL_COLUMNS",
     "Track",
     "budget_table",
+    "chain_rows",
     "grid_budgets",
     "grid_summary",
     "matched",
+    "off_chain_budgets",
+    "protocol_id",
+    "restrict_protocols",
     "track_rows",
 ]
 
 log = logging.getLogger(__name__)
 
-GROUP: list[str] = ["model_id", "dataset"]
+BASE_GROUP: list[str] = ["model_id", "dataset"]
+"""A model on a dataset: the unit whose chains are compared (robustness, iso-compute, cross-model)."""
+GROUP: list[str] = [*BASE_GROUP, "protocol_id"]
+"""A metric group: one chain of a model on a dataset."""
+PROTOCOL_COLUMNS: list[str] = ["max_pixels", "short_side", "policy", "seed", "pipeline"]
 CATEGORY_COLUMNS: tuple[str, ...] = ("task_type", "category", "duration")
 GRADED_KINDS: tuple[str, ...] = ("open", "dialog")
 Track = Literal["correct", "score"]
@@ -53,22 +70,19 @@ def _graded() -> pl.Expr:
     return pl.col("task_kind").is_in(list(GRADED_KINDS)).fill_null(False)
 
 
-def _rank(key: pl.Expr) -> pl.Expr:
-    """0-based position of `key` within its group (order-independent, nulls stay null)."""
-    return (key.rank("ordinal").over(GROUP) - 1).cast(pl.Int64)
+def protocol_id() -> pl.Expr:
+    """A row's protocol id from its columns (the budget id's rule without the ``f<N>`` part)."""
+    def part(cond: pl.Expr, value: pl.Expr) -> pl.Expr:
+        return pl.when(cond).then(value)
 
-
-def _primary_policy(budgets: pl.LazyFrame) -> pl.LazyFrame:
-    """The (policy, seed) used by most visual budgets of each group; ``uniform`` wins ties."""
-    return (
-        budgets.filter(pl.col("frames") > 0)
-        .group_by([*GROUP, "policy", "seed"])
-        .agg(pl.len().alias("_n"))
-        .sort([*GROUP, "_n", (pl.col("policy") != "uniform"), "policy", "seed"],
-              descending=[False, False, True, False, False, False], nulls_last=True)
-        .unique(subset=GROUP, keep="first", maintain_order=True)
-        .select([*GROUP, pl.col("policy").alias("_pp"), pl.col("seed").alias("_ps")])
-    )
+    parts = pl.concat_str([
+        part(pl.col("max_pixels").is_not_null(), pl.lit("px") + pl.col("max_pixels").cast(pl.String)),
+        part(pl.col("short_side").is_not_null(), pl.lit("s") + pl.col("short_side").cast(pl.String)),
+        part(pl.col("policy").fill_null("uniform") != "uniform", pl.col("policy")),
+        part(pl.col("seed").fill_null(0) != 0, pl.lit("seed") + pl.col("seed").cast(pl.String)),
+        part(pl.col("pipeline").eq_missing(pl.lit("cached")), pl.lit("cached")),
+    ], separator="-", ignore_nulls=True)
+    return pl.when(parts == "").then(pl.lit("default")).otherwise(parts)
 
 
 def _adaptive() -> pl.Expr:
@@ -76,34 +90,72 @@ def _adaptive() -> pl.Expr:
     return pl.col("budget_id").str.starts_with("pred-") | pl.col("policy").eq_missing(pl.lit("cascade"))
 
 
-def budget_table(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Every budget of every (model, dataset) group, in cost order, with its place on the chain.
+def _with_pipeline(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Rows without a ``pipeline`` column (hand-made or older frames) were raw."""
+    if "pipeline" in rows.collect_schema().names():
+        return rows
+    return rows.with_columns(pl.lit("raw").alias("pipeline"))
 
-    Cost order: frames, then the largest pixel total seen, then budget id.
+
+def chain_rows(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """`rows` with their ``protocol_id``: text-only rows once per chain of their model and dataset.
+
+    Rows of adaptive runs are dropped (on no chain); text-only rows of a model and dataset
+    without visual budgets get ``default``.
+    """
+    rows = _with_pipeline(rows).filter(~_adaptive())
+    visual = rows.filter(pl.col("frames") > 0).with_columns(protocol_id().alias("protocol_id"))
+    chains = visual.select([*GROUP]).unique()
+    text = (
+        rows.filter(pl.col("frames") == 0)
+        .join(chains, on=BASE_GROUP, how="left")
+        .with_columns(pl.col("protocol_id").fill_null("default"))
+    )
+    return pl.concat([text, visual], how="diagonal_relaxed")
+
+
+def restrict_protocols(rows: pl.LazyFrame, protocols: Sequence[str] | None) -> pl.LazyFrame:
+    """Rows of the chains `protocols` only (text-only rows are every chain's); None keeps all."""
+    if protocols is None:
+        return rows
+    rows = _with_pipeline(rows)
+    return rows.filter((pl.col("frames") == 0) | protocol_id().is_in(list(protocols)))
+
+
+def _rank(key: pl.Expr, over: Sequence[str] = GROUP, method: Literal["ordinal", "dense"] = "ordinal") -> pl.Expr:
+    """0-based position of `key` within `over` (order-independent, nulls stay null)."""
+    return (key.rank(method).over(list(over)) - 1).cast(pl.Int64)
+
+
+def budget_table(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Every budget of every chain, in cost order.
+
+    Cost order: frames, then the largest pixel total seen, then budget id. The text-only
+    budget is listed once per chain.
 
     Args:
         rows: Result rows (any status).
 
     Returns:
-        model_id, dataset, budget_id, frames, max_pixels, short_side, policy, seed, pixels,
-        budget_rank (over all budgets), is_text, on_chain, chain_rank (null off the chain).
+        model_id, dataset, protocol_id, budget_id, frames, max_pixels, short_side, policy, seed,
+        pipeline, pixels, is_text, budget_rank (over every budget of the model and dataset),
+        chain_rank (position in the chain).
     """
-    budgets = rows.group_by([*GROUP, "budget_id"]).agg(
-        pl.col("frames").first(), pl.col("max_pixels").first(), pl.col("short_side").first(),
-        pl.col("policy").first(), pl.col("seed").first(),
+    budgets = chain_rows(rows).group_by([*GROUP, "budget_id"]).agg(
+        *[pl.col(c).first() for c in ("frames", *PROTOCOL_COLUMNS)],
         pl.col("pixels_total").max().fill_null(0).alias("pixels"),
     )
-    on_chain = ((pl.col("frames") == 0) | (
-        pl.col("policy").eq_missing(pl.col("_pp")) & pl.col("seed").eq_missing(pl.col("_ps"))
-    )) & ~_adaptive()
+    cost = pl.struct("frames", "pixels", "budget_id")
     return (
-        budgets.join(_primary_policy(budgets), on=GROUP, how="left")
-        .with_columns((pl.col("frames") == 0).alias("is_text"), on_chain.fill_null(False).alias("on_chain"))
-        .with_columns(_rank(pl.struct("frames", "pixels", "budget_id")).alias("budget_rank"))
-        .with_columns(_rank(pl.when(pl.col("on_chain")).then(pl.col("budget_rank"))).alias("chain_rank"))
-        .drop("_pp", "_ps")
-        .sort([*GROUP, "budget_rank"])
+        budgets.with_columns((pl.col("frames") == 0).alias("is_text"))
+        .with_columns(_rank(cost, BASE_GROUP, "dense").alias("budget_rank"), _rank(cost).alias("chain_rank"))
+        .sort([*GROUP, "chain_rank"])
     )
+
+
+def off_chain_budgets(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Budgets of adaptive runs (on no chain) per model and dataset: model_id, dataset, budget_id."""
+    return rows.filter(_adaptive()).select([*BASE_GROUP, "budget_id"]).unique().sort([*BASE_GROUP, "budget_id"])
 
 
 def grid_budgets(rows: pl.LazyFrame, budgets: Sequence[str] | None = None) -> pl.LazyFrame:
@@ -111,16 +163,22 @@ def grid_budgets(rows: pl.LazyFrame, budgets: Sequence[str] | None = None) -> pl
 
     Args:
         rows: Result rows.
-        budgets: Restrict to these budget ids; default: each group's chain.
+        budgets: Restrict to these budget ids; default: each group's whole chain. A chain left
+            with text-only budgets is dropped unless no chain of its model and dataset keeps a
+            visual budget.
 
     Returns:
-        model_id, dataset, budget_id, rank (position in cost order), is_text.
+        model_id, dataset, protocol_id, budget_id, rank (position in cost order), is_text.
     """
     table = budget_table(rows)
-    keep = pl.col("on_chain") if budgets is None else pl.col("budget_id").is_in(list(budgets))
+    if budgets is not None:
+        n_visual = (~pl.col("is_text")).sum().over(GROUP)
+        table = (
+            table.filter(pl.col("budget_id").is_in(list(budgets)))
+            .filter((n_visual > 0) | (n_visual.max().over(BASE_GROUP) == 0))
+        )
     return (
-        table.filter(keep)
-        .with_columns(_rank(pl.col("budget_rank")).alias("rank"))
+        table.with_columns(_rank(pl.col("chain_rank")).alias("rank"))
         .select([*GROUP, "budget_id", "rank", "is_text"])
     )
 
@@ -136,7 +194,7 @@ def _usable(track: Track) -> pl.Expr:
 
 
 def matched(rows: pl.LazyFrame, *, track: Track = "correct", budgets: Sequence[str] | None = None) -> pl.LazyFrame:
-    """The matched long frame: complete items only, one row per (group, item, grid budget).
+    """The matched long frame: complete items only, one row per (group, item, chain budget).
 
     Args:
         rows: One row per key (e.g. `engine.results.store.latest_rows` of a scan).
@@ -151,7 +209,7 @@ def matched(rows: pl.LazyFrame, *, track: Track = "correct", budgets: Sequence[s
     """
     grid = grid_budgets(rows, budgets)
     n_grid = grid.group_by(GROUP).agg(pl.len().alias("_ng"))
-    ok = track_rows(rows, track).filter(_usable(track)).join(grid, on=[*GROUP, "budget_id"], how="inner")
+    ok = track_rows(chain_rows(rows), track).filter(_usable(track)).join(grid, on=[*GROUP, "budget_id"], how="inner")
     complete = (
         ok.group_by([*GROUP, "item_id"]).agg(pl.col("budget_id").n_unique().alias("_ni"))
         .join(n_grid, on=GROUP).filter(pl.col("_ni") == pl.col("_ng")).select([*GROUP, "item_id"])
@@ -173,10 +231,10 @@ def grid_summary(rows: pl.LazyFrame, *, track: Track = "correct",
     but it lacks a usable result at some budget of the grid.
 
     Returns:
-        model_id, dataset, grid (list of budget ids), n_items, n_excluded.
+        model_id, dataset, protocol_id, grid (list of budget ids), n_items, n_excluded.
     """
     grid = grid_budgets(rows, budgets).group_by(GROUP).agg(pl.col("budget_id").sort_by("rank").alias("grid"))
-    seen = track_rows(rows, track).group_by(GROUP).agg(pl.col("item_id").n_unique().alias("_seen"))
+    seen = track_rows(chain_rows(rows), track).group_by(GROUP).agg(pl.col("item_id").n_unique().alias("_seen"))
     done = (
         matched(rows, track=track, budgets=budgets)
         .group_by(GROUP).agg(pl.col("item_id").n_unique().alias("n_items"))

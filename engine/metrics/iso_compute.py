@@ -1,11 +1,22 @@
-"""Iso-compute allocation analysis: budgets that spend the same frames x pixels differently.
+"""Iso-compute allocations: budgets that spend about the same pixels in different ways.
 
-An allocation's compute is ``frames * max_pixels`` (or ``frames * short_side**2``
-when the budget fixes the short side; equal-aspect videos make that proportional to
-pixels). Budgets of a group with equal compute form an iso-compute set when there are
-at least two of them. Per set: each allocation's accuracy, per item which allocations
-are best (right; when none is right all tie), the best single allocation (ties: fewer
-frames) and the oracle over the set's allocations.
+A budget's cost is the pixels it actually sent per item: the mean over its ok rows of
+``frames_sent x width x height`` (``pixels_total``), not its nominal setting, so
+``short_side`` and ``max_pixels`` budgets compare on what the model saw. Budgets are
+compared across protocols (chains) of one model and dataset; text-only budgets and
+adaptive runs take no part.
+
+Sets: the visual budgets of a model and dataset, sorted by cost, split wherever a cost
+exceeds the one before it by more than the tolerance (relative); within each run, the
+budgets whose cost lies within the tolerance of the run's median form the set, which is
+kept when it spans at least two frame counts (an *allocation* is a way of spending the
+pixels; two budgets with the frames and pixels of one allocation, e.g. raw and cached, are
+both listed). ``cost`` names the set: the run's median.
+
+Per set, over the items with a usable result at every budget of it: each allocation's
+accuracy, per item which allocations are best (right; when none is right all tie) and
+the only best, the best single allocation (ties: fewer frames, then budget id) and the
+oracle over the set's allocations.
 """
 
 from __future__ import annotations
@@ -14,74 +25,136 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from engine.metrics.grid import GROUP
+from engine.metrics.grid import BASE_GROUP, budget_table, chain_rows, track_rows
 
-__all__ = ["allocation_cost", "iso_compute_allocations", "iso_compute_sets"]
+__all__ = ["DEFAULT_TOLERANCE", "ISO_GROUP", "budget_costs", "iso_compute_allocations", "iso_compute_sets",
+           "iso_matched", "iso_sets"]
 
-
-def allocation_cost() -> pl.Expr:
-    """frames x pixels per frame (null when the budget fixes no size, or is text-only)."""
-    per_frame = pl.coalesce(pl.col("max_pixels"), pl.col("short_side").cast(pl.Int64) ** 2)
-    return pl.when(pl.col("frames") > 0).then(pl.col("frames").cast(pl.Int64) * per_frame)
-
-
-def _sets(m: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
-    """Matched rows of budgets in an iso-compute set, with their `cost`."""
-    with_cost = m.with_columns(allocation_cost().alias("cost")).filter(pl.col("cost").is_not_null())
-    multi = (
-        with_cost.group_by([*by, "cost"]).agg(pl.col("budget_id").n_unique().alias("_na"))
-        .filter(pl.col("_na") >= 2).drop("_na")
-    )
-    return with_cost.join(multi, on=[*by, "cost"], how="semi", nulls_equal=True)
+DEFAULT_TOLERANCE = 0.03
+ISO_GROUP: list[str] = [*BASE_GROUP, "cost"]
+"""An iso-compute set: a model and dataset, and the set's median cost."""
 
 
-def iso_compute_allocations(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
-    """Per allocation of each iso-compute set: accuracy and how often it is (the only) best.
+def budget_costs(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Pixels actually sent per item at each visual chain budget.
 
     Returns:
-        *by, cost, budget_id, frames, n_items, accuracy, n_best (items it answers right),
-        n_sole_best (items only it answers right); ordered by cost, then frames.
+        model_id, dataset, protocol_id, budget_id, frames, budget_cost (mean ``pixels_total`` of
+        the ok rows; budgets without one are left out).
+    """
+    sent = (
+        chain_rows(rows).filter((pl.col("frames") > 0) & (pl.col("status") == "ok"))
+        .group_by([*BASE_GROUP, "budget_id"])
+        .agg(pl.col("pixels_total").cast(pl.Float64).mean().alias("budget_cost"))
+        .filter(pl.col("budget_cost") > 0)
+    )
+    return (
+        budget_table(rows).filter(~pl.col("is_text"))
+        .join(sent, on=[*BASE_GROUP, "budget_id"], how="inner")
+        .select([*BASE_GROUP, "protocol_id", "budget_id", "frames", "budget_cost"])
+        .sort([*BASE_GROUP, "budget_cost", "budget_id"])
+    )
+
+
+def iso_sets(costs: pl.LazyFrame, tolerance: float = DEFAULT_TOLERANCE) -> pl.LazyFrame:
+    """The iso-compute sets of `budget_costs` (rule in the module docstring).
+
+    Returns:
+        model_id, dataset, cost (the set's median), protocol_id, budget_id, frames, budget_cost.
+    """
+    if tolerance < 0:
+        raise ValueError(f"iso-compute tolerance must be >= 0, got {tolerance}")
+    ordered = costs.sort([*BASE_GROUP, "budget_cost", "budget_id"])
+    jump = (pl.col("budget_cost") / pl.col("budget_cost").shift(1).over(BASE_GROUP) - 1 > tolerance).fill_null(True)
+    runs = ordered.with_columns(jump.cast(pl.Int64).cum_sum().over(BASE_GROUP).alias("_run"))
+    runs = runs.with_columns(pl.col("budget_cost").median().over([*BASE_GROUP, "_run"]).alias("cost"))
+    members = runs.filter((pl.col("budget_cost") / pl.col("cost") - 1).abs() <= tolerance)
+    return (
+        members.filter(pl.col("frames").n_unique().over([*BASE_GROUP, "_run"]) >= 2)
+        .select([*ISO_GROUP, "protocol_id", "budget_id", "frames", "budget_cost"])
+        .sort([*ISO_GROUP, "frames", "budget_id"])
+    )
+
+
+def iso_matched(rows: pl.LazyFrame, tolerance: float = DEFAULT_TOLERANCE) -> pl.LazyFrame:
+    """Correctness of the items complete at every budget of their iso-compute set.
+
+    Returns:
+        model_id, dataset, cost, item_id, protocol_id, budget_id, frames, budget_cost, c.
+    """
+    sets = iso_sets(budget_costs(rows), tolerance)
+    n_set = sets.group_by(ISO_GROUP).agg(pl.len().alias("_nb"))
+    usable = (pl.col("status") == "ok") & pl.col("correct").is_not_null() & (pl.col("frames") > 0)
+    ok = (
+        track_rows(rows, "correct").filter(usable)
+        .select([*BASE_GROUP, "item_id", "budget_id", pl.col("correct").alias("c")])
+        .join(sets, on=[*BASE_GROUP, "budget_id"], how="inner")
+    )
+    complete = (
+        ok.group_by([*ISO_GROUP, "item_id"]).agg(pl.col("budget_id").n_unique().alias("_ni"))
+        .join(n_set, on=ISO_GROUP).filter(pl.col("_ni") == pl.col("_nb")).select([*ISO_GROUP, "item_id"])
+    )
+    return (
+        ok.join(complete, on=[*ISO_GROUP, "item_id"], how="semi")
+        .select([*ISO_GROUP, "item_id", "protocol_id", "budget_id", "frames", "budget_cost", "c"])
+        .sort([*ISO_GROUP, "item_id", "frames", "budget_id"])
+    )
+
+
+def iso_compute_allocations(mi: pl.LazyFrame, by: Sequence[str] = ISO_GROUP) -> pl.LazyFrame:
+    """Per allocation of each iso-compute set: accuracy and how often it is (the only) best.
+
+    Args:
+        mi: `iso_matched` output.
+        by: Set keys.
+
+    Returns:
+        *by, budget_id, protocol_id, frames, budget_cost, n_items, accuracy, n_best (items it answers
+        right), n_sole_best (items only it answers right); ordered by frames, then budget id.
     """
     by = list(by)
-    rows = _sets(m, by).with_columns(
-        pl.col("c").cast(pl.Int64).sum().over([*by, "cost", "item_id"]).alias("_right"))
+    rows = mi.with_columns(pl.col("c").cast(pl.Int64).sum().over([*by, "item_id"]).alias("_right"))
     return (
-        rows.group_by([*by, "cost", "budget_id"])
-        .agg(pl.col("frames").first(), pl.col("rank").first(), pl.len().cast(pl.Int64).alias("n_items"),
+        rows.group_by([*by, "budget_id"])
+        .agg(pl.col("protocol_id").first(), pl.col("frames").first(), pl.col("budget_cost").first(),
+             pl.len().cast(pl.Int64).alias("n_items"),
              pl.col("c").cast(pl.Float64).mean().alias("accuracy"),
              pl.col("c").sum().cast(pl.Int64).alias("n_best"),
              (pl.col("c") & (pl.col("_right") == 1)).sum().cast(pl.Int64).alias("n_sole_best"))
-        .sort([*by, "cost", "frames", "rank"])
-        .select([*by, "cost", "budget_id", "frames", "n_items", "accuracy", "n_best", "n_sole_best"])
+        .sort([*by, "frames", "budget_id"])
+        .select([*by, "budget_id", "protocol_id", "frames", "budget_cost", "n_items", "accuracy", "n_best",
+                 "n_sole_best"])
     )
 
 
-def iso_compute_sets(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
+def iso_compute_sets(mi: pl.LazyFrame, by: Sequence[str] = ISO_GROUP) -> pl.LazyFrame:
     """Per iso-compute set: best single allocation against the oracle over its allocations.
 
+    Args:
+        mi: `iso_matched` output.
+        by: Set keys.
+
     Returns:
-        *by, cost, allocations (budget ids by frames), n_items, best_allocation, best_accuracy,
+        *by, allocations (budget ids by frames), n_items, best_allocation, best_accuracy,
         oracle_accuracy, oracle_headroom, n_all_right, n_none_right.
     """
     by = list(by)
-    per_item = _sets(m, by).group_by([*by, "cost", "item_id"]).agg(
-        pl.col("c").any().alias("_any"), pl.col("c").all().alias("_all"))
-    items = per_item.group_by([*by, "cost"]).agg(
+    per_item = mi.group_by([*by, "item_id"]).agg(pl.col("c").any().alias("_any"), pl.col("c").all().alias("_all"))
+    items = per_item.group_by(by).agg(
         pl.len().cast(pl.Int64).alias("n_items"), pl.col("_any").cast(pl.Float64).mean().alias("oracle_accuracy"),
         pl.col("_all").sum().cast(pl.Int64).alias("n_all_right"),
         (~pl.col("_any")).sum().cast(pl.Int64).alias("n_none_right"))
-    allocs = iso_compute_allocations(m, by)
+    allocs = iso_compute_allocations(mi, by)
     best = (
-        allocs.sort([*by, "cost", "accuracy", "frames"], descending=[*([False] * len(by)), False, True, False])
-        .unique(subset=[*by, "cost"], keep="first", maintain_order=True)
-        .select([*by, "cost", pl.col("budget_id").alias("best_allocation"), pl.col("accuracy").alias("best_accuracy")])
+        allocs.sort([*by, "accuracy", "frames", "budget_id"], descending=[*([False] * len(by)), True, False, False])
+        .unique(subset=by, keep="first", maintain_order=True)
+        .select([*by, pl.col("budget_id").alias("best_allocation"), pl.col("accuracy").alias("best_accuracy")])
     )
-    names = allocs.group_by([*by, "cost"]).agg(pl.col("budget_id").sort_by("frames").alias("allocations"))
-    keys = [*by, "cost"]
+    names = allocs.group_by(by).agg(pl.col("budget_id").sort_by("frames", "budget_id").alias("allocations"))
     return (
-        names.join(items, on=keys, nulls_equal=True).join(best, on=keys, nulls_equal=True)
+        names.join(items, on=by, nulls_equal=True).join(best, on=by, nulls_equal=True)
         .with_columns((pl.col("oracle_accuracy") - pl.col("best_accuracy")).alias("oracle_headroom"))
-        .select([*keys, "allocations", "n_items", "best_allocation", "best_accuracy", "oracle_accuracy",
+        .select([*by, "allocations", "n_items", "best_allocation", "best_accuracy", "oracle_accuracy",
                  "oracle_headroom", "n_all_right", "n_none_right"])
-        .sort(keys)
+        .sort(by)
     )

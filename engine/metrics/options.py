@@ -39,3 +39,10 @@ class SummaryOptions:
     """(base, other) models for checkpoint flows at each shared budget."""
     engine: str = "auto"
     """Polars engine for every collect ("auto", "streaming", "in-memory")."""
+    protocols: tuple[str, ...] | None = None
+    """Restrict every table to these chains (protocol ids; None: every chain)."""
+    primary_protocol: str | None = None
+    """The chain the report leads with (None, or absent from a model and dataset: the protocol with the
+    most budgets; ties: ``default``, then the one with fewest options)."""
+    iso_tolerance: float = 0.03
+    """Relative tolerance of an iso-compute set: each budget's cost within this of the set's median."""

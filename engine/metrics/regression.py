@@ -1,10 +1,12 @@
 """Terminal regressions and their recovery by a different sampling policy.
 
-terminal regression: c_i(max)=0 and c_i(g)=1 for some g < max, where max is the
-dearest budget of the grid. sampling recovery: the share of terminal regressions that
-an alternate sampling policy at the max budget (same frames and size, another
-policy or seed, off the chain) answers correctly, among the regressions that have a
-result at that alternate budget (the others are counted as missing).
+terminal regression: c_i(max)=0 and c_i(g)=1 for some *visual* g < max, where max is the
+dearest budget of the chain (text-only answers do not count: right only text-only is text
+overwrite). sampling recovery: the share of terminal regressions that an alternate
+sampling policy at the max budget (same frames, size and pipeline, another policy or seed:
+a budget of another chain) answers correctly, over all terminal regressions (one without
+a result at the alternate budget counts as not recovered), reported beside the share
+over those that have one, per alternate and for "any" alternate.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from engine.metrics.grid import GROUP, budget_table, track_rows
+from engine.metrics.grid import BASE_GROUP, GROUP, budget_table, track_rows
 
 __all__ = ["ANY_ALTERNATE", "alternate_rows", "sampling_recovery", "terminal_items", "terminal_regressions"]
 
@@ -57,29 +59,33 @@ def terminal_regressions(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyF
 
 
 def alternate_rows(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Usable correctness rows at alternate-policy budgets of each group's top chain budget.
+    """Usable correctness rows at alternate-policy budgets of each chain's top budget.
+
+    An alternate of a chain's dearest budget is a budget of another chain of the same model
+    and dataset with the same frames, size and pipeline (another sampling policy or seed).
 
     Args:
-        rows: One row per key (all budgets, on and off the chain).
+        rows: One row per key (all budgets of every chain).
 
     Returns:
-        model_id, dataset, item_id, alt_budget_id, c_alt.
+        model_id, dataset, protocol_id (the chain recovered), item_id, alt_budget_id, c_alt.
     """
-    table = budget_table(rows)
-    size = ["frames", "max_pixels", "short_side"]
+    table = budget_table(rows).filter(~pl.col("is_text"))
+    size = ["frames", "max_pixels", "short_side", "pipeline"]
     top = (
-        table.filter(pl.col("on_chain") & (pl.col("chain_rank") == pl.col("chain_rank").max().over(GROUP)))
+        table.filter(pl.col("chain_rank") == pl.col("chain_rank").max().over(GROUP))
         .select([*GROUP, *size])
     )
     alts = (
-        table.filter(~pl.col("on_chain") & (pl.col("frames") > 0))
-        .join(top, on=[*GROUP, *size], how="semi", nulls_equal=True)
+        table.select([*BASE_GROUP, *size, pl.col("protocol_id").alias("_alt_protocol"), "budget_id"])
+        .join(top, on=[*BASE_GROUP, *size], how="inner", nulls_equal=True)
+        .filter(pl.col("_alt_protocol") != pl.col("protocol_id"))
         .select([*GROUP, "budget_id"])
     )
     usable = (pl.col("status") == "ok") & pl.col("correct").is_not_null()
     return (
         track_rows(rows, "correct").filter(usable)
-        .join(alts, on=[*GROUP, "budget_id"], how="semi")
+        .join(alts, on=[*BASE_GROUP, "budget_id"], how="inner")
         .select([*GROUP, "item_id", pl.col("budget_id").alias("alt_budget_id"), pl.col("correct").alias("c_alt")])
         .sort([*GROUP, "item_id", "alt_budget_id"])
     )

@@ -19,22 +19,33 @@ from engine.metrics.confusion import visual_confusion
 from engine.metrics.crossmodel import checkpoint_flows, cross_model_matched, matched_grid
 from engine.metrics.flows import all_pair_flows, pair_flows, state_flows, transitions
 from engine.metrics.generation import generation_oracle, score_regressions
-from engine.metrics.grid import CATEGORY_COLUMNS, GROUP, budget_table, grid_summary, matched
-from engine.metrics.iso_compute import iso_compute_allocations, iso_compute_sets
+from engine.metrics.grid import (
+    BASE_GROUP,
+    CATEGORY_COLUMNS,
+    GROUP,
+    budget_table,
+    grid_summary,
+    matched,
+    off_chain_budgets,
+    restrict_protocols,
+)
+from engine.metrics.iso_compute import iso_compute_allocations, iso_compute_sets, iso_matched
 from engine.metrics.options import SummaryOptions
 from engine.metrics.oracle import fixed_accuracy, oracle
 from engine.metrics.overwrite import text_overwrite
 from engine.metrics.rates import rate_intervals, rate_table
 from engine.metrics.registry import Inputs, registered_metrics
 from engine.metrics.regression import alternate_rows, sampling_recovery, terminal_regressions
+from engine.metrics.robustness import robustness
 
 __all__ = ["SNAPSHOT_COLUMNS", "SummaryOptions", "load_rows", "registered_table", "summary_tables"]
 
 log = logging.getLogger(__name__)
 
 SNAPSHOT_COLUMNS: list[str] = [
-    *GROUP, "item_id", "budget_id", "frames", "frames_sent", "max_pixels", "short_side", "policy", "seed",
-    "pixels_total", "status", "task_kind", "correct", "score", "confidence", "frame_indices", *CATEGORY_COLUMNS,
+    *BASE_GROUP, "item_id", "budget_id", "frames", "frames_sent", "max_pixels", "short_side", "policy", "seed",
+    "pipeline", "pixels_total", "status", "task_kind", "correct", "score", "confidence", "frame_indices",
+    *CATEGORY_COLUMNS,
     "pred", "answer",
 ]
 
@@ -52,7 +63,6 @@ def _correct_tables(m: pl.LazyFrame, alt: pl.LazyFrame, opts: SummaryOptions) ->
         "fixed": fixed_accuracy(m), "oracle": oracle(m), "transitions": transitions(m), "pairs": pairs,
         "flows": state_flows(m), "confusion": visual_confusion(m), "overwrite": text_overwrite(m),
         "terminal": terminal_regressions(m), "recovery": sampling_recovery(m, alt),
-        "iso_sets": iso_compute_sets(m), "iso_allocations": iso_compute_allocations(m),
     }
 
 
@@ -128,15 +138,17 @@ def summary_tables(rows: pl.LazyFrame, opts: SummaryOptions | None = None) -> di
     """
     opts = opts or SummaryOptions()
     engine: Any = opts.engine
-    snap = rows.select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
+    snap = restrict_protocols(rows.select(SNAPSHOT_COLUMNS), opts.protocols).collect(engine=engine).lazy()
     m = matched(snap).collect(engine=engine).lazy()
     ms = matched(snap, track="score").collect(engine=engine).lazy()
     alt = alternate_rows(snap).collect(engine=engine).lazy()
+    mi = iso_matched(snap, opts.iso_tolerance).collect(engine=engine).lazy()
     plans = {
         "grid": grid_summary(snap), "grid_score": grid_summary(snap, track="score"),
-        "budgets": budget_table(snap),
+        "budgets": budget_table(snap), "off_chain": off_chain_budgets(snap),
         **_correct_tables(m, alt, opts), **_score_tables(ms, opts), **_category_tables(m, alt, ms, opts),
         **_cascade_tables(snap, m, opts), **_cross_tables(snap, opts),
+        "iso_sets": iso_compute_sets(mi), "iso_allocations": iso_compute_allocations(mi), "robustness": robustness(m),
     }
     inputs = Inputs(snapshot=snap, m=m, m_score=ms, alt=alt, opts=opts)
     for metric in registered_metrics():

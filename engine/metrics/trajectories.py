@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from engine.metrics.grid import CATEGORY_COLUMNS, GROUP, Track, grid_budgets, track_rows
+from engine.metrics.grid import CATEGORY_COLUMNS, GROUP, Track, chain_rows, grid_budgets, track_rows
 from engine.metrics.html import GREEN, GREY, RED, rect, svg, text
 from engine.metrics.registry import Metric, register_metric
 
@@ -23,7 +23,7 @@ _VALUES = ["correct", "score", "confidence"]
 
 def _cells(rows: pl.LazyFrame, track: Track, budgets: Sequence[str] | None) -> pl.LazyFrame:
     """Every (item, grid budget) of each group, with the ok row's values where there is one."""
-    mine = track_rows(rows, track)
+    mine = track_rows(chain_rows(rows), track)
     items = mine.group_by([*GROUP, "item_id"]).agg(
         [pl.col(c).drop_nulls().first() for c in CATEGORY_COLUMNS])
     values = mine.filter(pl.col("status") == "ok").select([*GROUP, "item_id", "budget_id", *_VALUES])
@@ -37,7 +37,7 @@ def _cells(rows: pl.LazyFrame, track: Track, budgets: Sequence[str] | None) -> p
 
 def trajectory_table(rows: pl.LazyFrame, *, track: Track = "correct",
                      budgets: Sequence[str] | None = None) -> pl.LazyFrame:
-    """One row per (model, dataset, item): its outcomes along the grid, as aligned lists.
+    """One row per (model, dataset, protocol, item): its outcomes along the chain, as aligned lists.
 
     Args:
         rows: One row per key.
@@ -45,7 +45,7 @@ def trajectory_table(rows: pl.LazyFrame, *, track: Track = "correct",
         budgets: Grid budgets (default: each group's chain).
 
     Returns:
-        model_id, dataset, item_id, task_type, category, duration, budgets (grid in cost order),
+        model_id, dataset, protocol_id, item_id, task_type, category, duration, budgets (grid in cost order),
         correct, score, confidence (lists aligned with budgets; null where no ok result),
         n_missing, complete.
     """
@@ -62,7 +62,7 @@ def trajectory_table(rows: pl.LazyFrame, *, track: Track = "correct",
 
 
 def trajectory_wide(rows: pl.LazyFrame, budgets: Sequence[str], *, track: Track = "correct") -> pl.LazyFrame:
-    """One row per (model, dataset, item) with ``correct@b``, ``score@b``, ``confidence@b`` columns.
+    """One row per (model, dataset, protocol, item) with ``correct@b``, ``score@b``, ``confidence@b`` columns.
 
     Args:
         rows: One row per key.

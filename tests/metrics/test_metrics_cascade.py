@@ -42,7 +42,7 @@ def test_each_item_stops_at_its_first_confident_stage() -> None:
 def test_cascade_curve() -> None:
     got = collect_both(cascade_curve(_m(), TAUS))
     want = pl.DataFrame({
-        "model_id": ["m"] * 4, "dataset": ["d"] * 4, "tau": TAUS, "n_items": [4] * 4,
+        "model_id": ["m"] * 4, "dataset": ["d"] * 4, "protocol_id": ["default"] * 4, "tau": TAUS, "n_items": [4] * 4,
         "accuracy": [1.0, 1.0, 0.75, 0.75], "mean_frames": [6.0, 6.0, 7.0, 14.0],
         "mean_unique_frames": [4.0, 4.0, 4.5, 8.0], "mean_stages": [1.75, 1.75, 2.0, 3.0],
     })
@@ -53,7 +53,8 @@ def test_pareto_front_keeps_the_smallest_tau_of_equal_points() -> None:
     curve = cascade_curve(_m(), TAUS)
     assert collect_both(pareto_front(curve))["tau"].to_list() == [0.5]
     assert collect_both(pareto_front(curve, cost="mean_unique_frames"))["tau"].to_list() == [0.5]
-    manual = pl.LazyFrame({"model_id": ["m"] * 4, "dataset": ["d"] * 4, "tau": [0.1, 0.2, 0.3, 0.4],
+    manual = pl.LazyFrame({"model_id": ["m"] * 4, "dataset": ["d"] * 4, "protocol_id": ["default"] * 4,
+                           "tau": [0.1, 0.2, 0.3, 0.4],
                            "mean_frames": [2.0, 4.0, 4.0, 8.0], "accuracy": [0.5, 0.6, 0.7, 0.7]})
     assert collect_both(pareto_front(manual))["tau"].to_list() == [0.1, 0.3]
 
@@ -71,7 +72,7 @@ def test_cheapest_tau_matching_a_fixed_budget() -> None:
 
 def test_no_tau_matches_a_better_fixed_budget() -> None:
     m = _m()
-    fixed = pl.LazyFrame({"model_id": ["m"], "dataset": ["d"], "fixed_budget": ["oracle"],
+    fixed = pl.LazyFrame({"model_id": ["m"], "dataset": ["d"], "protocol_id": ["default"], "fixed_budget": ["oracle"],
                           "fixed_accuracy": [1.01], "fixed_frames": [8.0], "fixed_unique_frames": [8.0]})
     assert collect_both(match_fixed(cascade_curve(m, TAUS), fixed)).height == 0
 
@@ -93,7 +94,8 @@ def test_a_single_stage_cascade_is_the_fixed_budget() -> None:
 
 def test_savings_against_a_text_only_baseline_are_undefined() -> None:
     curve = cascade_curve(_m(), [0.5])
-    fixed = pl.LazyFrame({"model_id": ["m"], "dataset": ["d"], "fixed_budget": ["text"], "fixed_accuracy": [0.5],
+    fixed = pl.LazyFrame({"model_id": ["m"], "dataset": ["d"], "protocol_id": ["default"],
+                          "fixed_budget": ["text"], "fixed_accuracy": [0.5],
                           "fixed_frames": [0.0], "fixed_unique_frames": [0.0]})
     got = collect_both(match_fixed(curve, fixed))
     assert got.select("tau", "frames_saved", "unique_frames_saved").rows() == [(0.5, None, None)]

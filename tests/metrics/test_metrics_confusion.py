@@ -16,8 +16,13 @@ from engine.metrics.overwrite import text_overwrite
 from engine.metrics.regression import alternate_rows, sampling_recovery, terminal_regressions
 
 
+def _default(frame: pl.LazyFrame) -> pl.LazyFrame:
+    return frame.filter(pl.col("protocol_id") == "default")
+
+
 def _m() -> pl.LazyFrame:
-    return matched(lazy(sweep_a(with_alt=True)))
+    """The default chain (the alternate policy's budget is a chain of its own)."""
+    return _default(matched(lazy(sweep_a(with_alt=True))))
 
 
 def test_visual_confusion_whole_grid_and_visual_only() -> None:
@@ -39,7 +44,7 @@ def test_visual_confusion_edges() -> None:
 def test_text_overwrite_by_budget_any_and_all() -> None:
     got = collect_both(text_overwrite(_m()))
     want = pl.DataFrame({
-        "model_id": ["m"] * 5, "dataset": ["d"] * 5,
+        "model_id": ["m"] * 5, "dataset": ["d"] * 5, "protocol_id": ["default"] * 5,
         "scope": ["budget", "budget", "budget", "any", "all"],
         "budget_id": ["f4", "f8", "f16", None, None],
         "rank": [1, 2, 3, 1 << 40, (1 << 40) + 1],
@@ -69,7 +74,7 @@ def test_text_overwrite_needs_a_text_budget_and_a_visual_one() -> None:
 
 def test_terminal_regressions() -> None:
     got = collect_both(terminal_regressions(_m()))
-    assert got.rows() == [("m", "d", "f16", 4, 2, 0.5)]  # a and b
+    assert got.rows() == [("m", "d", "default", "f16", 4, 2, 0.5)]  # a and b
     one = matched(lazy(frame({"z": "1"}, budgets={"text": 0})))
     assert collect_both(terminal_regressions(one)).select("max_budget", "n_terminal", "terminal_regression").rows() \
         == [("text", 0, 0.0)]
@@ -78,9 +83,13 @@ def test_terminal_regressions() -> None:
 def test_sampling_recovery_counts_missing_alternates() -> None:
     rows = lazy(sweep_a(with_alt=True))
     alt = collect_both(alternate_rows(rows))
-    assert sorted(alt.select("item_id", "alt_budget_id", "c_alt").rows()) == [
-        ("a", "f16-random", True), ("c", "f16-random", False), ("e", "f16-random", True)]
-    got = collect_both(sampling_recovery(matched(rows), alternate_rows(rows)))
+    assert sorted(alt.select("protocol_id", "item_id", "alt_budget_id", "c_alt").rows()) == [
+        ("default", "a", "f16-random", True), ("default", "c", "f16-random", False),
+        ("default", "e", "f16-random", True),
+        # and the other way round: f16 is the random chain's alternate
+        *[("random-seed3", i, "f16", c) for i, c in (("a", False), ("b", False), ("c", True), ("d", True),
+                                                     ("e", False), ("f", True))]]
+    got = collect_both(_default(sampling_recovery(matched(rows), alternate_rows(rows))))
     assert got.select("alt_budget_id", "n_terminal", "n_with_alt", "n_missing_alt", "n_recovered",
                       "sampling_recovery", "sampling_recovery_with_alt").rows() == [
         ("f16-random", 2, 1, 1, 1, 0.5, 1.0), ("any", 2, 1, 1, 1, 0.5, 1.0)]  # b has no alternate: not recovered
@@ -88,6 +97,6 @@ def test_sampling_recovery_counts_missing_alternates() -> None:
 
 def test_alternates_must_match_the_top_budget() -> None:
     rows = [*sweep_a(), row("m", "d", "a", "f8-random", 8, "1", policy="random")]
-    assert collect_both(alternate_rows(lazy(rows))).height == 0
-    got = collect_both(sampling_recovery(matched(lazy(rows)), alternate_rows(lazy(rows))))
+    assert collect_both(_default(alternate_rows(lazy(rows)))).height == 0
+    got = collect_both(_default(sampling_recovery(matched(lazy(rows)), alternate_rows(lazy(rows)))))
     assert got.height == 0

@@ -20,8 +20,8 @@ def _rows() -> pl.LazyFrame:
 
 def test_matched_grid_is_what_every_model_supports() -> None:
     got = collect_both(matched_grid(_rows()))
-    assert got.to_dicts() == [{"dataset": "x", "models": ["A", "B"], "grid": ["text", "f4"]},
-                              {"dataset": "y", "models": ["A"], "grid": ["text"]}]
+    assert got.to_dicts() == [{"dataset": "x", "protocol_id": "default", "models": ["A", "B"], "grid": ["text", "f4"]},
+                              {"dataset": "y", "protocol_id": "default", "models": ["A"], "grid": ["text"]}]
     only_a = collect_both(matched_grid(_rows(), models=["A"]))
     assert only_a.filter(pl.col("dataset") == "x")["grid"].to_list() == [["text", "f4", "f8"]]
 

@@ -13,21 +13,24 @@ from engine.metrics.flows import all_pair_flows, pair_flows, state_flows, transi
 from engine.metrics.grid import GROUP, matched
 from engine.metrics.oracle import best_fixed, fixed_accuracy, oracle
 
-FLOW_SCHEMA = {"model_id": pl.String, "dataset": pl.String, "from": pl.String, "to": pl.String,
+FLOW_SCHEMA = {"model_id": pl.String, "dataset": pl.String, "protocol_id": pl.String,
+               "from": pl.String, "to": pl.String,
                "rescue": pl.Int64, "harm": pl.Int64, "n": pl.Int64, "net": pl.Float64, "churn": pl.Float64}
 
 
 def _m() -> pl.LazyFrame:
-    return matched(lazy(sweep_a(with_alt=True)))
+    """The default chain (the alternate policy's budget is a chain of its own)."""
+    return matched(lazy(sweep_a(with_alt=True))).filter(pl.col("protocol_id") == "default")
 
 
 def _flows(rows: list[tuple]) -> pl.DataFrame:
-    return pl.DataFrame([("m", "d", *r) for r in rows], schema=FLOW_SCHEMA, orient="row")
+    return pl.DataFrame([("m", "d", "default", *r) for r in rows], schema=FLOW_SCHEMA, orient="row")
 
 
 def test_fixed_accuracy_per_budget() -> None:
     got = collect_both(fixed_accuracy(_m()))
-    want = pl.DataFrame({"model_id": ["m"] * 4, "dataset": ["d"] * 4, "budget_id": ["text", "f4", "f8", "f16"],
+    want = pl.DataFrame({"model_id": ["m"] * 4, "dataset": ["d"] * 4, "protocol_id": ["default"] * 4,
+                         "budget_id": ["text", "f4", "f8", "f16"],
                          "rank": [0, 1, 2, 3], "frames": [0, 4, 8, 16], "n_items": [4] * 4,
                          "accuracy": [0.5, 0.5, 0.5, 0.25]})
     assert_frame_equal(got, want)
@@ -35,15 +38,15 @@ def test_fixed_accuracy_per_budget() -> None:
 
 def test_best_fixed_breaks_ties_towards_the_cheapest_budget() -> None:
     got = collect_both(best_fixed(_m()))
-    assert got.rows() == [("m", "d", "text", 0.5)]
+    assert got.rows() == [("m", "d", "default", "text", 0.5)]
     # a tie between the two dearest budgets goes to the cheaper of them
     rows = frame({"a": "011", "b": "001", "c": "010"}, budgets={"text": 0, "f4": 4, "f8": 8})
-    assert collect_both(best_fixed(matched(lazy(rows)))).rows() == [("m", "d", "f4", 2 / 3)]
+    assert collect_both(best_fixed(matched(lazy(rows)))).rows() == [("m", "d", "default", "f4", 2 / 3)]
 
 
 def test_oracle_and_headroom() -> None:
     got = collect_both(oracle(_m()))
-    assert got.rows() == [("m", "d", 4, 0.75, "text", 0.5, 0.25)]
+    assert got.rows() == [("m", "d", "default", 4, 0.75, "text", 0.5, 0.25)]
     assert got.columns == [*GROUP, "n_items", "oracle_accuracy", "best_budget", "best_accuracy", "oracle_headroom"]
 
 

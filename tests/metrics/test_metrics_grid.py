@@ -7,32 +7,48 @@ from metric_rows import BUDGETS, collect_both, frame, lazy, row, sweep_a
 from polars.testing import assert_frame_equal
 
 from engine.metrics.basic import budget_order, fixed_accuracy, transitions
-from engine.metrics.grid import budget_table, grid_summary, matched
+from engine.metrics.grid import budget_table, grid_summary, matched, off_chain_budgets, protocol_id
 from engine.metrics.trajectories import trajectory_patterns, trajectory_table, trajectory_wide
 
 
-def test_budget_table_orders_by_cost_and_keeps_other_policies_off_the_chain() -> None:
+def test_budget_table_puts_each_protocol_on_its_own_chain_with_the_shared_text_budget() -> None:
     rows = lazy(sweep_a(with_alt=True))
-    got = collect_both(budget_table(rows).select("budget_id", "frames", "budget_rank", "on_chain", "chain_rank"))
+    got = collect_both(budget_table(rows).select("protocol_id", "budget_id", "frames", "budget_rank", "chain_rank"))
     want = pl.DataFrame({
-        "budget_id": ["text", "f4", "f8", "f16", "f16-random"],
-        "frames": [0, 4, 8, 16, 16],
-        "budget_rank": [0, 1, 2, 3, 4],
-        "on_chain": [True, True, True, True, False],
-        "chain_rank": [0, 1, 2, 3, None],
+        "protocol_id": ["default"] * 4 + ["random-seed3"] * 2,
+        "budget_id": ["text", "f4", "f8", "f16", "text", "f16-random"],
+        "frames": [0, 4, 8, 16, 0, 16],
+        "budget_rank": [0, 1, 2, 3, 0, 4],
+        "chain_rank": [0, 1, 2, 3, 0, 1],
     }, schema_overrides={"frames": pl.Int32, "budget_rank": pl.Int64, "chain_rank": pl.Int64})
     assert_frame_equal(got, want)
 
 
-def test_uniform_wins_a_policy_tie_and_the_majority_policy_wins_otherwise() -> None:
-    tie = [row("m", "d", "i", "text", 0, "1"), row("m", "d", "i", "f8", 8, "1"),
-           row("m", "d", "i", "f8-rand", 8, "0", policy="random")]
-    got = collect_both(budget_table(lazy(tie)).select("budget_id", "on_chain"))
-    assert got.rows() == [("text", True), ("f8", True), ("f8-rand", False)]
-    majority = [row("m", "d", "i", "f4-r", 4, "1", policy="random"), row("m", "d", "i", "f8-r", 8, "1", policy="random"),
-                row("m", "d", "i", "f8", 8, "1")]
-    got = collect_both(budget_table(lazy(majority)).select("budget_id", "on_chain", "chain_rank"))
-    assert got.rows() == [("f4-r", True, 0), ("f8", False, None), ("f8-r", True, 1)]
+def test_protocol_ids_follow_the_budget_id_rule_without_the_frames() -> None:
+    cases = {"f16": {}, "f16-px50176": {"max_pixels": 50176}, "f32-random-seed1": {"policy": "random", "seed": 1},
+             "f32-cached": {"pipeline": "cached"},
+             "f16-s292-random-seed1-cached": {"short_side": 292, "policy": "random", "seed": 1, "pipeline": "cached"}}
+    rows = [row("m", "d", "i", b, int(b.split("-")[0][1:]), "1", **extra) for b, extra in cases.items()]
+    got = collect_both(lazy(rows).select("budget_id", protocol_id().alias("p")))
+    assert got.rows() == [("f16", "default"), ("f16-px50176", "px50176"), ("f32-random-seed1", "random-seed1"),
+                          ("f32-cached", "cached"), ("f16-s292-random-seed1-cached", "s292-random-seed1-cached")]
+
+
+def test_rows_committed_before_budget_ids_named_the_pipeline_group_by_their_columns() -> None:
+    """A cached rerun that reused the raw budget ids (f8 with pipeline=cached) forms its own chain."""
+    rows = [row("m", "d", "i", "text", 0, "1"), row("m", "d", "i", "f8", 8, "0"),
+            row("m", "d2", "i", "f8", 8, "1", pipeline="cached"), row("m", "d2", "i", "text", 0, "0")]
+    got = collect_both(budget_table(lazy(rows)).select("dataset", "protocol_id", "budget_id"))
+    assert got.rows() == [("d", "default", "text"), ("d", "default", "f8"), ("d2", "cached", "text"),
+                          ("d2", "cached", "f8")]
+
+
+def test_a_text_only_dataset_is_one_default_chain_and_adaptive_rows_are_on_none() -> None:
+    rows = [row("m", "d", "i", "text", 0, "1"), row("m", "d", "i", "pred-p", 8, "1"),
+            row("m", "d", "i", "casc", 8, "1", policy="cascade")]
+    got = collect_both(budget_table(lazy(rows)).select("protocol_id", "budget_id"))
+    assert got.rows() == [("default", "text")]
+    assert collect_both(off_chain_budgets(lazy(rows)))["budget_id"].to_list() == ["casc", "pred-p"]
 
 
 def test_pixels_order_budgets_with_equal_frames() -> None:
@@ -48,11 +64,16 @@ def test_matched_keeps_complete_items_and_counts_the_excluded() -> None:
     rows = lazy(sweep_a(with_alt=True))
     m = collect_both(matched(rows))
     assert sorted(m["item_id"].unique().to_list()) == ["a", "b", "c", "e"]
-    assert m.height == 16  # 4 items x 4 chain budgets; the alternate policy is not in the grid
+    # 4 items x 4 budgets on the default chain; 3 items x (text, f16-random) on the random chain
+    assert m.group_by("protocol_id").len().sort("protocol_id").rows() == [("default", 16), ("random-seed3", 6)]
+    m = m.filter(pl.col("protocol_id") == "default")
     assert m.filter(pl.col("item_id") == "a").sort("rank")["c"].to_list() == [False, True, True, False]
     summary = collect_both(grid_summary(rows))
-    assert summary.to_dicts() == [{"model_id": "m", "dataset": "d", "grid": ["text", "f4", "f8", "f16"],
-                                   "n_items": 4, "n_excluded": 2}]
+    assert summary.to_dicts() == [
+        {"model_id": "m", "dataset": "d", "protocol_id": "default", "grid": ["text", "f4", "f8", "f16"],
+         "n_items": 4, "n_excluded": 2},
+        {"model_id": "m", "dataset": "d", "protocol_id": "random-seed3", "grid": ["text", "f16-random"],
+         "n_items": 3, "n_excluded": 3}]
 
 
 def test_a_budget_nobody_finished_excludes_everyone() -> None:
@@ -66,11 +87,12 @@ def test_a_budget_nobody_finished_excludes_everyone() -> None:
 def test_basic_entry_points_keep_their_columns() -> None:
     rows = lazy(sweep_a())
     acc = collect_both(fixed_accuracy(rows))
-    assert acc.columns == ["model_id", "dataset", "budget_id", "n_items", "accuracy", "frames", "budget_rank"]
+    assert acc.columns == ["model_id", "dataset", "protocol_id", "budget_id", "n_items", "accuracy", "frames",
+                           "budget_rank"]
     assert acc["accuracy"].to_list() == [0.5, 0.5, 0.5, 0.25]
     assert acc["n_items"].to_list() == [4, 4, 4, 4]
     flows = collect_both(transitions(rows))
-    assert flows.columns == ["model_id", "dataset", "from", "to", "rescue", "harm", "n", "net", "churn"]
+    assert flows.columns == ["model_id", "dataset", "protocol_id", "from", "to", "rescue", "harm", "n", "net", "churn"]
     assert flows.select("rescue", "harm").rows() == [(1, 1), (1, 1), (0, 1)]
 
 

@@ -11,13 +11,15 @@ from typer.testing import CliRunner
 
 from engine.cli import app
 from engine.metrics.document import SCHEMA, summary_document
+from engine.metrics.registry import registered_metrics
 from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
 
 GROUP_KEYS = {
-    "model_id", "dataset", "grid", "off_grid", "budget_frames", "n_items", "n_excluded", "fixed_accuracy",
+    "model_id", "dataset", "protocol_id", "protocol", "primary", "grid", "off_grid", "budget_frames", "n_items",
+    "n_excluded", "fixed_accuracy",
     "best_fixed", "oracle_accuracy", "oracle_headroom", "transitions", "pair_transitions", "flows",
     "visual_confusion", "visual_confusion_visual_only", "text_overwrite", "terminal_regression", "generation",
-    "iso_compute", "categories", "cascade", "trajectory_patterns", "confidence_intervals",
+    "categories", "cascade", "trajectory_patterns", "confidence_intervals",
 }
 
 
@@ -37,23 +39,29 @@ def doc(sweep_dir: Path) -> dict:
     return docs[0]
 
 
-def _group(doc: dict, model: str, dataset: str) -> dict:
-    return next(g for g in doc["groups"] if (g["model_id"], g["dataset"]) == (model, dataset))
+def _group(doc: dict, model: str, dataset: str, protocol: str = "default") -> dict:
+    return next(g for g in doc["groups"]
+                if (g["model_id"], g["dataset"], g["protocol_id"]) == (model, dataset, protocol))
 
 
 def test_document_shape(doc: dict) -> None:
     assert doc["schema"] == SCHEMA
-    assert set(doc) == {"schema", "source", "options", "groups", "cross_model", "checkpoint_flows"}
-    assert [(g["model_id"], g["dataset"]) for g in doc["groups"]] == [("m", "d"), ("m", "open"), ("m", "t"),
-                                                                       ("m2", "d")]
+    assert set(doc) == {"schema", "source", "options", "groups", "robustness", "iso_compute", "cross_model",
+                        "checkpoint_flows"}
+    # the alternate policy's f16 is a chain of its own (text + f16-random); the primary chain leads
+    assert [(g["model_id"], g["dataset"], g["protocol_id"], g["primary"]) for g in doc["groups"]] == [
+        ("m", "d", "default", True), ("m", "d", "random-seed3", False), ("m", "open", "default", True),
+        ("m", "t", "default", True), ("m2", "d", "default", True)]
     for g in doc["groups"]:
-        assert set(g) == GROUP_KEYS
+        assert set(g) == GROUP_KEYS | {m.name for m in registered_metrics()}
+    assert _group(doc, "m", "d", "random-seed3")["protocol"] == {
+        "max_pixels": None, "short_side": None, "policy": "random", "seed": 3, "pipeline": "raw"}
+    assert [(r["protocol_a"], r["protocol_b"]) for r in doc["robustness"]] == [("default", "random-seed3")]
 
 
 def test_main_group_values(doc: dict) -> None:
     g = _group(doc, "m", "d")
-    assert (g["grid"], g["off_grid"], g["n_items"], g["n_excluded"]) == (["text", "f4", "f8", "f16"],
-                                                                          ["f16-random"], 4, 2)
+    assert (g["grid"], g["off_grid"], g["n_items"], g["n_excluded"]) == (["text", "f4", "f8", "f16"], [], 4, 2)
     assert g["fixed_accuracy"] == {"text": 0.5, "f4": 0.5, "f8": 0.5, "f16": 0.25}
     assert g["best_fixed"] == {"budget_id": "text", "accuracy": 0.5}
     assert (g["oracle_accuracy"], g["oracle_headroom"]) == (0.75, 0.25)
@@ -69,7 +77,7 @@ def test_main_group_values(doc: dict) -> None:
         "by_budget": {b: {"share_all": 0.25, "share_text_correct": 0.5} for b in ("f4", "f8", "f16")}}
     assert g["terminal_regression"] == {"max_budget": "f16", "n_terminal": 2, "share": 0.5, "sampling_recovery": [
         {"alt_budget_id": "f16-random", "n_with_alt": 1, "n_missing_alt": 1, "n_recovered": 1, "share": 1.0}]}
-    assert g["generation"] is None and g["iso_compute"] == []
+    assert g["generation"] is None and doc["iso_compute"] == []
     assert [p["n"] for p in g["trajectory_patterns"]] == [1, 1, 1, 1]
 
 
@@ -112,7 +120,7 @@ def test_generation_and_text_only_groups(doc: dict) -> None:
 
 def test_cross_model_section(doc: dict) -> None:
     assert doc["cross_model"] == [{
-        "dataset": "d", "models": ["m", "m2"], "grid": ["text", "f4"], "n_items": 4,
+        "dataset": "d", "protocol_id": "default", "models": ["m", "m2"], "grid": ["text", "f4"], "n_items": 4,
         "fixed_accuracy": {"m": {"text": 0.5, "f4": 0.5}, "m2": {"text": 0.5, "f4": 0.5}},
         "oracle_accuracy": {"m": 0.75, "m2": 0.75}, "oracle_headroom": {"m": 0.25, "m2": 0.25},
         "visual_confusion": {"m": 0.25, "m2": 0.25},

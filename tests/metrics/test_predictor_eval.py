@@ -91,7 +91,8 @@ def test_summary_against_fixed_budgets_and_the_oracle(evaluated: dict[str, pl.Da
     s = t["summary"].to_dicts()
     assert len(s) == 1
     assert s[0] == {
-        "predictor_id": "p", "model_id": "m", "dataset": "d", "n_items": 5, "n_solvable": 4, "n_unsolvable": 1,
+        "predictor_id": "p", "model_id": "m", "dataset": "d", "protocol_id": "default",
+        "n_items": 5, "n_solvable": 4, "n_unsolvable": 1,
         "n_unparsed": 1, "n_off_grid": 1, "n_without_prediction": 1, "n_predictions_unmatched": 1,
         "fallback_budget": "f16", "accuracy": 0.4, "mean_frames": 8.8, "agreement": 0.25, "n_agree": 1,
         "n_under": 1, "n_over": 2, "oracle_accuracy": 0.8, "oracle_mean_frames": 2.4,
