@@ -9,6 +9,7 @@ renormalised distribution over the letters.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
+from engine.runtime.placement import Placement, actor_options, place, release, resolve_gpus
 from engine.scoring import letter_logprobs
 from engine.spec import EngineSpec
 
@@ -45,16 +47,24 @@ def engine_env(engine: EngineSpec) -> dict[str, str]:
     }
 
 
-def _node_facts() -> dict[str, str]:
+def _node_facts() -> dict[str, Any]:
     """The Ray node this process runs on (empty outside Ray)."""
     try:
         import ray
 
         if not ray.is_initialized():
             return {}
-        return {"node_id": ray.get_runtime_context().get_node_id(), "node_ip": ray.util.get_node_ip_address()}
+        ctx = ray.get_runtime_context()
+        return {"node_id": ctx.get_node_id(), "node_ip": ray.util.get_node_ip_address(),
+                "gpu_ids": [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])],
+                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     except Exception:  # noqa: BLE001 - facts for the record only
         return {}
+
+
+def _placement(engine: EngineSpec) -> Placement:
+    """What one engine actor asks of the cluster (`num_gpus = \"auto\"` asks the cluster's GPU nodes)."""
+    return Placement(gpus=resolve_gpus(engine.num_gpus, engine.world_size))
 
 
 class VLLMWorker:
@@ -85,6 +95,10 @@ class VLLMWorker:
             kwargs["max_num_batched_tokens"] = engine.max_num_batched_tokens
         if _cuda_visible():
             kwargs["gpu_memory_utilization"] = engine.gpu_memory_utilization
+        if engine.world_size > 1:
+            # this actor holds all the engine's GPUs (one placement-group bundle): vLLM's own worker
+            # processes drive them; its Ray executor would look for one bundle per GPU instead
+            kwargs["distributed_executor_backend"] = "mp"
         kwargs.update(engine.extra)
         t0 = time.perf_counter()
         self.llm = LLM(**kwargs)
@@ -202,6 +216,7 @@ class VLLMActorBackend(BackendBase):
     """`Backend` over a Ray actor running `VLLMWorker` (restarted by Ray if it dies)."""
 
     name = "vllm"
+    worker_cls: Any = VLLMWorker  # the actor body (tests place light stand-ins through the same path)
 
     def __init__(self, model_path: Path | str, engine: EngineSpec, seed: int = 0, max_restarts: int = 2,
                  family_kwargs: dict[str, Any] | None = None) -> None:
@@ -211,21 +226,20 @@ class VLLMActorBackend(BackendBase):
         self.seed = seed
         self.max_restarts = max_restarts
         self._actor: Any = None
+        self._pg: Any = None  # the placement group holding this engine's GPUs
         self.info: dict[str, Any] = {}
 
     async def start(self) -> dict[str, Any]:
         import ray
 
-        num_gpus = self.engine.num_gpus
-        if num_gpus == "auto":
-            num_gpus = 1 if _cuda_visible() else 0
-        cls = ray.remote(VLLMWorker)
+        need = await asyncio.to_thread(_placement, self.engine)
+        if self._pg is None:  # kept across restarts: a revived engine gets its GPUs back
+            self._pg = await place(need, f"an engine for {self.model_path}", self.engine.placement_timeout_s)
+        cls = ray.remote(self.worker_cls)
         self._actor = cls.options(
-            num_cpus=0 if num_gpus else 1,
-            num_gpus=num_gpus,
+            **actor_options(need, self._pg),
             max_restarts=self.max_restarts,
             max_task_retries=0,
-            scheduling_strategy="SPREAD",
             runtime_env={"env_vars": engine_env(self.engine)},
         ).remote(self.model_path, self.engine, self.seed, self.family_kwargs)
         self.info = await self._actor.info.remote()
@@ -257,3 +271,5 @@ class VLLMActorBackend(BackendBase):
 
             ray.kill(self._actor, no_restart=True)
             self._actor = None
+        release(self._pg)
+        self._pg = None
