@@ -106,3 +106,26 @@ def test_bad_policy_parameter_exits_2_before_any_work(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "budgets.1.policy" in res.output and "finite" in res.output
     assert not (tmp_path / "out").exists()  # no manifest, no results directory
+
+
+def test_spec_reference_in_docs_is_current() -> None:
+    from engine.spec.reference import reference_markdown
+
+    doc = REPO / "docs" / "spec-reference.md"
+    assert doc.read_text() == reference_markdown(), \
+        "docs/spec-reference.md is stale: regenerate it with `framesweep spec --reference > docs/spec-reference.md`"
+    for field in ("max_new_tokens", "kv_cache_gib", "deadline_base_s", "out_dir"):
+        assert f"`{field}`" in doc.read_text()
+
+
+def test_spec_example_is_a_complete_valid_spec(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from engine.cli.app import app
+
+    res = CliRunner().invoke(app, ["spec", "--example"])
+    assert res.exit_code == 0
+    (tmp_path / "example.toml").write_text(res.output)
+    spec = load_spec(tmp_path / "example.toml")
+    assert spec.models[0].engine.kv_cache_gib == 1.0 and spec.prompt.max_new_tokens == 16
+    assert "# Token limit for `generate` scoring." in res.output

@@ -194,6 +194,21 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
 
 
 @app.command()
+def spec(
+    example: Annotated[bool, typer.Option("--example", help="Print a full spec: every field at its default, "
+                                          "each with its description.")] = False,
+    reference: Annotated[bool, typer.Option("--reference", help="Print the spec reference (Markdown).")] = False,
+) -> None:
+    """The sweep spec: a commented full example (--example) or the field reference (--reference)."""
+    from engine.spec.reference import example_toml, reference_markdown
+
+    if example == reference:
+        fail("give one of --example or --reference")
+        raise typer.Exit(2)
+    typer.echo(example_toml() if example else reference_markdown(), nl=False)
+
+
+@app.command()
 def doctor(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")]) -> None:
     """Read every result shard whole; move unreadable ones to DIR/quarantine/ (the next run recomputes
     their keys). Takes the directory's lock: no sweep may be writing to it."""

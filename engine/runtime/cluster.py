@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 
+from engine.runtime.secrets import register_secret_env
+
 __all__ = ["ensure_ray"]
 
 log = logging.getLogger(__name__)
@@ -20,6 +22,7 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None,
     """
     import ray
 
+    register_secret_env("RAY_AUTH_TOKEN")  # never printed or stored, wherever it shows up
     if ray.is_initialized():
         return
     if address:

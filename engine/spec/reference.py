@@ -1,0 +1,140 @@
+"""The spec reference, generated from the pydantic models: every field, its type, default and description.
+
+`framesweep spec --reference` prints it (the copy in docs/spec-reference.md is checked against it by a
+test), and `framesweep spec --example` prints a full spec with every field at its default, commented.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+import typing
+from typing import Any, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from engine.spec import SweepSpec
+from engine.spec.datasets import DatasetSpec
+
+__all__ = ["example_toml", "reference_markdown"]
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (a model, a list of them, an optional or a union of them)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for a in get_args(annotation) for m in _models_in(a)]
+
+
+def _type_name(annotation: Any) -> str:
+    if get_origin(annotation) is typing.Annotated:
+        return _type_name(get_args(annotation)[0])
+    if get_origin(annotation) is typing.Literal:
+        return " | ".join(json.dumps(a) for a in get_args(annotation))
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        return " | ".join("null" if a is type(None) else _type_name(a) for a in get_args(annotation))
+    if get_origin(annotation) in (list, dict):
+        return f"{get_origin(annotation).__name__}[{', '.join(_type_name(a) for a in get_args(annotation))}]"
+    if isinstance(annotation, type):
+        return {"NoneType": "null", "Path": "path"}.get(annotation.__name__, annotation.__name__)
+    return re.sub(r"\b(typing|pathlib)\.", "", str(annotation))
+
+
+def _default(field: FieldInfo) -> Any:
+    if field.default is not PydanticUndefined:
+        return field.default
+    if field.default_factory is not None:
+        return field.default_factory()  # type: ignore[call-arg]
+    return PydanticUndefined
+
+
+def _default_text(field: FieldInfo) -> str:
+    value = _default(field)
+    if value is PydanticUndefined:
+        return "required"
+    if isinstance(value, BaseModel):
+        return "(table)"
+    return "null" if value is None else json.dumps(value, default=str)
+
+
+def _sections(model: type[BaseModel], path: str) -> list[tuple[str, type[BaseModel]]]:
+    out = [(path, model)]
+    for name, field in model.model_fields.items():
+        subs = _models_in(field.annotation)
+        if name == "dataset":
+            subs = _models_in(DatasetSpec)
+        for sub in subs:
+            label = f"{path}.{name}" if path else name
+            if len(subs) > 1:
+                label += f' (name = "{sub.model_fields["name"].annotation.__args__[0]}")'
+            out += _sections(sub, label)
+    return out
+
+
+def reference_markdown() -> str:
+    """Markdown: one table per spec section (generated; do not edit docs/spec-reference.md by hand)."""
+    lines = ["# Sweep spec reference", "",
+             "Generated from the pydantic models by `framesweep spec --reference`; every field, its type, "
+             "default and description. A full example: `framesweep spec --example`.", ""]
+    for path, model in _sections(SweepSpec, ""):
+        title = f"`[{path}]`" if path else "top level"
+        lines += [f"## {title}", "", (model.__doc__ or "").strip().splitlines()[0], "",
+                  "| field | type | default | description |", "|---|---|---|---|"]
+        for name, field in model.model_fields.items():
+            desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
+            typ = _type_name(field.annotation).replace("|", "\\|")
+            lines.append(f"| `{name}` | `{typ}` | `{_default_text(field)}` | {desc} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }" if value else "{}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(value, default=str)
+
+
+def _fields_toml(model: type[BaseModel], given: dict[str, Any], skip: set[str]) -> list[str]:
+    lines = []
+    for name, field in model.model_fields.items():
+        if name in skip or _models_in(field.annotation):
+            continue
+        lines.append(f"# {field.description}")
+        value = given.get(name, _default(field))
+        if value is None or value is PydanticUndefined:
+            lines.append(f"# {name} =")
+        else:
+            lines.append(f"{name} = {_toml_value(value)}")
+    return lines
+
+
+def example_toml() -> str:
+    """A complete spec: every field at its default (required ones filled in), each with its description."""
+    from engine.spec import BudgetPoint, DecodeSpec, EngineSpec, HTTPSpec, ModelSpec, PromptSpec, StoreSpec
+    from engine.spec.datasets import SyntheticDatasetSpec
+
+    out = ["# framesweep sweep spec: every field, at its default (see docs/spec-reference.md)", ""]
+    out += _fields_toml(SweepSpec, {"sweep_id": "my-audit"}, set())
+    out += ["", "[[models]]"] + _fields_toml(ModelSpec, {"id": "tiny", "family": "qwen2_5_vl",
+                                                          "path": "tiny:qwen2_5_vl"}, set())
+    out += ["", "[models.engine]"] + _fields_toml(EngineSpec, {}, set())
+    out += ["", "# backend = \"openai\" needs this table (and only then):", "# [models.http]"]
+    out += ["# " + x if not x.startswith("#") else "#" + x[1:] for x in
+            _fields_toml(HTTPSpec, {"base_url": "http://127.0.0.1:8000"}, set())]
+    out += ["", "[dataset]  # other adapters and their fields: framesweep datasets NAME"]
+    out += _fields_toml(SyntheticDatasetSpec, {"name": "synthetic"}, set())
+    out += ["", "[[budgets]]"] + _fields_toml(BudgetPoint, {"frames": 0}, set())
+    out += ["", "[[budgets]]"] + _fields_toml(BudgetPoint, {"frames": 16}, set())
+    out += ["", "[prompt]"] + _fields_toml(PromptSpec, {}, set())
+    out += ["", "[decode]"] + _fields_toml(DecodeSpec, {}, set())
+    out += ["", "[store]  # optional when --out is given"] + _fields_toml(StoreSpec, {"out_dir": "runs/my-audit"}, set())
+    return "\n".join(out) + "\n"
