@@ -129,3 +129,50 @@ def test_spec_example_is_a_complete_valid_spec(tmp_path: Path) -> None:
     spec = load_spec(tmp_path / "example.toml")
     assert spec.models[0].engine.kv_cache_gib == 1.0 and spec.prompt.max_new_tokens == 16
     assert "# Token limit for `generate` scoring." in res.output
+
+
+def test_protocol_ids_are_budget_ids_without_the_frames_and_cached_joins_the_id() -> None:
+    cases = [(BudgetPoint(frames=16), "f16", "default"),
+             (BudgetPoint(frames=16, max_pixels=50176), "f16-px50176", "px50176"),
+             (BudgetPoint(frames=32, policy="random", seed=1), "f32-random-seed1", "random-seed1"),
+             (BudgetPoint(frames=32, pipeline="cached"), "f32-cached", "cached"),
+             (BudgetPoint(frames=32, pipeline="raw"), "f32", "default"),
+             (BudgetPoint(frames=16, short_side=292, policy="random", seed=1, pipeline="cached"),
+              "f16-s292-random-seed1-cached", "s292-random-seed1-cached")]
+    assert [(b.budget_id, b.protocol_id) for b, _, _ in cases] == [(i, p) for _, i, p in cases]
+    with pytest.raises(ValueError, match="takes no cached pipeline"):
+        BudgetPoint(frames=0, pipeline="cached")
+
+
+def test_budget_pipeline_defaults_to_the_decode_setting_and_both_run_in_one_spec(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path, budgets=[{"frames": 0}, {"frames": 2}, {"frames": 2, "pipeline": "cached"}])
+    assert [b.budget_id for b in parse_spec(d).budgets] == ["text", "f2", "f2-cached"]
+    d = small_spec_dict(tmp_path, budgets=[{"frames": 0}, {"frames": 2}, {"frames": 2, "pipeline": "raw"}],
+                        decode={"pipeline": "cached"})
+    spec = parse_spec(d)
+    assert [(b.budget_id, b.pipeline) for b in spec.budgets] == [("text", None), ("f2-cached", "cached"),
+                                                                 ("f2", "raw")]
+
+
+def test_two_budgets_of_one_protocol_with_the_same_frames_are_an_error(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path, budgets=[{"frames": 4}, {"frames": 4, "id": "four"}])
+    same = r"budgets f4 and four have the same frame count \(4\) and protocol \(default\)"
+    with pytest.raises(SpecError, match=same):
+        parse_spec(d)
+
+
+def test_primary_protocol_must_name_a_protocol_of_the_budgets(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path, budgets=[{"frames": 2}, {"frames": 2, "max_pixels": 5000}],
+                        primary_protocol="px5000")
+    assert parse_spec(d).primary_protocol == "px5000"
+    with pytest.raises(SpecError, match=r"primary_protocol 'px9' is no protocol of the budgets; known: default, px50"):
+        parse_spec({**d, "primary_protocol": "px9"})
+
+
+def test_iso_compute_tables_expand_into_budgets_at_load(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path, budgets=[{"frames": 0}],
+                        iso_compute=[{"total_pixels": 9_830_400, "frames": [32, 64, 128], "axis": "short_side"}])
+    assert [b.budget_id for b in parse_spec(d).budgets] == ["text", "f32-s414", "f64-s292", "f128-s206"]
+    d["iso_compute"] = [{"total_pixels": 9_700_000}]
+    assert [b.budget_id for b in parse_spec(d).budgets] == ["text", "f32-px303125", "f64-px151562",
+                                                            "f128-px75781"]

@@ -6,6 +6,7 @@ before any work starts, with the field's dotted path in the message.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args
@@ -21,6 +22,7 @@ __all__ = [
     "EngineSpec",
     "GridSpec",
     "HTTPSpec",
+    "IsoComputeSpec",
     "ModelSpec",
     "PromptSpec",
     "SpecError",
@@ -57,6 +59,12 @@ class BudgetPoint(_Strict):
         "nested or nested@<largest budget> (see `engine.frames.plan`).",
     )
     seed: int = Field(default=0, description="Seed for randomised sampling policies; recorded on every row.")
+    pipeline: Literal["raw", "cached"] | None = Field(
+        default=None,
+        description="raw: frames decoded from the video; cached: frames from the on-disk frame cache (see "
+        "[decode]); null: the [decode] setting. Part of the protocol; a cached budget's id ends in -cached, so "
+        "raw and cached budgets run side by side in one sweep. Text-only budgets take none.",
+    )
     id: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z0-9_.@+-]+$",
@@ -81,6 +89,8 @@ class BudgetPoint(_Strict):
             raise ValueError("set at most one of max_pixels and short_side")
         if self.frames == 0 and (self.max_pixels or self.short_side):
             raise ValueError("a text-only budget (frames = 0) takes no resolution")
+        if self.frames == 0 and self.pipeline == "cached":
+            raise ValueError("a text-only budget (frames = 0) decodes nothing: it takes no cached pipeline")
         return self
 
     @property
@@ -90,7 +100,15 @@ class BudgetPoint(_Strict):
             return self.id
         if self.frames == 0:
             return "text"
-        parts = [f"f{self.frames}"]
+        return f"f{self.frames}" if self.protocol_id == "default" else f"f{self.frames}-{self.protocol_id}"
+
+    @property
+    def protocol_id(self) -> str:
+        """Everything but the frame count, named as in the budget id (``default`` when nothing remains).
+
+        `engine.metrics.grid.protocol_id` derives the same from a result row's columns.
+        """
+        parts = []
         if self.max_pixels is not None:
             parts.append(f"px{self.max_pixels}")
         if self.short_side is not None:
@@ -99,7 +117,9 @@ class BudgetPoint(_Strict):
             parts.append(self.policy)
         if self.seed != 0:
             parts.append(f"seed{self.seed}")
-        return "-".join(parts)
+        if self.pipeline == "cached":
+            parts.append("cached")
+        return "-".join(parts) or "default"
 
     @property
     def is_text_only(self) -> bool:
@@ -289,6 +309,39 @@ class GridSpec(_Strict):
                         out.setdefault(b.budget_id, b)
         return list(out.values())
 
+class IsoComputeSpec(_Strict):
+    """Budgets that all spend one pixel budget (frames x pixels per frame) differently, expanded at load.
+
+    Every point has ``frames * max_pixels == total_pixels`` (rounded down per frame), or on the
+    `short_side` axis, for a video of aspect `aspect` (long / short side), the even short side
+    whose frame holds ``total_pixels / frames`` pixels (rounded down). `engine.spec.grid.iso_compute`
+    builds the same points.
+    """
+
+    total_pixels: int = Field(gt=0, description="Pixels across all frames of one request (e.g. 9_700_000).")
+    frames: list[int] = Field(default=[32, 64, 128], min_length=1, description="Frame counts to allocate over.")
+    axis: Literal["max_pixels", "short_side"] = Field(
+        default="max_pixels", description="max_pixels: an exact pixel cap per frame; short_side: the short side "
+        "that gives that many pixels for a video of `aspect`.")
+    aspect: float = Field(default=16 / 9, gt=0, description="Long side over short side (short_side axis only).")
+    policy: str = Field(default="uniform", description="Sampling policy of every point.")
+    seed: int = Field(default=0, description="Seed of every point.")
+    pipeline: Literal["raw", "cached"] | None = Field(default=None, description="Pipeline of every point.")
+
+    def expand(self) -> list[BudgetPoint]:
+        """One budget point per frame count, in the order given."""
+        points = []
+        for n in self.frames:
+            if n <= 0:
+                raise ValueError(f"frame counts must be positive, got {n}")
+            per_frame = self.total_pixels // n
+            if per_frame < 4:
+                raise ValueError(f"{n} frames leave fewer than 4 pixels per frame of {self.total_pixels}")
+            size = ({"max_pixels": per_frame} if self.axis == "max_pixels" else
+                    {"short_side": max(2, int(math.sqrt(per_frame / self.aspect)) // 2 * 2)})
+            points.append(BudgetPoint(frames=n, policy=self.policy, seed=self.seed, pipeline=self.pipeline, **size))
+        return points
+
 
 class SweepSpec(_Strict):
     """A whole sweep: models x dataset items x budget grid."""
@@ -298,6 +351,13 @@ class SweepSpec(_Strict):
     dataset: DatasetSpec = Field(description="Benchmark adapter and its settings.")
     budgets: list[BudgetPoint] = Field(default=[], description="The budget grid (with those `grids` expand to).")
     grids: list[GridSpec] = Field(default=[], description="Budget cross products, added to `budgets` at load.")
+    iso_compute: list[IsoComputeSpec] = Field(
+        default=[], description="Iso-compute allocations (one pixel budget over several frame counts), added to "
+        "`budgets` at load.")
+    primary_protocol: str | None = Field(
+        default=None, description="The protocol (budget id without f<N>: default, px50176, random-seed1, cached, "
+        "...) whose chain the report leads with; null: the protocol with the most budgets (ties: default, then "
+        "the one with the fewest options).")
     prompt: PromptSpec = Field(default_factory=PromptSpec, description="Prompt and scoring options.")
     decode: DecodeSpec = Field(default_factory=DecodeSpec, description="Decoding options.")
     store: StoreSpec = Field(description="Results store (optional when the command line gives --out).")
@@ -307,6 +367,11 @@ class SweepSpec(_Strict):
     @model_validator(mode="after")
     def _expand_grids(self) -> SweepSpec:
         ids = {b.budget_id for b in self.budgets}
+        for iso in self.iso_compute:
+            for b in iso.expand():
+                if b.budget_id not in ids:
+                    ids.add(b.budget_id)
+                    self.budgets.append(b)
         for g in self.grids:
             for b in g.expand():
                 if b.budget_id not in ids:  # a budget given twice, by hand and by a grid, is one budget
@@ -314,6 +379,25 @@ class SweepSpec(_Strict):
                     self.budgets.append(b)
         if not self.budgets:
             raise ValueError("no budgets: give [[budgets]] or [[grids]]")
+        return self
+
+    @model_validator(mode="after")
+    def _protocols(self) -> SweepSpec:
+        """Visual budgets without a pipeline take the [decode] one; one frame count per protocol."""
+        self.budgets[:] = [b.model_copy(update={"pipeline": self.decode.pipeline})
+                           if b.pipeline is None and not b.is_text_only else b for b in self.budgets]
+        seen: dict[tuple[str, int], str] = {}
+        for b in self.budgets:
+            if b.is_text_only:
+                continue
+            other = seen.setdefault((b.protocol_id, b.frames), b.budget_id)
+            if other != b.budget_id:
+                raise ValueError(f"budgets {other} and {b.budget_id} have the same frame count ({b.frames}) and "
+                                 f"protocol ({b.protocol_id}): a chain orders its budgets by frames")
+        known = {b.protocol_id for b in self.budgets if not b.is_text_only} or {"default"}
+        if self.primary_protocol is not None and self.primary_protocol not in known:
+            raise ValueError(f"primary_protocol {self.primary_protocol!r} is no protocol of the budgets; "
+                             f"known: {', '.join(sorted(known))}")
         return self
 
     @model_validator(mode="after")

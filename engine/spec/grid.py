@@ -13,12 +13,11 @@ aspect ratio and rounds each side down to an even number (`realised_pixels`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from engine.frames.decode import target_size
-from engine.spec import BudgetPoint, GridSpec
+from engine.spec import BudgetPoint, GridSpec, IsoComputeSpec
 
 __all__ = ["expand_grid", "iso_compute", "realised_pixels"]
 
@@ -45,19 +44,8 @@ def iso_compute(pixel_budget: int, frames: Sequence[int] = DEFAULT_ISO_FRAMES, *
     """
     if pixel_budget <= 0:
         raise ValueError("pixel_budget must be positive")
-    points = []
-    for n in frames:
-        if n <= 0:
-            raise ValueError(f"frame counts must be positive, got {n}")
-        per_frame = pixel_budget // n
-        if per_frame < 4:
-            raise ValueError(f"{n} frames leave fewer than 4 pixels per frame of {pixel_budget}")
-        if axis == "max_pixels":
-            points.append(BudgetPoint(frames=n, max_pixels=per_frame, policy=policy, seed=seed))
-        else:
-            short = max(2, int(math.sqrt(per_frame / aspect)) // 2 * 2)
-            points.append(BudgetPoint(frames=n, short_side=short, policy=policy, seed=seed))
-    return points
+    return IsoComputeSpec(total_pixels=pixel_budget, frames=list(frames), axis=axis, aspect=aspect, policy=policy,
+                          seed=seed).expand()
 
 
 def realised_pixels(point: BudgetPoint, width: int, height: int) -> int:
