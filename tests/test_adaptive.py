@@ -1,12 +1,19 @@
-"""The online confidence cascade with the real vLLM CPU engine on the synthetic benchmark."""
+"""The online confidence cascade with the real vLLM CPU engine on the synthetic benchmark.
+
+One engine serves every scenario of this module: the online cascade against the offline
+simulation, the cold-cache timing rounds of `run_cascade` (caches reset before each timed
+policy, policies alternating, media uuids apart), and items' clips.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 from conftest import small_spec_dict
 
 from engine.adaptive.cascade import CascadeSweep, cascade_budget_id, run_cascade
@@ -14,11 +21,28 @@ from engine.adaptive.cascade_report import online_decisions
 from engine.results.store import scan_results
 from engine.spec import parse_spec
 from engine.sweep import Sweep, start_backends
+from engine.sweep import scheduler as scheduler_module
 
 STAGES = ["f2-nested", "f4-nested", "f8-nested"]
 
 
-def test_online_cascade_stage_paths_costs_and_offline_agreement(tmp_path: Path) -> None:
+CLIP = (1.0, 2.0)  # seconds: frames 8..15 of the 8 fps synthetic videos
+
+
+class _Clipped:
+    """The synthetic adapter with every item restricted to CLIP."""
+
+    def __init__(self, adapter: object) -> None:
+        self._adapter = adapter
+
+    def items(self):  # type: ignore[no-untyped-def]
+        return [replace(it, clip=CLIP) for it in self._adapter.items()]  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._adapter, name)
+
+
+def test_online_cascade_stage_paths_costs_and_offline_agreement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     d = small_spec_dict(tmp_path / "grid")
     d["budgets"] = [{"frames": 0}] + [{"frames": n, "policy": "nested"} for n in (2, 4, 8)]
     spec = parse_spec(d)
@@ -33,7 +57,10 @@ def test_online_cascade_stage_paths_costs_and_offline_agreement(tmp_path: Path) 
             tau = float(first["confidence"].median())  # some items stop at once, some escalate
             online = CascadeSweep(spec.with_out_dir(tmp_path / "solo"), spec.budgets[1:], tau, backends=backends)
             await online.run()
-            report = await run_cascade(spec, STAGES, tau, tmp_path / "session", backends=backends)
+            report = await run_cascade(spec, STAGES, tau, tmp_path / "session", backends=backends, repeats=2)
+            real = scheduler_module.build_adapter
+            monkeypatch.setattr(scheduler_module, "build_adapter", lambda ds: _Clipped(real(ds)))
+            await CascadeSweep(spec.with_out_dir(tmp_path / "clipped"), spec.budgets[1:], tau, backends=backends).run()
             return tau, online, report
         finally:
             await asyncio.gather(*(b.close() for b in backends.values()))
@@ -69,4 +96,31 @@ def test_online_cascade_stage_paths_costs_and_offline_agreement(tmp_path: Path) 
     assert report.mean_frames_decoded == report.offline["mean_unique_frames"]
     assert report.fixed_budget == "f8-nested" and report.fixed_mean_frames == 8.0
     assert report.wall_s > 0 and report.fixed_wall_s > 0
-    assert online_decisions(tmp_path / "session" / "online", tau).collect().height == 9
+    assert online_decisions(tmp_path / "session" / "round1" / "online", tau).collect().height == 9
+
+    # cold-cache timing: rounds alternate which policy runs first, and every timed policy follows a reset
+    # of the engine's prefix and multimodal caches (the count the engine actor reports, one engine here)
+    assert [r["order"] for r in report.rounds] == [["fixed", "cascade"], ["cascade", "fixed"]]
+    assert [r["cache_resets"] for r in report.rounds] == [{"fixed": 1, "cascade": 2}, {"cascade": 3, "fixed": 4}]
+    ratios = [r["cascade_wall_s"] / r["fixed_wall_s"] for r in report.rounds]
+    assert [r["ratio"] for r in report.rounds] == ratios
+    assert report.ratio_min == min(ratios) and report.ratio_max == max(ratios)
+    assert report.ratio_median == pytest.approx(sum(ratios) / 2)
+    # each timed run sent its media under its own namespace: no uuid is shared between policies or rounds
+    uuids = {}
+    for r in (1, 2):
+        for policy, sub in (("fixed", "fixed"), ("cascade", "online")):
+            got = scan_results(tmp_path / "session" / f"round{r}" / sub).filter(pl.col("frames") > 0).collect()
+            assert got.height > 0
+            assert all(u.startswith(f"{policy}-r{r}/") for u in got["media_uuid"])
+            uuids[(policy, r)] = set(got["media_uuid"])
+    assert sum(len(u) for u in uuids.values()) == len(set().union(*uuids.values()))
+
+    # items' clips are respected: every stage sends frames of the clip only, named by the clip
+    clipped = scan_results(tmp_path / "clipped").filter(pl.col("budget_id").is_in(STAGES)).collect()
+    assert clipped.height >= 9
+    frames = np.concatenate(clipped["frame_indices"].to_list())
+    assert frames.min() >= 8 and frames.max() < 16
+    assert all(u.endswith("@1-2") for u in clipped["media_uuid"])
+    assert scan_results(tmp_path / "clipped").filter(pl.col("budget_id") == cascade_budget_id(tau)).collect().height \
+        == 9

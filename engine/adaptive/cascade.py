@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from engine.adaptive.cascade_report import CascadeReport, cascade_budget_id, cascade_report
+from engine.adaptive.cascade_report import CascadeReport, TimedRound, cascade_budget_id, cascade_report
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
 from engine.spec import BudgetPoint, SweepSpec
 from engine.sweep import Sweep, start_backends
 from engine.sweep.policy import Key
 
-__all__ = ["CascadePolicy", "CascadeSweep", "cascade_budget_id", "run_cascade"]
+__all__ = ["CascadePolicy", "CascadeSweep", "cascade_budget_id", "reset_caches", "run_cascade"]
 
 
 class CascadePolicy:
@@ -116,33 +116,58 @@ def stage_budgets(spec: SweepSpec, ids: list[str]) -> list[BudgetPoint]:
 
 async def run_cascade(spec: SweepSpec, stage_ids: list[str], tau: float, session_dir: Path | str,
                       fixed_id: str | None = None, backends: dict[str, Any] | None = None,
-                      progress: Any = None) -> CascadeReport:
+                      progress: Any = None, repeats: int = 3) -> CascadeReport:
     """Sweep the grid (resumable), then time a fixed budget and the online cascade on the same engines.
 
-    The grid sweep gives the offline simulation its confidences; the fixed run and
-    the cascade run write fresh stores under `session_dir` (fixed/, online/).
+    The grid sweep gives the offline simulation its confidences. Then `repeats` rounds time
+    both policies, alternating which goes first (round 1: fixed then cascade; round 2: cascade
+    then fixed; ...). Every timed policy starts from cold engine caches: the prefix and
+    multimodal caches of every engine are reset just before it (outside its timed span), and
+    its media uuids carry a namespace of their own (``fixed-r1/...``, ``cascade-r1/...``), so
+    no policy can hit entries another one left. Each run writes a fresh store under
+    `session_dir`/round<r>/ (fixed/, online/).
     """
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
     stages = stage_budgets(spec, stage_ids)
     fixed = stage_budgets(spec, [fixed_id or stage_ids[-1]])[0]
     own = backends is None
     backends = backends or await start_backends(spec)
+    session = Path(session_dir)
+    rounds: list[TimedRound] = []
+    decode_passes = 0
     try:
         await Sweep(spec, backends=backends, progress=progress).run()
         await _warm(spec, backends)
-        session = Path(session_dir)
-        fixed_spec = spec.model_copy(update={"budgets": [fixed]}).with_out_dir(session / "fixed")
-        t0 = time.perf_counter()
-        await Sweep(fixed_spec, backends=backends).run()
-        fixed_wall = time.perf_counter() - t0
-        online = CascadeSweep(spec.with_out_dir(session / "online"), stages, tau, backends=backends)
-        t0 = time.perf_counter()
-        await online.run()
-        online_wall = time.perf_counter() - t0
+        for r in range(1, repeats + 1):
+            order = ["fixed", "cascade"] if r % 2 else ["cascade", "fixed"]
+            walls: dict[str, float] = {}
+            resets: dict[str, int] = {}
+            for policy in order:
+                resets[policy] = await reset_caches(backends)
+                if policy == "fixed":
+                    fixed_spec = spec.model_copy(update={"budgets": [fixed]})
+                    sweep: Sweep = Sweep(fixed_spec.with_out_dir(session / f"round{r}" / "fixed"), backends=backends)
+                else:
+                    sweep = CascadeSweep(spec.with_out_dir(session / f"round{r}" / "online"), stages, tau,
+                                         backends=backends)
+                sweep.media_namespace = f"{policy}-r{r}"
+                t0 = time.perf_counter()
+                await sweep.run()
+                walls[policy] = time.perf_counter() - t0
+                if isinstance(sweep, CascadeSweep) and r == 1:
+                    decode_passes = sweep.decode_passes
+            rounds.append(TimedRound(round=r, order=order, fixed_wall_s=walls["fixed"],
+                                     cascade_wall_s=walls["cascade"], cache_resets=resets))
     finally:
         if own:
             await asyncio.gather(*(b.close() for b in backends.values()), return_exceptions=True)
-    return cascade_report(spec.store.out_dir, session, stage_ids, tau, fixed.budget_id, online_wall, fixed_wall,
-                          online.decode_passes)
+    return cascade_report(spec.store.out_dir, session, stage_ids, tau, fixed.budget_id, rounds, decode_passes)
+
+
+async def reset_caches(backends: dict[str, Any]) -> int:
+    """Empty every engine's prefix and multimodal caches; the engines' reset counts, summed."""
+    return int(sum(await asyncio.gather(*(b.reset_caches() for b in backends.values()))))
 
 
 _WARM_ITEM = Item(dataset="warm", dataset_version="0", item_id="warm", video_id="warm", video_path=None,

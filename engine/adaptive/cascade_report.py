@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from engine.metrics.cascade import cascade_items
 from engine.metrics.grid import matched
 from engine.results.store import latest_rows, scan_results
 
-__all__ = ["CascadeReport", "cascade_budget_id", "cascade_report", "online_decisions"]
+__all__ = ["CascadeReport", "TimedRound", "cascade_budget_id", "cascade_report", "online_decisions"]
 
 
 def cascade_budget_id(tau: float) -> str:
@@ -21,8 +22,31 @@ def cascade_budget_id(tau: float) -> str:
 
 
 @dataclass
+class TimedRound:
+    """One timing round: both policies, each from cold engine caches, in `order`."""
+
+    round: int
+    order: list[str]
+    """Which policy ran first ("fixed", "cascade") in this round; rounds alternate it."""
+    fixed_wall_s: float
+    cascade_wall_s: float
+    cache_resets: dict[str, int] = field(default_factory=dict)
+    """Per policy: the engines' reset count (summed) after the reset that preceded it."""
+
+    @property
+    def ratio(self) -> float:
+        """Cascade wall time over fixed wall time (below 1: the cascade was faster)."""
+        return self.cascade_wall_s / self.fixed_wall_s if self.fixed_wall_s > 0 else float("nan")
+
+
+@dataclass
 class CascadeReport:
-    """Online cascade vs a fixed budget run in the same session, and the offline prediction."""
+    """Online cascade vs a fixed budget run in the same session, and the offline prediction.
+
+    `wall_s` and `fixed_wall_s` are the medians over the timing rounds; `rounds` holds each
+    round (order, both wall times, the cache resets before each policy) and `ratio_*` the
+    cascade / fixed ratio's median, min and max over the rounds.
+    """
 
     tau: float
     stages: list[str]
@@ -38,6 +62,10 @@ class CascadeReport:
     fixed_wall_s: float
     offline: dict[str, Any] = field(default_factory=dict)
     decision_agreement: float | None = None
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    ratio_median: float | None = None
+    ratio_min: float | None = None
+    ratio_max: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,11 +87,16 @@ def _mean(df: pl.DataFrame, col: str) -> float | None:
 
 
 def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str], tau: float, fixed_budget: str,
-                   wall_s: float, fixed_wall_s: float, decode_passes: int) -> CascadeReport:
-    """Summarise an online cascade session (see `engine.adaptive.cascade.run_cascade`)."""
+                   rounds: list[TimedRound], decode_passes: int) -> CascadeReport:
+    """Summarise an online cascade session (see `engine.adaptive.cascade.run_cascade`).
+
+    Answers and costs come from round 1's stores (greedy decoding: every round answers alike);
+    wall times from every round.
+    """
     session = Path(session)
-    online = online_decisions(session / "online", tau).collect()
-    fixed = scan_results(session / "fixed").filter(pl.col("status") == "ok").collect()
+    online = online_decisions(session / "round1" / "online", tau).collect()
+    fixed = scan_results(session / "round1" / "fixed").filter(pl.col("status") == "ok").collect()
+    ratios = [r.ratio for r in rounds]
     sim = cascade_items(matched(latest_rows(scan_results(out_dir)), budgets=stage_ids), taus=[tau]).collect()
     agree = online.join(sim.select("model_id", "dataset", "item_id", pl.col("stop_budget").alias("offline_stop")),
                         on=["model_id", "dataset", "item_id"], how="inner")
@@ -72,11 +105,13 @@ def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str
         accuracy=_mean(online, "correct"),
         mean_frames_processed=_mean(online, "frames_processed"),
         mean_frames_decoded=_mean(online, "frames_decoded"),
-        wall_s=wall_s, decode_passes=decode_passes,
+        wall_s=statistics.median(r.cascade_wall_s for r in rounds), decode_passes=decode_passes,
         fixed_budget=fixed_budget, fixed_accuracy=_mean(fixed, "correct"),
-        fixed_mean_frames=_mean(fixed, "frames_sent"), fixed_wall_s=fixed_wall_s,
+        fixed_mean_frames=_mean(fixed, "frames_sent"), fixed_wall_s=statistics.median(r.fixed_wall_s for r in rounds),
         offline={"n_items": sim.height, "accuracy": _mean(sim, "correct"), "mean_frames": _mean(sim, "frames"),
                  "mean_unique_frames": _mean(sim, "unique_frames")},
         decision_agreement=_mean(agree.with_columns((pl.col("stop_budget") == pl.col("offline_stop")).alias("a")),
                                  "a") if agree.height else None,
+        rounds=[{**asdict(r), "ratio": r.ratio} for r in rounds],
+        ratio_median=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
     )

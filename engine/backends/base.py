@@ -94,11 +94,17 @@ class Backend(Protocol):
         """After `generate` raised (a dead engine): bring the engine back, or raise if it cannot be."""
         ...
 
+    async def reset_caches(self) -> int:
+        """Empty the engine's prefix and multimodal caches (timed runs start cold); returns how many
+        resets the engine has done (0 where there is nothing to reset)."""
+        ...
+
     async def close(self) -> None: ...
 
 
 class BackendBase:
-    """Defaults for the optional parts of `Backend`: one call at a time, nothing to start, recover or close."""
+    """Defaults for the optional parts of `Backend`: one call at a time, nothing to start, recover, reset or
+    close."""
 
     name = "backend"
     info: dict[str, Any] = {}  # noqa: RUF012 - replaced, never mutated, by `start`
@@ -112,6 +118,9 @@ class BackendBase:
 
     async def recover(self) -> None:
         return None
+
+    async def reset_caches(self) -> int:
+        return 0
 
     async def close(self) -> None:
         return None

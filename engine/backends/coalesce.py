@@ -36,6 +36,9 @@ class CoalescingBackend:
     async def start(self) -> dict[str, Any]:
         return await self.backend.start()
 
+    async def reset_caches(self) -> int:
+        return await self.backend.reset_caches()
+
     async def close(self) -> None:
         if self._worker is not None:
             self._worker.cancel()

@@ -58,6 +58,10 @@ class EnginePool(BackendBase):
         reqs = list(requests)
         return await self._pool.call(lambda r: r.generate(reqs))
 
+    async def reset_caches(self) -> int:
+        """Empty every replica's caches; returns the resets summed over the replicas."""
+        return sum(await asyncio.gather(*(r.reset_caches() for r in self.replicas)))
+
     async def close(self) -> None:
         if self._pool is not None:
             await self._pool.close()

@@ -112,10 +112,15 @@ class VLLMWorker:
     def info(self) -> dict[str, Any]:
         return {"engine_version": self.version, "worker": self.worker, "start_s": self.start_s, **self.node}
 
-    def reset_caches(self) -> None:
-        """Empty the prefix cache and the multimodal processor cache (benchmarks compare strategies cold)."""
+    def reset_caches(self) -> int:
+        """Empty the prefix cache and the multimodal processor cache (timed strategies start cold).
+
+        Returns how many resets this engine has done (a fact the timing reports record).
+        """
         self.llm.reset_prefix_cache()
         self.llm.reset_mm_cache()
+        self.cache_resets = getattr(self, "cache_resets", 0) + 1
+        return self.cache_resets
 
     def letter_token_id(self, letter: str) -> int:
         """The single token that spells an option letter at the start of the answer."""
@@ -264,6 +269,12 @@ class VLLMActorBackend(BackendBase):
         if self._actor is None:
             raise RuntimeError("backend not started")
         return await self._actor.generate.remote(list(requests))
+
+    async def reset_caches(self) -> int:
+        """Empty the engine's prefix and multimodal caches; returns the engine's reset count."""
+        if self._actor is None:
+            raise RuntimeError("backend not started")
+        return int(await self._actor.reset_caches.remote())
 
     async def close(self) -> None:
         if self._actor is not None:

@@ -236,12 +236,15 @@ def cascade(
     fixed: Annotated[str | None, typer.Option("--fixed", help="Fixed budget to compare with (default: last stage).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Results directory (overrides store.out_dir).")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON.")] = None,
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Timing rounds; the policies alternate "
+                                         "which runs first.")] = 3,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Run the confidence cascade online, beside a fixed budget and the offline simulation.
 
     The spec's grid is swept first (resumable: it feeds the offline simulation); then, on the
-    same engines, the fixed budget and the cascade run fresh and timed under OUT/cascade/<time>/.
+    same engines, the fixed budget and the cascade run fresh and timed under OUT/cascade/<time>/,
+    --repeats rounds, each policy from cold engine caches (prefix and multimodal caches reset).
     """
     import json
     from datetime import UTC, datetime
@@ -252,7 +255,7 @@ def cascade(
     spec = _load(spec_path, out)
     session = spec.store.out_dir / "cascade" / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     try:
-        rep = asyncio.run(run_cascade(spec, stages.split(","), tau, session, fixed))
+        rep = asyncio.run(run_cascade(spec, stages.split(","), tau, session, fixed, repeats=repeats))
     except ValueError as err:
         fail(err)
         raise typer.Exit(2) from None
@@ -273,6 +276,15 @@ def cascade(
     t.add_row("cascade (offline sim)", pct(rep.offline.get("accuracy")), num(rep.offline.get("mean_frames")),
               num(rep.offline.get("mean_unique_frames")), "")
     console.print(t)
+    rt = Table(title="wall time per round, each policy from cold engine caches (median in the table above)")
+    for c in ("round", "first", "fixed s", "cascade s", "cascade / fixed"):
+        rt.add_column(c, justify="right")
+    for r in rep.rounds:
+        rt.add_row(str(r["round"]), r["order"][0], f"{r['fixed_wall_s']:.2f}", f"{r['cascade_wall_s']:.2f}",
+                   f"{r['ratio']:.3f}")
+    console.print(rt)
+    console.print(f"cascade / fixed wall time: median {rep.ratio_median:.3f} (range {rep.ratio_min:.3f}-"
+                  f"{rep.ratio_max:.3f} over {len(rep.rounds)} rounds)")
     console.print(f"online and offline stop at the same stage for {pct(rep.decision_agreement)}% of items; "
                   f"rows in {session}")
     (session / "report.json").write_text(json.dumps(rep.to_dict(), indent=2))  # `framesweep report` shows it

@@ -9,15 +9,19 @@ import numpy as np
 __all__ = ["MediaView", "media_uuid"]
 
 
-def media_uuid(video_id: str, budget_id: str, *, image: bool = False, clip: tuple[float, float] | None = None) -> str:
+def media_uuid(video_id: str, budget_id: str, *, image: bool = False, clip: tuple[float, float] | None = None,
+               namespace: str | None = None) -> str:
     """The one name of a media item: `video:budget` (`video:image` for a still, `@a-b` for a clip).
 
     vLLM keys its multimodal caches by this id, so two different frame sets must never share it
     (a budget id names its frames, policy, resolution and pipeline) and the same frames always do.
+    `namespace` (``ns/`` prefix) keeps runs that must not share cache entries apart, e.g. the
+    policies a cascade timing compares.
     """
+    prefix = f"{namespace}/" if namespace else ""
     if image:
-        return f"{video_id}:image"
-    uuid = f"{video_id}:{budget_id}"
+        return f"{prefix}{video_id}:image"
+    uuid = f"{prefix}{video_id}:{budget_id}"
     if clip is not None:
         uuid += f"@{clip[0]:g}-{clip[1]:g}"
     return uuid

@@ -87,6 +87,9 @@ class SweepSummary:
 class Sweep:
     """One run of a sweep spec against its results directory (resumable)."""
 
+    media_namespace: str | None = None
+    """Prefix of this sweep's media uuids (see `engine.frames.view.media_uuid`); None: shared names."""
+
     def __init__(self, spec: SweepSpec, backends: dict[str, Backend] | None = None,
                  progress: ProgressFn | None = None, policy: JobPolicy | None = None) -> None:
         self.spec = spec
@@ -374,7 +377,8 @@ class Sweep:
         frames = decoded.view(ctx.indices, size, shared=True)  # type: ignore[arg-type]
         jpeg = decoded.view_jpeg(ctx.indices, size) if decoded.pipeline == "cached" else None  # type: ignore[arg-type]
         item = ctx.job.item
-        uuid = media_uuid(item.video_id, ctx.job.budget.budget_id, image=item.media_kind == "image", clip=item.clip)
+        uuid = media_uuid(item.video_id, ctx.job.budget.budget_id, image=item.media_kind == "image", clip=item.clip,
+                          namespace=self.media_namespace)
         return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder,
                          jpeg_frames=jpeg)
 
