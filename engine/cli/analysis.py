@@ -317,14 +317,21 @@ def import_lmms_eval(
     model_id: Annotated[str | None, typer.Option("--model-id", help="Model id (default: from the log).")] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset name (default: the task).")] = None,
     sweep_id: Annotated[str, typer.Option("--sweep-id", help="Recorded on every row.")] = "lmms-eval",
+    extraction: Annotated[str | None, typer.Option(
+        "--extraction", help="Read MCQ answers again from the raw response: official, strict or lmms_eval "
+        "(lmms-eval's own reading stays in pred_extracted; default: keep it as pred).")] = None,
 ) -> None:
     """Import lmms-eval per-sample logs (one run per budget) as a framesweep results dataset."""
     from engine.results.lmms_eval import import_lmms_eval as run_import
     from engine.results.store import StoreLockedError
+    from engine.scoring import EXTRACTION_RULES
 
+    if extraction is not None and extraction not in EXTRACTION_RULES:
+        fail(f"--extraction: unknown rule {extraction!r} (known: {', '.join(EXTRACTION_RULES)})")
+        raise typer.Exit(2)
     try:
         summary = run_import(paths, out, frames=frames, budget_id=budget_id, model_id=model_id, dataset=dataset,
-                             sweep_id=sweep_id)
+                             sweep_id=sweep_id, extraction=extraction)
     except (ValueError, OSError, StoreLockedError) as err:
         fail(err)
         raise typer.Exit(2) from None

@@ -11,6 +11,12 @@ task at different budgets give paired trajectories without rerunning anything.
 Correctness: a metric dict with ``score`` gives it (1 = right); else ``pred_answer``
 vs ``answer``; a numeric metric that is always 0 or 1 is correctness, any other numeric
 metric is a graded score (open task, ``correct`` null).
+
+lmms-eval's own parsed answer (``pred_answer``, else the filtered response) is kept in
+``pred_extracted`` (and is ``pred``). With ``extraction`` = official | strict | lmms_eval
+(`engine.scoring.extract_letter`), multiple-choice answers are read again from the raw
+response by that rule: ``pred`` and ``correct`` follow the rule, ``pred_extracted`` still
+holds lmms-eval's reading, and ``scoring`` is ``lmms-eval:<rule>``.
 """
 
 from __future__ import annotations
@@ -20,13 +26,14 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
+from engine.scoring import ExtractionRule, extract_letter
 
 __all__ = ["ImportSummary", "LmmsRun", "budget_from_config", "find_runs", "import_lmms_eval", "run_rows"]
 
@@ -143,6 +150,7 @@ class _Context:
     frames: int
     finished_at: datetime
     binary: bool
+    extraction: ExtractionRule | None = None
 
 
 def _row(sample: dict[str, Any], ctx: _Context) -> ResultRow:
@@ -167,9 +175,23 @@ def _row(sample: dict[str, Any], ctx: _Context) -> ResultRow:
         correct=correct, score=score, finished_at=ctx.finished_at,
         prompt_hash=hashlib.sha256(str(prompt).encode()).hexdigest()[:16] if prompt is not None else None,
     )
+    row.pred_extracted = row.pred
+    if ctx.extraction is not None and kind == "mcq" and row.answer:
+        _reextract(row, doc, ctx.extraction)
     if correct is None and score is None:
         row.status, row.error_type, row.error = "error", "ImportError", "no per-sample score in the log line"
     return row
+
+
+def _reextract(row: ResultRow, doc: dict[str, Any], rule: ExtractionRule) -> None:
+    """Read the answer letter again from the raw response with `rule` (lmms-eval's stays in pred_extracted)."""
+    options = doc.get("options") or doc.get("candidates") or []
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(options) if isinstance(options, list) and options else 4]
+    answer = _norm(row.answer)
+    letters = letters if answer in letters else "".join(sorted(set(letters) | {answer}))
+    pred = extract_letter(row.response or "", letters, rule) or None
+    row.pred, row.correct = pred, pred is not None and pred == answer
+    row.score, row.scoring = float(row.correct), f"lmms-eval:{rule}"
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -197,7 +219,8 @@ def _context(run: LmmsRun, samples: list[dict[str, Any]], *, frames: int | None,
 
 
 def run_rows(run: LmmsRun, *, frames: int | None = None, budget_id: str | None = None, model_id: str | None = None,
-             dataset: str | None = None, sweep_id: str = "lmms-eval") -> Iterator[ResultRow]:
+             dataset: str | None = None, sweep_id: str = "lmms-eval",
+             extraction: ExtractionRule | None = None) -> Iterator[ResultRow]:
     """The result rows of one lmms-eval run (one budget).
 
     Args:
@@ -207,10 +230,14 @@ def run_rows(run: LmmsRun, *, frames: int | None = None, budget_id: str | None =
         model_id: Model id; default: results.json's model_name, else the log directory's name.
         dataset: Dataset name; default: the lmms-eval task name.
         sweep_id: Recorded on every row.
+        extraction: Read multiple-choice answers again from the raw response with this rule
+            (None: keep lmms-eval's own reading).
     """
     samples = _read(run.samples)
     ctx = _context(run, samples, frames=frames, budget_id=budget_id, model_id=model_id, dataset=dataset,
                    sweep_id=sweep_id)
+    if extraction is not None:
+        ctx = replace(ctx, extraction=extraction)
     return (_row(s, ctx) for s in samples)
 
 
@@ -220,7 +247,7 @@ def import_lmms_eval(paths: Sequence[str | Path], out_dir: str | Path, **options
     Args:
         paths: Samples files or directories holding them.
         out_dir: The framesweep results directory to write.
-        **options: Passed to `run_rows` (frames, budget_id, model_id, dataset, sweep_id).
+        **options: Passed to `run_rows` (frames, budget_id, model_id, dataset, sweep_id, extraction).
 
     Returns:
         Runs, rows written, rows skipped (already committed), and the budget of each run.
