@@ -16,7 +16,7 @@ from engine.backends.prompts import PromptFamily, question_text, scoring_mode, s
 from engine.frames.view import MediaView
 from engine.items import Item
 
-__all__ = ["FAMILIES", "InternVL", "LlavaNextVideo", "Qwen3VL", "Qwen25VL", "get_family", "register_family"]
+__all__ = ["FAMILIES", "InternVL", "Llava15", "LlavaNextVideo", "Qwen3VL", "Qwen25VL", "get_family", "register_family"]
 
 FAMILIES: dict[str, Callable[[], PromptFamily]] = {}
 
@@ -151,6 +151,40 @@ class LlavaNextVideo:
         tag = "" if media is None else "<image>\n" if image else "<video>\n"
         prompt = f"{sys_msg + ' ' if sys_msg else ''}USER: {tag}{text} ASSISTANT:{prefix}"
         parts, fields = _one_media(media, image, {"video_meta": None})
+        return _finish(request_id, item, media, mode, max_tokens, prompt, sys_msg, parts, text, prefix, fields)
+
+
+@register_family("llava_1_5")
+class Llava15:
+    """LLaVA-1.5 (llava-hf layout): `USER: <image>\n{question} ASSISTANT:`; a video is sent as several images.
+
+    The model reads single images only, so a budget's frames go in as that many `<image>`
+    tags in frame order. The images per prompt are capped by the model's `max_frames`
+    (budgets above it are skipped for the model), else `DEFAULT_MAX_IMAGES`: each image
+    costs 576 tokens of LLaVA-1.5's 4,096-token context.
+    """
+
+    name = "llava_1_5"
+    default_system = ""
+    DEFAULT_MAX_IMAGES = 6
+
+    def engine_kwargs(self, max_frames: int | None) -> dict[str, Any]:
+        return {"limit_mm_per_prompt": {"image": max_frames or self.DEFAULT_MAX_IMAGES, "video": 0}}
+
+    def build(self, request_id: str, item: Item, media: MediaView | None, mode: str, system: str | None,
+              max_tokens: int) -> EngineRequest:
+        sys_msg = system_message(item, system, self.default_system)
+        text, prefix = question_text(item), item.response_prefix or ""
+        image = media is not None and item.media_kind == "image"
+        frames = [] if media is None else [media.frames[0]] if image else list(media.frames)
+        tags = "".join("<image>\n" for _ in frames)
+        prompt = f"{sys_msg + ' ' if sys_msg else ''}USER: {tags}{text} ASSISTANT:{prefix}"
+        parts = [{"type": "image_url", "image_url": {"url": IMAGE_URL_SLOT.format(i)}} for i in range(len(frames))]
+        fields: dict[str, Any] = {}
+        if media is not None:
+            h, w = frames[0].shape[:2]
+            fields = {"images": frames,
+                      "image_uuids": [f"{item.video_id}:{int(i)}:{w}x{h}" for i in media.indices[: len(frames)]]}
         return _finish(request_id, item, media, mode, max_tokens, prompt, sys_msg, parts, text, prefix, fields)
 
 

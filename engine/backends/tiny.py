@@ -270,7 +270,57 @@ def _build_llava_next_video(out: Path, seed: int) -> None:
     tok.save_pretrained(out)
 
 
-BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl, "qwen3_vl": _build_qwen3_vl, "llava_next_video": _build_llava_next_video}
+def _build_llava_1_5(out: Path, seed: int) -> None:
+    """LLaVA-1.5 in the llava-hf layout: a CLIP tower, a 2-layer MLP projector and a Llama text model.
+
+    The real model has 336 px images in 14 px patches (576 tokens each); the tiny one keeps the
+    structure with 64 px images in 8 px patches (64 tokens per image, CLS dropped by the "default"
+    feature strategy), head size 32 everywhere.
+    """
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import (
+        CLIPImageProcessor,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    base: Tokenizer = _train_tokenizer(2000)
+    base.add_special_tokens(["<s>", "</s>", "<unk>", "<image>", "<pad>"])
+    tok = PreTrainedTokenizerFast(tokenizer_object=base, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                  pad_token="<pad>", model_max_length=4096)
+    tok.chat_template = LLAVA_CHAT_TEMPLATE
+    size, patch = 64, 8  # vLLM wants image_size >= patch_size ** 2
+    config = LlavaConfig(
+        text_config={"model_type": "llama", "vocab_size": len(tok), "hidden_size": 128, "intermediate_size": 256,
+                     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+                     "max_position_embeddings": 4096, "bos_token_id": tok.bos_token_id,
+                     "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id},
+        vision_config={"model_type": "clip_vision_model", "hidden_size": 64, "intermediate_size": 128,
+                       "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": size, "patch_size": patch,
+                       "projection_dim": 64},
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+        image_seq_length=(size // patch) ** 2,
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+        projector_hidden_act="gelu",
+    )
+    config.architectures = ["LlavaForConditionalGeneration"]
+    torch.manual_seed(seed)
+    LlavaForConditionalGeneration(config).to(torch.float32).eval().save_pretrained(out)
+    _nest_clip_weights(out / "model.safetensors")
+    LlavaProcessor(
+        image_processor=CLIPImageProcessor(size={"shortest_edge": size}, crop_size={"height": size, "width": size}),
+        tokenizer=tok, patch_size=patch, vision_feature_select_strategy="default", num_additional_image_tokens=1,
+        chat_template=LLAVA_CHAT_TEMPLATE,
+    ).save_pretrained(out)
+    tok.save_pretrained(out)
+
+
+BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl, "qwen3_vl": _build_qwen3_vl, "llava_next_video": _build_llava_next_video,
+            "llava_1_5": _build_llava_1_5}
 
 
 # The published architecture of Qwen2.5-VL-7B-Instruct (its config.json), for full-size shapes with

@@ -79,3 +79,13 @@ def test_image_item_and_official_prefix() -> None:
     # the spec's system prompt wins over the benchmark's
     assert get_family("qwen2_5_vl").build("r", img, None, "letter", "S", 1).prompt.startswith(
         "<|im_start|>system\nS<|im_end|>")
+
+
+def test_llava_1_5_sends_frames_as_images() -> None:
+    fam = get_family("llava_1_5")
+    r = fam.build("r", ITEM, media(3), "letter", None, 1)
+    assert r.prompt == "USER: <image>\n<image>\n<image>\nQ?\nA. a\nB. b ASSISTANT:"
+    assert len(r.images) == 3 and r.video is None and len(set(r.image_uuids)) == 3
+    assert [p["type"] for p in r.messages[0]["content"]] == ["image_url"] * 3 + ["text"]
+    assert fam.build("t", ITEM, None, "letter", None, 1).prompt == "USER: Q?\nA. a\nB. b ASSISTANT:"
+    assert fam.engine_kwargs(4) == {"limit_mm_per_prompt": {"image": 4, "video": 0}}
