@@ -21,6 +21,7 @@ __all__ = ["DatasetAdapter", "build_adapter", "get_adapter", "register_adapter",
 # Each adapter module registers itself on import.
 from engine.datasets import avsd as _avsd  # noqa: F401
 from engine.datasets import mlvu as _mlvu  # noqa: F401
+from engine.datasets import mmbench as _mmbench  # noqa: F401
 from engine.datasets import mme as _mme  # noqa: F401
 from engine.datasets import mmstar as _mmstar  # noqa: F401
 from engine.datasets import mvbench as _mvbench  # noqa: F401

@@ -16,7 +16,8 @@ import polars as pl
 
 from engine.datasets.errors import DatasetError, Problems, RowError
 
-__all__ = ["Kind", "collect_rows", "json_list", "need", "optional", "parquet_files", "read_json", "read_parquet"]
+__all__ = ["Kind", "collect_rows", "json_list", "need", "optional", "parquet_files", "read_json", "read_parquet",
+           "read_tsv"]
 
 Kind = Literal["str", "int", "num", "list[str]", "image", "int|str", "any"]
 
@@ -116,6 +117,26 @@ def read_parquet(path: Path, columns: Mapping[str, Kind], problems: Problems,
         if not bad:
             out.append((f, pl.read_parquet(f)))
     return out
+
+
+def read_tsv(path: Path, columns: Mapping[str, Kind], problems: Problems) -> pl.DataFrame | None:
+    """A tab-separated table (VLMEvalKit's benchmark files) with every cell read as a string.
+
+    Empty cells are null. A missing or unreadable file, or a missing required column,
+    is a fatal problem (recorded in `problems`) and gives None.
+    """
+    if not Path(path).is_file():
+        problems.add(path, None, "annotation file not found", fatal=True)
+        return None
+    try:
+        df = pl.read_csv(path, separator="\t", infer_schema=False, quote_char='"')
+    except Exception as err:  # polars raises several error types for a malformed file
+        problems.add(path, None, f"not a readable TSV file: {err}", fatal=True)
+        return None
+    missing = [c for c in columns if c not in df.columns]
+    for c in missing:
+        problems.add(path, None, f"missing column {c!r}", fatal=True)
+    return None if missing else df
 
 
 def read_json(path: Path, problems: Problems) -> Any:

@@ -13,9 +13,11 @@ property of the benchmark, not of a result row).
 - `pope_metrics`: POPE accuracy, precision, recall, F1 and yes-ratio ("yes" positive).
 - `mme_scores` / `mme_totals`: MME acc and acc+ per category (x100), score = acc + acc+,
   and the perception / cognition totals.
+- `mmbench_circular_accuracy`: MMBench circular evaluation (a question is right only when
+  every rotation of its options is) beside the vanilla accuracy of the unrotated questions.
 
-Rates here follow each benchmark's convention: Video-MME accuracy and POPE metrics
-are fractions in [0, 1]; MME and Video-MME v2 scores are on their official 0-100 scale.
+Rates here follow each benchmark's convention: Video-MME accuracy, POPE metrics and
+MMBench accuracies are fractions in [0, 1]; MME and Video-MME v2 scores are on their official 0-100 scale.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from engine.items import Item
 __all__ = [
     "GROUP_TABLE_SCHEMA",
     "group_table",
+    "mmbench_circular_accuracy",
     "mme_scores",
     "mme_totals",
     "pope_metrics",
@@ -206,4 +209,35 @@ def mme_totals(scores: pl.LazyFrame) -> pl.LazyFrame:
             n_categories=pl.len(),
         )
         .sort(KEYS)
+    )
+
+
+def mmbench_circular_accuracy(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyFrame, by: Sequence[str] = (),
+                              dataset: str = "mmbench") -> pl.LazyFrame:
+    """MMBench circular evaluation per (model, dataset, budget) and `by` columns (fractions).
+
+    A question (group) counts when every rotation of its options (every item of the group
+    in `groups`) has an ok row; it is right only when all of them are. Columns: n_groups
+    (questions with any answer), n_complete, circular_accuracy (over complete questions),
+    vanilla_accuracy (the unrotated question, position 0, over the questions answered there).
+    """
+    keys = [*KEYS, *by]
+    members = groups.lazy().filter(pl.col("dataset") == dataset)
+    sizes = members.group_by("dataset", "group_id").agg(n_rotations=pl.len())
+    right = pl.col("correct").fill_null(False)
+    per_group = (
+        _ok(rows).filter(pl.col("dataset") == dataset)
+        .join(members.select("dataset", "item_id", "group_id", "position"), on=["dataset", "item_id"], how="inner")
+        .group_by([*KEYS, "group_id"])
+        .agg(*[pl.col(c).first() for c in by], n=pl.len(), all_right=right.all(),
+             vanilla=right.filter(pl.col("position") == 0).first())
+        .join(sizes, on=["dataset", "group_id"], how="left")
+        .with_columns(complete=pl.col("n") == pl.col("n_rotations"))
+    )
+    return (
+        per_group.group_by(keys)
+        .agg(n_groups=pl.len(), n_complete=pl.col("complete").sum(),
+             circular_accuracy=pl.col("all_right").filter(pl.col("complete")).mean(),
+             vanilla_accuracy=pl.col("vanilla").cast(pl.Float64).mean())
+        .sort(keys)
     )

@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 __all__ = [
     "AVSDSpec",
     "DatasetSpec",
+    "LlavaVideo178KSpec",
     "MLVUSpec",
+    "MMBenchSpec",
     "MMESpec",
     "MMStarSpec",
     "MVBenchSpec",
@@ -24,6 +26,7 @@ __all__ = [
     "SyntheticDatasetSpec",
     "TempCompassSpec",
     "VideoMMESpec",
+    "VideoMMMUSpec",
     "VideoMMEv2Spec",
 ]
 
@@ -216,8 +219,57 @@ class MMESpec(_ImageTableSpec):
     name: Literal["mme"] = Field(description="Adapter name.")
 
 
+class MMBenchSpec(_ImageTableSpec):
+    """MMBench dev (MMBench_DEV_EN.tsv, images as base64): circular evaluation over rotated options."""
+
+    name: Literal["mmbench"] = Field(description="Adapter name.")
+    annotations: Path = Field(
+        description="MMBench_DEV_EN.tsv (index, question, hint, A-D, answer, category, image as base64, source, "
+        "l2-category, ...), or the lmms-lab/MMBench parquet (file or folder of shards)."
+    )
+    circular: bool = Field(
+        default=True,
+        description="true: each question is asked once per rotation of its options (the file's own rotated "
+        "copies, index + k x 1e6, when it holds them; else framesweep rotates them) and counts as right only "
+        "when every rotation is (mmbench_circular_accuracy); false: each question once, as written.",
+    )
+
+
+VideoMMMUTrack = Literal["Perception", "Comprehension", "Adaptation"]
+
+
+class VideoMMMUSpec(_FileDatasetSpec):
+    """Video-MMMU (lmms-lab/VideoMMMU): one parquet folder per track, lecture videos `<id>.mp4`."""
+
+    name: Literal["video_mmmu"] = Field(description="Adapter name.")
+    annotation_root: Path = Field(
+        description="Folder holding the track folders Perception/, Comprehension/, Adaptation/ (parquet shards)."
+    )
+    media_root: Path = Field(
+        description="Folder holding the videos: `<discipline>/<id>.mp4` (Art, Business, Engineering, Humanities, "
+        "Medicine, Science: the unzipped archives) or `<id>.mp4`."
+    )
+    tracks: list[VideoMMMUTrack] = Field(
+        default_factory=lambda: list(get_args(VideoMMMUTrack)), min_length=1, description="Tracks to read."
+    )
+
+
+class LlavaVideo178KSpec(_FileDatasetSpec):
+    """LLaVA-Video-178K-style fine-tuning data: instructions only (no answers, no scoring), for the predictor."""
+
+    name: Literal["llava_video_178k"] = Field(description="Adapter name.")
+    annotations: Path = Field(
+        description="A JSON list of {id, video, conversations: [{from, value}, ...]}, or a folder of such files."
+    )
+    media_root: Path = Field(description="Folder the `video` paths are relative to.")
+    instruction: Literal["first", "joined"] = Field(
+        default="first",
+        description="first: the first human turn is the instruction; joined: every human turn, joined by newlines.",
+    )
+
+
 DatasetSpec = Annotated[
     SyntheticDatasetSpec | VideoMMESpec | VideoMMEv2Spec | MLVUSpec | AVSDSpec | MVBenchSpec | TempCompassSpec
-    | MMStarSpec | POPESpec | MMESpec,
+    | MMStarSpec | POPESpec | MMESpec | MMBenchSpec | VideoMMMUSpec | LlavaVideo178KSpec,
     Field(discriminator="name"),
 ]
