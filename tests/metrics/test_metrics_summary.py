@@ -75,8 +75,12 @@ def test_main_group_values(doc: dict) -> None:
         "n_text_correct": 2, "any": {"share_all": 0.5, "share_text_correct": 1.0},
         "all": {"share_all": 0.0, "share_text_correct": 0.0},
         "by_budget": {b: {"share_all": 0.25, "share_text_correct": 0.5} for b in ("f4", "f8", "f16")}}
+    # b (a terminal regression) has no alternate result: not recovered over all, left out of share_with_alt
     assert g["terminal_regression"] == {"max_budget": "f16", "n_terminal": 2, "share": 0.5, "sampling_recovery": [
-        {"alt_budget_id": "f16-random", "n_with_alt": 1, "n_missing_alt": 1, "n_recovered": 1, "share": 1.0}]}
+        {"alt_budget_id": "f16-random", "n_with_alt": 1, "n_missing_alt": 1, "n_recovered": 1, "share": 0.5,
+         "share_with_alt": 1.0},
+        {"alt_budget_id": "any", "n_with_alt": 1, "n_missing_alt": 1, "n_recovered": 1, "share": 0.5,
+         "share_with_alt": 1.0}]}
     assert g["generation"] is None and doc["iso_compute"] == []
     assert [p["n"] for p in g["trajectory_patterns"]] == [1, 1, 1, 1]
 
