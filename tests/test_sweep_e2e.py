@@ -167,3 +167,48 @@ def test_each_video_decoded_once_and_cached_pipeline_reuses_frames(tmp_path: Pat
     assert per_video["frame_indices"].list.len().to_list() == [a.frames_decoded // 3] * 3
     assert rows_a["option_probs"].to_list() == rows_b["option_probs"].to_list()
     assert rows_a["prompt_hash"].to_list() == rows_b["prompt_hash"].to_list()
+
+
+def test_raw_and_cached_budgets_run_side_by_side_in_one_sweep(tmp_path: Path) -> None:
+    """One spec with raw and cached budgets: both are keys of one sweep, each decoded through its own
+    pipeline (one raw pass and one cache pass per video), and the metrics give each its own chain."""
+    import asyncio
+
+    import ray
+
+    from engine.frames.decode import DECODE_CALLS
+    from engine.metrics.document import summary_document
+    from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
+    from engine.sweep import Sweep, start_backends
+
+    d = small_spec_dict(tmp_path / "out", budgets=[{"frames": 0}, {"frames": 2}, {"frames": 4},
+                                                   {"frames": 2, "pipeline": "cached"},
+                                                   {"frames": 4, "pipeline": "cached"}])
+    d["decode"] = {"max_videos_in_flight": 2, "cache_dir": str(tmp_path / "frames")}
+    spec = parse_spec(d)
+    assert [b.budget_id for b in spec.budgets] == ["text", "f2", "f4", "f2-cached", "f4-cached"]
+
+    async def go():
+        backends = await start_backends(spec)
+        try:
+            before = dict(DECODE_CALLS)
+            summary = await Sweep(spec, backends=backends).run()
+            return before, dict(DECODE_CALLS), summary
+        finally:
+            await asyncio.gather(*(x.close() for x in backends.values()))
+            ray.shutdown()
+
+    before, after, summary = asyncio.run(go())
+    assert summary.jobs_ok == 3 * 3 * 5 and summary.jobs_failed == 0
+    calls = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+    assert len(calls) == 3 and set(calls.values()) == {2}  # per video: the raw pass and the cache's fill
+    rows = scan_results(tmp_path / "out").collect()
+    pipelines = dict(rows.filter(pl.col("frames") > 0).group_by("budget_id").agg(pl.col("pipeline").unique())
+                     .select("budget_id", pl.col("pipeline").list.join(",")).iter_rows())
+    assert pipelines == {"f2": "raw", "f4": "raw", "f2-cached": "cached", "f4-cached": "cached"}
+    assert any((tmp_path / "frames").rglob("*.fsf"))  # the cached budgets went through the frame cache
+    opts = SummaryOptions(n_boot=0)
+    doc = summary_document(summary_tables(load_rows(tmp_path / "out"), opts), opts)
+    assert [(g["protocol_id"], g["grid"], g["n_items"]) for g in doc["groups"]] == [
+        ("default", ["text", "f2", "f4"], 9), ("cached", ["text", "f2-cached", "f4-cached"], 9)]
+    assert [(r["protocol_a"], r["protocol_b"], r["n_items"]) for r in doc["robustness"]] == [("cached", "default", 9)]

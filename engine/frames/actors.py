@@ -42,11 +42,11 @@ class DecodeWorker:
         return {"worker": self.worker, "videos": self.videos}
 
     def decode(self, path: str, indices: np.ndarray, decoder: str, size: tuple[int, int] | None,
-               also: Mapping[tuple[int, int], np.ndarray] | None) -> DecodedVideo:
+               also: Mapping[tuple[int, int], np.ndarray] | None, cached: bool = False) -> DecodedVideo:
         from engine.frames.cache import decode_video
 
         self.videos += 1
-        return decode_video(self.cache, path, indices, decoder, size, also)
+        return decode_video(self.cache if cached else None, path, indices, decoder, size, also)
 
 
 class DecodePool:
@@ -55,8 +55,8 @@ class DecodePool:
     Args:
         n: Actors to start (spread over nodes).
         cpus: CPUs each reserves.
-        cache_root: Frame cache folder for the cached pipeline (on a filesystem every node sees),
-            None for the raw pipeline.
+        cache_root: Frame cache folder for budgets of the cached pipeline (on a filesystem every node
+            sees), None when no budget is cached.
         start_timeout_s: Actors not placed by then (the cluster lacks free CPUs) are dropped with a
             warning; the sweep goes on with the rest.
     """
@@ -112,15 +112,16 @@ class DecodePool:
         return (await revive_actor(actor, start_new, self.revive_timeout_s, "decode actor", kill_on_timeout=True))[0]
 
     async def decode(self, path: Path | str, indices: np.ndarray, decoder: str, size: tuple[int, int] | None,
-                     also: Mapping[tuple[int, int], np.ndarray] | None) -> DecodedVideo | None:
-        """The decoded video from some actor; None when no actor is left (decode it yourself)."""
+                     also: Mapping[tuple[int, int], np.ndarray] | None, cached: bool = False) -> DecodedVideo | None:
+        """The decoded video from some actor (through the frame cache when `cached`); None when no actor
+        is left (decode it yourself)."""
         if self._pool is None:
             raise RuntimeError("decode pool not started")
         from ray.exceptions import RayTaskError
 
         while self._pool.members:  # none healthy (all restarting): decode here rather than wait
             try:
-                return await self._pool.call(lambda a: a.decode.remote(str(path), indices, decoder, size, also))
+                return await self._pool.call(lambda a: a.decode.remote(str(path), indices, decoder, size, also, cached))
             except NoReplicaError:
                 break
             except RayTaskError as err:  # the decode itself failed (bad media): the decoder's own error

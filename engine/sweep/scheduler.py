@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from engine.backends.coalesce import CoalescingBackend
 from engine.backends.families import get_family
 from engine.datasets import build_adapter
 from engine.frames.actors import DecodePool
+from engine.frames.base import VideoInfo
 from engine.frames.cache import FrameCache, decode_video
 from engine.frames.decode import (
     DecodedVideo,
@@ -42,7 +44,7 @@ from engine.frames.view import MediaView, media_uuid
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
-from engine.spec import ModelSpec, SweepSpec
+from engine.spec import BudgetPoint, ModelSpec, SweepSpec
 from engine.sweep.engines import start_backends
 from engine.sweep.jobs import plan_item
 from engine.sweep.policy import GridPolicy, JobPolicy
@@ -57,6 +59,9 @@ ProgressFn = Callable[[str, int], None]
 """progress(event, n): "total" (first-round jobs), "more" (jobs a policy added), "done", "committed"."""
 
 Plans = dict[tuple[str, str, str], FramePlan]
+
+Held = dict[str, DecodedVideo]
+"""What earlier rounds of one video decoded, per pipeline ("raw": decoded from the file, "cached": the frame cache)."""
 
 PlanErrors = dict[tuple[str, str, str], BaseException]
 
@@ -106,7 +111,7 @@ class Sweep:
         self._coalesced: dict[str, CoalescingBackend] = {}
         self._cache: FrameCache | None = None
         self._decode_pool: DecodePool | None = None
-        if spec.decode.pipeline == "cached":
+        if spec.decode.pipeline == "cached" or any(b.pipeline == "cached" for b in spec.budgets):
             self._cache = FrameCache(spec.decode.cache_dir, fmt=spec.decode.cache_format)
 
     def request_stop(self) -> None:
@@ -265,13 +270,18 @@ class Sweep:
                 failures[_pkey(j)] = err
         return plans, failures
 
-    async def _decode(self, jobs: list[Job],
-                      held: DecodedVideo | None) -> tuple[DecodedVideo | None, Plans, PlanErrors]:
-        """Plan every job of this video's round and decode, in one pass, the frames nobody holds yet.
+    def _pipeline(self, job: Job) -> str:
+        """The job's pipeline: its budget's, else the [decode] setting."""
+        return job.budget.pipeline or self.spec.decode.pipeline
 
-        `held` is what earlier rounds of the same video decoded (adaptive policies): only the
-        frames it lacks at each size are decoded, and they join it. A job whose plan failed is
-        in the returned errors instead of the plans.
+    async def _decode(self, jobs: list[Job], held: Held) -> tuple[Held, Plans, PlanErrors]:
+        """Plan every job of this video's round and decode, in one pass per pipeline, the frames nobody
+        holds yet.
+
+        `held` is what earlier rounds of the same video decoded (adaptive policies), per pipeline:
+        only the frames it lacks at each size are decoded, and they join it. Raw and cached budgets
+        of one video each get their own pass (raw from the file, cached through the frame cache). A
+        job whose plan failed is in the returned errors instead of the plans.
         """
         item = jobs[0].item
         if all(j.budget.is_text_only for j in jobs):
@@ -281,36 +291,47 @@ class Sweep:
         loop = asyncio.get_running_loop()
         # decord cannot open still images; PyAV decodes them (EXIF rotation applied)
         decoder = get_decoder("pyav" if item.media_kind == "image" else self.spec.decode.decoder)
-        info = held.info if held is not None else await loop.run_in_executor(self._pool, decoder.probe,
-                                                                              item.video_path)
+        info = (next(iter(held.values())).info if held else
+                await loop.run_in_executor(self._pool, decoder.probe, item.video_path))
         plans, failed = self._plan_each(jobs, info.n_frames, info.fps)
-        jobs = [j for j in jobs if _pkey(j) in plans]
-        need = sizes_needed(info, [(j.budget, plans[_pkey(j)].indices) for j in jobs])
-        if held is not None:
-            need = {s: ix for s, ix in ((s, np.setdiff1d(ix, held.covered(s))) for s, ix in need.items()) if ix.size}
+        visual = [j for j in jobs if _pkey(j) in plans and not j.budget.is_text_only]
+        for pipeline in sorted({self._pipeline(j) for j in visual}):
+            mine = [(j.budget, plans[_pkey(j)].indices) for j in visual if self._pipeline(j) == pipeline]
+            await self._decode_pass(item.video_path, decoder.name, info, mine, held, pipeline)
+        return held, plans, failed
+
+    async def _decode_pass(self, path: Path, decoder: str, info: VideoInfo,
+                           budgets: list[tuple[BudgetPoint, np.ndarray]], held: Held, pipeline: str) -> None:
+        """Decode the union of `budgets`' frames one pipeline lacks, in one pass, into `held[pipeline]`."""
+        mine = held.get(pipeline)
+        need = sizes_needed(info, budgets)
+        if mine is not None:
+            need = {s: ix for s, ix in ((s, np.setdiff1d(ix, mine.covered(s))) for s, ix in need.items()) if ix.size}
         if not need:
-            return held, plans, failed
+            return
         # decode once, at the largest size needed; smaller sizes converted in the same pass
         main = max(need, key=lambda s: (s[0] * s[1], s))
         size = None if main == (info.width, info.height) else main
         also = {s: ix for s, ix in need.items() if s != main}
+        cached = pipeline == "cached"
         decoded = None
         if self._decode_pool is not None:  # a decode actor somewhere in the cluster; None: none is left
-            decoded = await self._decode_pool.decode(item.video_path, need[main], decoder.name, size, also)
+            decoded = await self._decode_pool.decode(path, need[main], decoder, size, also, cached=cached)
         if decoded is None:
-            work = functools.partial(decode_video, self._cache, item.video_path, need[main], decoder.name, size, also)
-            decoded = await loop.run_in_executor(self._pool, work)
+            work = functools.partial(decode_video, self._cache if cached else None, path, need[main], decoder, size,
+                                     also)
+            decoded = await asyncio.get_running_loop().run_in_executor(self._pool, work)
         self.summary.decode_calls += 1
         self.summary.frames_decoded += int(np.unique(np.concatenate(list(need.values()))).size)
-        if held is None:
-            return decoded, plans, failed
-        held.absorb(decoded)
-        return held, plans, failed
+        if mine is None:
+            held[pipeline] = decoded
+        else:
+            mine.absorb(decoded)
 
     async def _run_video(self, video_jobs: list[Job]) -> list[ResultRow]:
         """All rounds of one video: the policy's first jobs, then whatever it asks for next."""
         rows: list[ResultRow] = []
-        held: DecodedVideo | None = None
+        held: Held = {}
         jobs = video_jobs
         try:
             while jobs and not self._stop.is_set():
@@ -321,13 +342,12 @@ class Sweep:
                 if jobs or derived:
                     self.progress("more", len(jobs) + len(derived))
         finally:
-            if held is not None:
-                held.release()  # the in-flight cap bounds frame memory only if frames go when done
+            for decoded in held.values():
+                decoded.release()  # the in-flight cap bounds frame memory only if frames go when done
         self._count(rows)
         return rows
 
-    async def _run_round(self, jobs: list[Job],
-                         held: DecodedVideo | None) -> tuple[list[ResultRow], DecodedVideo | None]:
+    async def _run_round(self, jobs: list[Job], held: Held) -> tuple[list[ResultRow], Held]:
         """Decode what this round lacks, ask every model, score: one row per job."""
         rows: list[ResultRow] = []
         try:
@@ -344,7 +364,7 @@ class Sweep:
             plans = {_pkey(j): self._plan(j, 0, 0.0) for j in jobs}
         by_model: dict[str, list[JobContext]] = defaultdict(list)
         for j in jobs:
-            by_model[j.model_id].append(self._ctx(j, held, plans[_pkey(j)]))
+            by_model[j.model_id].append(self._ctx(j, held.get(self._pipeline(j)), plans[_pkey(j)]))
         results = await asyncio.gather(*(self._generate(mid, ctxs, held) for mid, ctxs in by_model.items()))
         return rows + [r for part in results for r in part], held
 
@@ -361,11 +381,12 @@ class Sweep:
                          None, self._attempt(job))
         if plan is not None:
             ctx.repeated = plan.repeated
+        if not job.budget.is_text_only:
+            ctx.pipeline = self._pipeline(job)
         if decoded is not None and indices.size:
             ctx.width, ctx.height = target_size(decoded.info.width, decoded.info.height,
                                                 job.budget.max_pixels, job.budget.short_side)
             ctx.decode_s = decoded.decode_s
-            ctx.pipeline = decoded.pipeline
             ctx.video_frames = decoded.info.n_frames
             ctx.video_frames_declared = getattr(decoded.info, "declared_frames", None)
         return ctx
@@ -382,8 +403,7 @@ class Sweep:
         return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder,
                          jpeg_frames=jpeg)
 
-    async def _generate(self, model_id: str, ctxs: list[JobContext],
-                        decoded: DecodedVideo | None) -> list[ResultRow]:
+    async def _generate(self, model_id: str, ctxs: list[JobContext], held: Held) -> list[ResultRow]:
         family = get_family(self._models[model_id].family)
         p = self.spec.prompt
         requests: list[EngineRequest] = []
@@ -391,7 +411,7 @@ class Sweep:
         ready: list[JobContext] = []
         for i, ctx in enumerate(ctxs):
             try:
-                media = self._media(ctx, decoded)
+                media = self._media(ctx, held.get(ctx.pipeline))
             except DecodeError as err:  # a frame this job needs does not exist or did not decode
                 failed.append(error_row(self.spec, ctx, type(err).__name__, str(err)))
                 continue
