@@ -28,5 +28,6 @@ from engine.datasets import mvbench as _mvbench  # noqa: F401
 from engine.datasets import pope as _pope  # noqa: F401
 from engine.datasets import synthetic as _synthetic  # noqa: F401
 from engine.datasets import tempcompass as _tempcompass  # noqa: F401
+from engine.datasets import video_mmmu as _video_mmmu  # noqa: F401
 from engine.datasets import videomme as _videomme  # noqa: F401
 from engine.datasets import videomme_v2 as _videomme_v2  # noqa: F401

@@ -26,8 +26,8 @@ __all__ = [
     "SyntheticDatasetSpec",
     "TempCompassSpec",
     "VideoMMESpec",
-    "VideoMMMUSpec",
     "VideoMMEv2Spec",
+    "VideoMMMUSpec",
 ]
 
 
