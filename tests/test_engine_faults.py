@@ -1,9 +1,14 @@
 """An engine actor and a decode actor killed mid-sweep are restarted by Ray; the engine's jobs are
-retried, the decode actor's videos go to the other one, and the sweep completes."""
+retried, the decode actor's videos go to the other one, and the sweep completes. The same for vLLM's
+engine-core process killed (the actor notices) or hung (the batch deadline expires)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
+import time
 from pathlib import Path
 
 import polars as pl
@@ -67,3 +72,87 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
     # the retried rows were answered by the restarted engine process, a different one from the first
     assert set(retried["worker"]) == {info["worker"]}
     assert len(set(rows["worker"])) == 2
+
+
+def _engine_core(pids: list[int]) -> int:
+    import psutil
+
+    return next(p for p in pids if psutil.Process(p).name() == "VLLM::EngineCore")
+
+
+def _gone(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _run_with_engine_fault(spec, fault) -> tuple:  # type: ignore[no-untyped-def]
+    """Run `spec` on its own engine; once some job is answered, `fault(engine pids)` hits the engine core."""
+    import ray
+
+    async def go():
+        backends = await start_backends(spec)
+        first = dict(backends["tiny"].info)
+        sweep = Sweep(spec, backends=backends)
+        run = asyncio.create_task(sweep.run())
+        while sweep.summary.jobs_ok == 0:
+            await asyncio.sleep(0.05)
+        fault(first["engine_pids"])
+        summary = await run
+        info = dict(backends["tiny"].info)
+        await asyncio.gather(*(b.close() for b in backends.values()))
+        return summary, first, info
+
+    try:
+        return asyncio.run(go())
+    finally:
+        ray.shutdown()
+
+
+def _assert_completed_after_one_restart(out: Path, summary, first: dict, info: dict) -> None:  # type: ignore[no-untyped-def]
+    assert summary.jobs_failed == 0 and summary.jobs_ok == 4 * 3 * 4
+    rows = scan_results(out).collect()
+    assert rows.height == 48 and rows.select(["item_id", "budget_id"]).n_unique() == 48
+    assert (rows["status"] == "ok").all()
+    retried = rows.filter(pl.col("attempt") == 2)
+    assert retried.height > 0, "the batch in flight when the engine core died was retried"
+    assert info["worker"] != first["worker"] and set(retried["worker"]) == {info["worker"]}
+    assert set(info["engine_pids"]).isdisjoint(first["engine_pids"])
+    assert all(_gone(p) for p in first["engine_pids"]), "the old engine processes were left running"
+
+
+def test_engine_core_killed_mid_run_is_detected_and_the_batch_retried(tmp_path: Path) -> None:
+    """SIGKILL of vLLM's EngineCore process (the actor's child; the actor itself stays alive, and vLLM's
+    client would wait for outputs forever): the actor notices, ends, Ray restarts it, the batch is retried."""
+    d = small_spec_dict(tmp_path / "out")
+    d["dataset"]["n_videos"] = 4
+    spec = parse_spec(d)
+    summary, first, info = _run_with_engine_fault(
+        spec, lambda pids: os.kill(_engine_core(pids), signal.SIGKILL))
+    _assert_completed_after_one_restart(tmp_path / "out", summary, first, info)
+
+
+def test_hung_engine_core_misses_the_batch_deadline_and_is_restarted(tmp_path: Path) -> None:
+    """SIGSTOP of the EngineCore: every process is alive but nothing answers. The batch's deadline (from
+    its requests and frames) expires; the actor is killed, restarted by Ray, and the batch retried."""
+    d = small_spec_dict(tmp_path / "out")
+    d["dataset"]["n_videos"] = 4
+    d["models"][0]["engine"].update(deadline_base_s=20.0, deadline_per_request_s=1.0, deadline_per_frame_s=0.1)
+    spec = parse_spec(d)
+    stopped: list[int] = []
+
+    def stop(pids: list[int]) -> None:
+        stopped.extend(pids)
+        os.kill(_engine_core(pids), signal.SIGSTOP)
+
+    try:
+        summary, first, info = _run_with_engine_fault(spec, stop)
+    finally:
+        for pid in stopped:  # a stopped process cannot notice its parent's death: end it here
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    time.sleep(1.0)
+    _assert_completed_after_one_restart(tmp_path / "out", summary, first, info)

@@ -14,6 +14,7 @@ import logging
 import math
 import os
 import socket
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,10 +22,11 @@ from typing import Any
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.runtime.placement import Placement, actor_options, place, release, resolve_gpus
+from engine.runtime.replicas import EngineHungError
 from engine.scoring import letter_logprobs
 from engine.spec import EngineSpec
 
-__all__ = ["VLLMActorBackend", "VLLMWorker", "engine_env"]
+__all__ = ["VLLMActorBackend", "VLLMWorker", "batch_deadline_s", "engine_env"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,39 @@ def _node_facts() -> dict[str, Any]:
                 "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     except Exception:  # noqa: BLE001 - facts for the record only
         return {}
+
+
+_ENGINE_DIED_EXIT = 75  # the actor's exit status when its engine process died (Ray restarts it)
+
+
+def _engine_processes() -> list[Any]:
+    """vLLM's engine processes under this one (EngineCore and its workers; none for an in-process engine)."""
+    import psutil
+
+    procs = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.name().startswith("VLLM::"):  # vLLM titles its processes (setproctitle)
+                procs.append(p)
+        except psutil.Error:
+            continue
+    return procs
+
+
+def _alive(proc: Any) -> bool:
+    import psutil
+
+    try:
+        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+def batch_deadline_s(engine: EngineSpec, requests: Sequence[EngineRequest]) -> float:
+    """How long one engine call may take before the engine counts as hung: a base plus allowances
+    per request and per frame sent (the frames of a video, or the separate images)."""
+    frames = sum(len(r.video) if r.video is not None else len(r.images or ()) for r in requests)
+    return engine.deadline_base_s + engine.deadline_per_request_s * len(requests) + engine.deadline_per_frame_s * frames
 
 
 def _placement(engine: EngineSpec) -> Placement:
@@ -108,9 +143,38 @@ class VLLMWorker:
         self.node = _node_facts()
         self._tok = self.llm.get_tokenizer()
         self._letter_ids: dict[str, int] = {}
+        self._engine_procs = _engine_processes()
+        if self._engine_procs:
+            threading.Thread(target=self._watch_engine, daemon=True, name="engine-watchdog").start()
 
     def info(self) -> dict[str, Any]:
-        return {"engine_version": self.version, "worker": self.worker, "start_s": self.start_s, **self.node}
+        return {"engine_version": self.version, "worker": self.worker, "start_s": self.start_s,
+                "engine_pids": [p.pid for p in self._engine_procs], **self.node}
+
+    def _watch_engine(self, interval_s: float = 0.5) -> None:
+        """End this actor's process when an engine process (EngineCore, its workers) dies.
+
+        vLLM's client then waits for outputs forever; exiting makes the death visible to Ray,
+        which restarts the actor (a fresh engine), and to the driver, which retries the batch.
+        """
+        while True:
+            if not self._engine_alive():
+                self._die()
+            time.sleep(interval_s)
+
+    def _engine_alive(self) -> bool:
+        return all(_alive(p) for p in self._engine_procs)
+
+    def _die(self) -> None:
+        dead = [str(p.pid) for p in self._engine_procs if not _alive(p)]
+        log.error("engine process %s died; ending actor %s so that it is restarted", ", ".join(dead) or "?",
+                  self.worker)
+        for p in self._engine_procs:  # the survivors would wait on the dead one forever
+            try:
+                p.kill()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        os._exit(_ENGINE_DIED_EXIT)
 
     def reset_caches(self) -> int:
         """Empty the prefix cache and the multimodal processor cache (timed strategies start cold).
@@ -202,6 +266,8 @@ class VLLMWorker:
             outs = self.llm.generate([self._inputs(r) for r in requests], [self._params(r) for r in requests],
                                      use_tqdm=False)
         except Exception as err:  # noqa: BLE001 - isolate the failing request below
+            if type(err).__name__ == "EngineDeadError" or not self._engine_alive():
+                self._die()  # not a bad request: the engine is gone (Ray restarts the actor, the driver retries)
             log.warning("batch of %d failed (%s: %s); retrying one by one", len(requests), type(err).__name__, err)
             return [self._one(r) for r in requests]
         per = (time.perf_counter() - t0) / len(requests)
@@ -212,6 +278,8 @@ class VLLMWorker:
         try:
             (out,) = self.llm.generate([self._inputs(r)], [self._params(r)], use_tqdm=False)
         except Exception as err:  # noqa: BLE001 - errors are data
+            if type(err).__name__ == "EngineDeadError" or not self._engine_alive():
+                self._die()
             return EngineResult(r.request_id, error_type=type(err).__name__, error=str(err)[:2000],
                                 worker=self.worker, engine_version=self.version)
         return self._result(r, out, time.perf_counter() - t0)
@@ -266,9 +334,19 @@ class VLLMActorBackend(BackendBase):
         return self._actor
 
     async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        """Answer a batch in the actor; an engine that does not answer within the batch's deadline
+        (`batch_deadline_s`) is killed, Ray restarts it, and `EngineHungError` is raised (a death)."""
         if self._actor is None:
             raise RuntimeError("backend not started")
-        return await self._actor.generate.remote(list(requests))
+        deadline = batch_deadline_s(self.engine, requests)
+        try:
+            return await asyncio.wait_for(self._actor.generate.remote(list(requests)), timeout=deadline)
+        except TimeoutError:
+            import ray
+
+            ray.kill(self._actor, no_restart=False)  # a restart, not an end: recover() waits for it
+            raise EngineHungError(f"engine {self.info.get('worker')} answered no batch of {len(requests)} "
+                                  f"request(s) within its deadline of {deadline:.0f}s; restarting it") from None
 
     async def reset_caches(self) -> int:
         """Empty the engine's prefix and multimodal caches; returns the engine's reset count."""

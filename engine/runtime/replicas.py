@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
-__all__ = ["NoReplicaError", "ReplicaPool", "is_actor_death", "revive_actor"]
+__all__ = ["EngineHungError", "NoReplicaError", "ReplicaPool", "is_actor_death", "revive_actor"]
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +28,14 @@ class NoReplicaError(RuntimeError):
     """Every member of a pool is dead and could not be revived."""
 
 
+class EngineHungError(RuntimeError):
+    """An actor answered nothing within its call's deadline; it was killed for Ray to restart (a death)."""
+
+
 def is_actor_death(err: BaseException) -> bool:
-    """True for the errors Ray raises when an actor's process or node is gone."""
+    """True for the errors Ray raises when an actor's process or node is gone, and for a hung actor."""
+    if isinstance(err, EngineHungError):
+        return True
     try:
         from ray.exceptions import ActorUnavailableError, NodeDiedError, RayActorError, WorkerCrashedError
     except ImportError:  # no Ray: nothing can be an actor death
