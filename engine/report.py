@@ -1,11 +1,16 @@
 """One self-contained HTML report of a results dataset, figures drawn as inline SVG.
 
 Nothing is fetched and nothing runs: no scripts, no external fonts or styles, so the
-file reads the same offline. Per (model, dataset) group: the accuracy curve with rescue
+file reads the same offline. Per (model, dataset, protocol) chain, the primary chain of each
+model and dataset first: the accuracy curve with rescue
 and harm bars per transition (``fig-accuracy-N``), the flow of item states across the
 grid (``fig-flow-N``), the trajectory-pattern heatmap (``fig-heatmap-N``), per-category
 tables (``table-<column>-N``) and the cascade's Pareto front (``fig-cascade-N``).
-Built from the metrics document of `engine.metrics.document`. Optional sections, shown
+After the chains of a model and dataset: robustness across its chains
+(``table-robustness-N``) and its iso-compute sets (``table-iso-N-K``: accuracy per
+allocation, items best only at each, oracle over the set).
+Built from the metrics document of `engine.metrics.document` (schema
+``framesweep.metrics/2``; a document of another schema is refused). Optional sections, shown
 when the document carries them: ``doc["predictor"]`` (groups of
 `engine.metrics.predictor.predictor_document`: ``table-predictor-N``,
 ``fig-predictor-N``, ``table-predictor-confusion-N``) and ``doc["checkpoints"]``
@@ -19,6 +24,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from engine.metrics.document import SCHEMA
 from engine.metrics.html import (
     BLUE,
     CSS,
@@ -202,8 +208,19 @@ _FLOW_LEGEND = ('<p class="note">bands: green stays right, blue rescued, orange 
                 "nodes: items right (top) and wrong (bottom) at each budget</p>")
 
 
+def _protocol_note(g: dict[str, Any]) -> str:
+    p = g.get("protocol") or {}
+    size = (f"max_pixels {p['max_pixels']}" if p.get("max_pixels") else
+            f"short side {p['short_side']}" if p.get("short_side") else "decoded size")
+    what = (f"{size}, {p.get('policy', 'uniform')} sampling (seed {p.get('seed', 0)}), "
+            f"{p.get('pipeline', 'raw')} pipeline")
+    return f'<p class="note">chain: {e(" < ".join(g["grid"]))}; protocol: {e(what)}</p>'
+
+
 def _group_section(g: dict[str, Any], idx: int) -> str:
-    parts = [f"<h2>{e(g['model_id'])} on {e(g['dataset'])}</h2>", _headline(g)]
+    primary = " (primary)" if g.get("primary") else ""
+    parts = [f"<h2>{e(g['model_id'])} on {e(g['dataset'])}, chain {e(g.get('protocol_id', 'default'))}{primary}</h2>",
+             _protocol_note(g), _headline(g)]
     if g["n_items"]:
         parts += ["<h3>Accuracy and flips per transition</h3>", accuracy_figure(g, idx),
                   "<h3>Item flows across the grid</h3>", flow_figure(g, idx),
@@ -346,9 +363,65 @@ def _cascade_online_section(sessions: list[dict[str, Any]]) -> str:
         + "".join(timing) + "</section>"
 
 
+def _robustness_table(pairs: list[dict[str, Any]], idx: int) -> str:
+    rows = [[r["protocol_a"], r["protocol_b"], r["n_items"],
+             f"{r['confused_a']} / {r['confused_b']} / {r['confused_both']}",
+             "n/a" if r["jaccard"] is None else f"{r['jaccard']:.2f}",
+             f"{r['harmed_a']} / {r['harmed_b']} / {r['harmed_both']}",
+             f"{pct(r['headroom_a'])} / {pct(r['headroom_b'])}",
+             f"{pct(r['confusion_rate_a'])} / {pct(r['confusion_rate_b'])}"] for r in pairs]
+    note = ('<p class="note">over the items matched in both chains; confused: right at a budget and wrong at a '
+            "later one of the chain; harmed: right at the chain's first visual budget, wrong at its last</p>")
+    return "<h3>Robustness across chains</h3>" + note + table(
+        f"table-robustness-{idx}", ["chain a", "chain b", "items", "confused a / b / both", "jaccard",
+                                    "harmed a / b / both", "headroom a / b (pts)", "confusion a / b (pts)"], rows)
+
+
+def _iso_tables(sets: list[dict[str, Any]], idx: int) -> str:
+    out = []
+    for k, s in enumerate(sets):
+        rows = [[a["budget_id"], a["protocol_id"], a["frames"], f"{a['budget_cost']:,.0f}", pct(a["accuracy"]),
+                 a["n_best"], a["n_sole_best"]] for a in s["allocations"]]
+        note = (f"~{s['cost']:,.0f} pixels sent per item, {s['n_items']} items answered at every allocation; best "
+                f"single {s['best_allocation']} {pct(s['best_accuracy'])}, oracle over the set "
+                f"{pct(s['oracle_accuracy'])} (headroom {pct(s['oracle_headroom'])} pts); right at all "
+                f"{s['n_all_right']}, at none {s['n_none_right']}")
+        out.append(f'<p class="note">{e(note)}</p>' + table(
+            f"table-iso-{idx}-{k}", ["allocation", "protocol", "frames", "pixels sent per item", "accuracy",
+                                     "items right", "items best only here"], rows))
+    return "<h3>Iso-compute allocations (pixels actually sent)</h3>" + "".join(out) if out else ""
+
+
+def _across_chains(doc: dict[str, Any], key: tuple[str, str], idx: int) -> str:
+    def mine(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in rows if (r["model_id"], r["dataset"]) == key]
+
+    pairs, sets = mine(doc.get("robustness") or []), mine(doc.get("iso_compute") or [])
+    body = (_robustness_table(pairs, idx) if pairs else "") + _iso_tables(sets, idx)
+    return f"<section><h2>{e(key[0])} on {e(key[1])}: across chains</h2>{body}</section>" if body else ""
+
+
+def _groups(doc: dict[str, Any]) -> str:
+    """Every chain, and after the chains of each model and dataset what compares them."""
+    out, keys = [], list(dict.fromkeys((g["model_id"], g["dataset"]) for g in doc["groups"]))
+    for k, key in enumerate(keys):
+        out += [_group_section(g, i) for i, g in enumerate(doc["groups"]) if (g["model_id"], g["dataset"]) == key]
+        out.append(_across_chains(doc, key, k))
+    return "".join(out)
+
+
 def render_report(doc: dict[str, Any], title: str = "framesweep report") -> str:
-    """The HTML page for a metrics document (see `engine.metrics.document`), with its optional sections."""
-    body = "".join(_group_section(g, i) for i, g in enumerate(doc["groups"]))
+    """The HTML page for a metrics document (see `engine.metrics.document`), with its optional sections.
+
+    Raises:
+        ValueError: `doc` declares another schema than ``framesweep.metrics/2`` (a metrics/1 document has
+            one chain per model and dataset and would be misread).
+    """
+    schema = doc.get("schema", SCHEMA)
+    if schema != SCHEMA:
+        raise ValueError(f"metrics document schema {schema!r}: this report reads {SCHEMA!r} (one group per "
+                         "protocol chain); compute it again with `framesweep metrics DIR --json`")
+    body = _groups(doc)
     if not doc["groups"]:
         body = '<p class="note">No results yet.</p>'
     body += "".join(_predictor_section(g, i) for i, g in enumerate(doc.get("predictor") or []))

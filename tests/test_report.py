@@ -261,3 +261,30 @@ def test_online_cascade_section() -> None:
     assert "<td>fixed f32</td><td>50.0</td><td>32.0</td><td>32.0</td><td>4.5</td>" in table
     assert "offline simulation (100.0 same stops)" in table
     assert "cascade-online" not in render_report({"groups": []})
+
+
+def test_chains_robustness_and_iso_compute_sections(report_html: Path) -> None:
+    text = report_html.read_text()
+    # (m, d) has a default chain and the random-seed3 chain of its alternate policy; the primary leads
+    assert text.index("m on d, chain default (primary)") < text.index("m on d, chain random-seed3<")
+    assert "table-robustness-1" in _parse(text).ids  # (c, d2) = 0 has one chain: no robustness table
+    assert "table-robustness-0" not in _parse(text).ids
+    iso = [row("m", "iso", i, b, f, mark, max_pixels=px, pixels_total=f * px)
+           for i, marks in {"i1": "100", "i2": "110", "i3": "001"}.items()
+           for (b, f, px), mark in zip([("f2-px400", 2, 400), ("f4-px200", 4, 200), ("f8-px100", 8, 100)], marks,
+                                       strict=True)]
+    from metric_rows import lazy
+
+    opts = SummaryOptions(n_boot=0)
+    html = render_report(summary_document(summary_tables(lazy(iso), opts), opts))
+    p = _Tables()
+    p.feed(html)
+    assert p.tables["table-iso-0-0"][1:] == [["f2-px400", "px400", "2", "800", "66.7", "2", "1"],
+                                             ["f4-px200", "px200", "4", "800", "33.3", "1", "0"],
+                                             ["f8-px100", "px100", "8", "800", "33.3", "1", "1"]]
+    assert "best single f2-px400 66.7, oracle over the set 100.0" in html
+
+
+def test_a_metrics_1_document_is_refused_not_misread() -> None:
+    with pytest.raises(ValueError, match="schema 'framesweep.metrics/1': this report reads 'framesweep.metrics/2'"):
+        render_report({"schema": "framesweep.metrics/1", "groups": [{"model_id": "m", "dataset": "d"}]})

@@ -3,6 +3,7 @@ import-lmms-eval."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -27,6 +28,10 @@ _Stages = Annotated[str | None, typer.Option("--cascade-stages", help="Comma-sep
 _Match = Annotated[str | None, typer.Option("--cascade-match", help="Fixed budget the cascade must match.")]
 _Compare = Annotated[str | None, typer.Option("--compare", help="BASE:OTHER models for checkpoint flows.")]
 _Engine = Annotated[str, typer.Option("--engine", help="Polars engine: auto, streaming or in-memory.")]
+_Protocol = Annotated[list[str] | None, typer.Option(
+    "--protocol", help="Only this chain (protocol id: default, px50176, random-seed1, cached, ...; repeatable).")]
+_IsoTol = Annotated[float, typer.Option(
+    "--iso-tolerance", min=0.0, help="Iso-compute sets: each budget's pixels sent within this share of the median.")]
 _Json = Annotated[Path | None, typer.Option("--json", help="Write the JSON document here.")]
 _Preds = Annotated[Path | None, typer.Option(
     "--predictions", help="Run directory holding predictions/ shards (default: DIR).")]
@@ -39,7 +44,8 @@ _ImageDs = Annotated[str | None, typer.Option(
 
 
 def _options(n_boot: int, seed: int, pair: list[str] | None, stages: str | None, match: str | None,
-             compare: str | None, engine: str) -> SummaryOptions:
+             compare: str | None, engine: str, protocols: list[str] | None = None,
+             iso_tolerance: float = 0.03) -> SummaryOptions:
     from engine.metrics.summary import SummaryOptions
 
     def split(text: str, what: str) -> tuple[str, str]:
@@ -53,7 +59,17 @@ def _options(n_boot: int, seed: int, pair: list[str] | None, stages: str | None,
         pairs=tuple(split(p, "--pair") for p in pair) if pair else None,
         cascade_stages=tuple(s for s in stages.split(",") if s) if stages else None, cascade_match=match,
         compare=split(compare, "--compare") if compare else None,
+        protocols=tuple(protocols) if protocols else None, iso_tolerance=iso_tolerance,
     )
+
+
+def _primary_protocol(out_dir: Path) -> str | None:
+    """The spec's primary_protocol, from the results directory's manifest (None when it names none)."""
+    try:
+        spec = json.loads((out_dir / "manifest.json").read_text()).get("spec") or {}
+    except (OSError, ValueError):
+        return None
+    return spec.get("primary_protocol") if isinstance(spec, dict) else None
 
 
 def _document(out_dir: Path, opts: SummaryOptions) -> dict[str, Any]:
@@ -63,6 +79,8 @@ def _document(out_dir: Path, opts: SummaryOptions) -> dict[str, Any]:
     if not (out_dir / "results").is_dir():
         fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
         raise typer.Exit(2)
+    if opts.primary_protocol is None:
+        opts = dataclasses.replace(opts, primary_protocol=_primary_protocol(out_dir))
     return summary_document(summary_tables(_rows(out_dir), opts), opts, source=str(out_dir))
 
 
@@ -83,7 +101,9 @@ def _pts(v: float | None, signed: bool = False) -> str:
 
 
 def _print_group(g: dict[str, Any]) -> None:
-    t = Table(title=f"{g['model_id']} on {g['dataset']}: {g['n_items']} matched items, {g['n_excluded']} excluded")
+    chain = f"chain {g['protocol_id']}{' (primary)' if g['primary'] else ''}"
+    t = Table(title=f"{g['model_id']} on {g['dataset']}, {chain}: {g['n_items']} matched items, "
+                    f"{g['n_excluded']} excluded")
     for c in ("budget", "accuracy", "CI"):
         t.add_column(c, justify="right")
     cis = g["confidence_intervals"].get("fixed_accuracy", {})
@@ -120,16 +140,49 @@ def _print_group(g: dict[str, Any]) -> None:
         console.print(f"open tasks: {gen['n_items']} items, oracle gap {_pts(gen['oracle_gap'])} pts")
 
 
+def _print_across_chains(doc: dict[str, Any]) -> None:
+    """Robustness across chains and iso-compute sets, one table each per model and dataset."""
+    def per(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in rows:
+            out.setdefault((r["model_id"], r["dataset"]), []).append(r)
+        return out
+
+    for (model, dataset), pairs in per(doc["robustness"]).items():
+        t = Table(title=f"{model} on {dataset}: robustness across chains (items matched in both)")
+        for c in ("chain a", "chain b", "items", "confused a / b / both", "jaccard", "harmed a / b / both",
+                  "headroom a / b", "confusion a / b"):
+            t.add_column(c, justify="right")
+        for r in pairs:
+            t.add_row(r["protocol_a"], r["protocol_b"], str(r["n_items"]),
+                      f"{r['confused_a']} / {r['confused_b']} / {r['confused_both']}",
+                      "n/a" if r["jaccard"] is None else f"{r['jaccard']:.2f}",
+                      f"{r['harmed_a']} / {r['harmed_b']} / {r['harmed_both']}",
+                      f"{_pts(r['headroom_a'])} / {_pts(r['headroom_b'])}",
+                      f"{_pts(r['confusion_rate_a'])} / {_pts(r['confusion_rate_b'])}")
+        console.print(t)
+    for (model, dataset), sets in per(doc["iso_compute"]).items():
+        for s in sets:
+            allocs = ", ".join(f"{a['budget_id']} {_pts(a['accuracy'])}" for a in s["allocations"])
+            console.print(f"{model} on {dataset}: iso-compute at ~{s['cost']:,.0f} pixels per item "
+                          f"({s['n_items']} items): {allocs}; oracle {_pts(s['oracle_accuracy'])}, headroom "
+                          f"{_pts(s['oracle_headroom'])} pts")
+
+
 def metrics(
     out_dir: _Dir,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the metrics document here.")] = None,
     n_boot: _NBoot = 1000, seed: _Seed = 0, pair: _Pair = None, cascade_stages: _Stages = None,
-    cascade_match: _Match = None, compare: _Compare = None, engine: _Engine = "auto",
+    cascade_match: _Match = None, compare: _Compare = None, engine: _Engine = "auto", protocol: _Protocol = None,
+    iso_tolerance: _IsoTol = 0.03,
 ) -> None:
-    """Paired item-level metrics of a sweep: tables here, the full document as JSON with --json."""
-    doc = _document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine))
+    """Paired item-level metrics of a sweep, per protocol chain: tables here, the full document as JSON with
+    --json."""
+    doc = _document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine, protocol,
+                                      iso_tolerance))
     for g in doc["groups"]:
         _print_group(g)
+    _print_across_chains(doc)
     if not doc["groups"]:
         console.print("no results yet")
     if json_path is not None:
@@ -148,13 +201,14 @@ def report(
     fallback: _Fallback = None,
     checkpoint_models: Annotated[str | None, typer.Option(
         "--checkpoint-models", help="Comma-separated checkpoints (base first) for the temporal-trap section.")] = None,
-    image_datasets: _ImageDs = None,
+    image_datasets: _ImageDs = None, protocol: _Protocol = None, iso_tolerance: _IsoTol = 0.03,
 ) -> None:
     """One self-contained HTML report (inline SVG figures, readable offline)."""
     from engine.adaptive.predictions import scan_predictions
     from engine.report import write_report
 
-    doc = _document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine))
+    doc = _document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine, protocol,
+                                      iso_tolerance))
     pred_dir = predictions or out_dir
     if predictions is not None or scan_predictions(pred_dir).head(1).collect().height:
         doc["predictor"] = _predictor_doc(out_dir, pred_dir, None, fallback, engine)["groups"]

@@ -121,15 +121,17 @@ def _print_tables(out_dir: Path) -> None:
     rows = latest_rows(scan_results(out_dir))
     acc = fixed_accuracy(rows).collect()
     flows = transitions(rows).collect()
-    for (model_id, dataset), part in acc.group_by(["model_id", "dataset"], maintain_order=True):
-        t = Table(title=f"{model_id} on {dataset}: accuracy per budget")
+    for (model_id, dataset, protocol), part in acc.group_by(["model_id", "dataset", "protocol_id"],
+                                                             maintain_order=True):
+        t = Table(title=f"{model_id} on {dataset}, chain {protocol}: accuracy per budget")
         t.add_column("budget")
         t.add_column("items", justify="right")
         t.add_column("accuracy", justify="right")
         for r in part.iter_rows(named=True):
             t.add_row(r["budget_id"], str(r["n_items"]), f"{100 * r['accuracy']:.1f}")
         console.print(t)
-        f = flows.filter((pl.col("model_id") == model_id) & (pl.col("dataset") == dataset))
+        f = flows.filter((pl.col("model_id") == model_id) & (pl.col("dataset") == dataset)
+                         & (pl.col("protocol_id") == protocol))
         t = Table(title="rescue / harm per transition")
         for c in ("from", "to", "rescue", "harm", "net", "churn"):
             t.add_column(c, justify="right")
@@ -182,12 +184,12 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
              + ", ".join(Path(p).name for p in st.foreign_shards))
     if st.churn.height:
         c = Table(title="live churn (items answered at every budget so far)")
-        for col in ("model", "dataset", "from", "to", "n", "rescue", "harm", "net", "churn", "acc(to)"):
-            c.add_column(col, justify="left" if col in ("model", "dataset", "from", "to") else "right")
+        for col in ("model", "dataset", "chain", "from", "to", "n", "rescue", "harm", "net", "churn", "acc(to)"):
+            c.add_column(col, justify="left" if col in ("model", "dataset", "chain", "from", "to") else "right")
         for r in st.churn.iter_rows(named=True):
             acc = "n/a" if r["accuracy_to"] is None else f"{r['accuracy_to']:.3f}"
-            c.add_row(r["model_id"], str(r["dataset"]), r["from"], r["to"], str(r["n"]), str(r["rescue"]),
-                      str(r["harm"]), f"{r['net']:+.3f}", f"{r['churn']:.3f}", acc)
+            c.add_row(r["model_id"], str(r["dataset"]), r["protocol_id"], r["from"], r["to"], str(r["n"]),
+                      str(r["rescue"]), str(r["harm"]), f"{r['net']:+.3f}", f"{r['churn']:.3f}", acc)
         console.print(c)
     else:
         console.print("live churn: no item answered at every budget yet")

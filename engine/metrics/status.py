@@ -25,8 +25,8 @@ class SweepStatus:
     jobs_per_min: float | None
     eta_min: float | None
     churn: pl.DataFrame
-    """Live churn summary: per model and dataset, each consecutive transition of the grid over the items
-    answered at every budget so far (rescue, harm, n, net, churn), plus `accuracy_to` at the later budget."""
+    """Live churn summary: per model, dataset and protocol chain, each consecutive transition of the chain over
+    the items answered at every budget so far (rescue, harm, n, net, churn), plus `accuracy_to` at the later budget."""
     foreign_shards: list[str] = field(default_factory=list)
     """Shards holding rows of another sweep: not counted."""
 

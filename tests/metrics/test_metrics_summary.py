@@ -174,3 +174,29 @@ def test_metrics_follow_a_sweep_that_is_still_writing(tmp_path: Path) -> None:
     assert (later["n_items"], later["n_excluded"]) == (3, 0)
     assert later["fixed_accuracy"] == {"text": 2 / 3, "f4": 2 / 3}
     assert later["transitions"] == [{"from": "text", "to": "f4", "rescue": 1, "harm": 1, "net": 0.0, "churn": 2 / 3}]
+
+
+def test_metrics_command_restricts_to_chains_and_reads_the_primary_protocol(sweep_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    res = CliRunner().invoke(app, ["metrics", str(sweep_dir), "--json", str(out), "--n-boot", "0",
+                                   "--protocol", "random-seed3", "--iso-tolerance", "0.05"])
+    assert res.exit_code == 0, res.output
+    assert "chain random-seed3" in res.output
+    doc = json.loads(out.read_text())
+    assert {g["protocol_id"] for g in doc["groups"]} == {"random-seed3", "default"}  # default: text-only groups
+    assert [g["grid"] for g in doc["groups"] if g["dataset"] == "d" and g["model_id"] == "m"] == [
+        ["text", "f16-random"]]
+    assert doc["options"]["protocols"] == ["random-seed3"] and doc["options"]["iso_tolerance"] == 0.05
+    # a spec's primary_protocol, read from the manifest, leads its model and dataset
+    manifest = sweep_dir / "manifest.json"
+    saved = manifest.read_text()
+    try:
+        manifest.write_text(json.dumps({"sweep_id": "t", "spec": {"primary_protocol": "random-seed3"}}))
+        res = CliRunner().invoke(app, ["metrics", str(sweep_dir), "--json", str(out), "--n-boot", "0"])
+    finally:
+        manifest.write_text(saved)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    assert [(g["protocol_id"], g["primary"]) for g in doc["groups"] if (g["model_id"], g["dataset"]) == ("m", "d")] \
+        == [("random-seed3", True), ("default", False)]
+    assert "robustness" in res.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -44,10 +45,11 @@ def test_status_command_prints_the_churn_table(tmp_path: Path) -> None:
         store.add(rows[:4])  # a complete; b text only
         store.commit()
         cmd = [sys.executable, "-m", "engine.cli", "status", str(tmp_path)]
-        first = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        env = {**os.environ, "COLUMNS": "160"}  # room for every column of the churn table (model, chain, ...)
+        first = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
         store.add(rows[4:])
         store.commit()
-    later = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    later = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert first.returncode == 0 and later.returncode == 0, first.stderr + later.stderr
     assert "4 done, 0 failed, 2 pending" in first.stdout and "live churn" in first.stdout
     assert "6 done, 0 failed, 0 pending" in later.stdout
