@@ -19,14 +19,15 @@ from engine.metrics.crossmodel import checkpoint_flows, cross_model_matched, mat
 from engine.metrics.document import summary_document
 from engine.metrics.flows import all_pair_flows, pair_flows, state_flows, transitions
 from engine.metrics.generation import generation_oracle, score_regressions
-from engine.metrics.grid import budget_table, grid_summary, matched
-from engine.metrics.iso_compute import iso_compute_allocations, iso_compute_sets
+from engine.metrics.grid import budget_table, chain_rows, grid_summary, matched, protocol_id
+from engine.metrics.iso_compute import budget_costs, iso_compute_allocations, iso_compute_sets, iso_matched, iso_sets
 from engine.metrics.letter_prior import letter_distribution, letter_prior
 from engine.metrics.oracle import best_fixed, fixed_accuracy, oracle
 from engine.metrics.overwrite import text_overwrite
 from engine.metrics.predictor import evaluate_predictor, latest_predictions, predictor_document
 from engine.metrics.rates import rate_intervals, rate_table
 from engine.metrics.regression import alternate_rows, sampling_recovery, terminal_regressions
+from engine.metrics.robustness import robustness
 from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
 from engine.metrics.trajectories import trajectory_patterns, trajectory_table, trajectory_wide
 
@@ -35,9 +36,11 @@ __all__ = [
     "all_pair_flows",
     "alternate_rows",
     "best_fixed",
+    "budget_costs",
     "budget_table",
     "cascade_curve",
     "cascade_items",
+    "chain_rows",
     "checkpoint_document",
     "checkpoint_flows",
     "checkpoint_table",
@@ -51,6 +54,8 @@ __all__ = [
     "grid_summary",
     "iso_compute_allocations",
     "iso_compute_sets",
+    "iso_matched",
+    "iso_sets",
     "latest_predictions",
     "letter_distribution",
     "letter_prior",
@@ -62,8 +67,10 @@ __all__ = [
     "pair_flows",
     "pareto_front",
     "predictor_document",
+    "protocol_id",
     "rate_intervals",
     "rate_table",
+    "robustness",
     "sampling_recovery",
     "score_regressions",
     "state_flows",
