@@ -18,19 +18,20 @@ __all__ = ["budget_order", "fixed_accuracy", "transitions"]
 
 
 def budget_order(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Budgets per (model, dataset) in cost order: text-only first, then frames, then pixels.
+    """Budgets per (model, dataset, protocol) chain in cost order: text-only first, then frames, then pixels.
 
     Returns:
-        model_id, dataset, budget_id, frames, budget_rank.
+        model_id, dataset, protocol_id, budget_id, frames, budget_rank (over every budget of the model and
+        dataset).
     """
     return budget_table(rows).select([*GROUP, "budget_id", "frames", "budget_rank"]).sort([*GROUP, "budget_rank"])
 
 
 def fixed_accuracy(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Accuracy per (model, dataset, budget) over the matched items, in cost order.
+    """Accuracy per (model, dataset, protocol chain, budget) over the matched items, in cost order.
 
     Returns:
-        model_id, dataset, budget_id, n_items, accuracy, frames, budget_rank.
+        model_id, dataset, protocol_id, budget_id, n_items, accuracy, frames, budget_rank (place in the chain).
     """
     return _fixed_accuracy(matched(rows)).select(
         [*GROUP, "budget_id", pl.col("n_items").cast(pl.UInt32), "accuracy", pl.col("frames").cast(pl.Int32),
@@ -38,9 +39,9 @@ def fixed_accuracy(rows: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def transitions(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Rescue, harm, net and churn for each consecutive budget pair (g -> h) of each group.
+    """Rescue, harm, net and churn for each consecutive budget pair (g -> h) of each chain.
 
     Returns:
-        model_id, dataset, from, to, rescue, harm, n, net, churn.
+        model_id, dataset, protocol_id, from, to, rescue, harm, n, net, churn.
     """
     return _transitions(matched(rows))
