@@ -52,6 +52,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="checkpoint dir (default: the tiny one of --family)")
     p.add_argument("--load-format", default=None, help="e.g. dummy: random weights from the config")
     p.add_argument("--dtype", default="float32")
+    p.add_argument("--max-model-len", type=int, default=8192, help="engine context (64 frames at 448x448: 16384)")
     p.add_argument("--naive-batch", type=int, default=8)
     p.add_argument("--max-videos-in-flight", type=int, default=4)
     p.add_argument("--rss-sizes", default="", help="comma list of dataset sizes (videos) for the RSS sweep")
@@ -67,7 +68,7 @@ def _spec(args: argparse.Namespace, out: Path, n_videos: int) -> Any:
     return parse_spec({
         "sweep_id": "bench",
         "models": [{"id": "m", "family": args.family, "path": args.model or f"tiny:{args.family}",
-                    "engine": {"max_model_len": 8192, "dtype": args.dtype, "extra": extra}}],
+                    "engine": {"max_model_len": args.max_model_len, "dtype": args.dtype, "extra": extra}}],
         "dataset": {"name": "synthetic", "n_videos": n_videos, "seconds": args.seconds, "fps": args.fps,
                     "width": w, "height": h, "questions": kinds},
         "budgets": [{"frames": int(b), "max_pixels": args.max_pixels} if int(b) else {"frames": 0}

@@ -201,3 +201,12 @@ def test_build_manifest_of_the_shipped_kit_shape(tmp_path: Path, files: list[Pat
     m = kit.pack(files, tmp_path / "kit", chunk_bytes=CHUNK, meta={"from_image": {"torch": "2.11.0"}})
     on_disk = json.loads((tmp_path / "kit" / kit.MANIFEST).read_text())
     assert on_disk == m and on_disk["format"] == kit.FORMAT and on_disk["from_image"] == {"torch": "2.11.0"}
+
+
+def test_gpu_run_scripts_parse_and_name_their_steps() -> None:
+    root = Path(__file__).resolve().parents[1]
+    for script in ("tools/gpu_run.sh", "tools/gpu_check.sh"):
+        assert subprocess.run(["bash", "-n", str(root / script)], check=False).returncode == 0, script
+    r = subprocess.run(["bash", str(root / "tools/gpu_run.sh"), "nope"], capture_output=True, text=True, check=False,
+                       env={**os.environ, "OUT": str(root / "runs" / "gpu-run-usage")})
+    assert r.returncode == 2 and "receive|install|run|rehearse" in r.stderr
