@@ -86,3 +86,7 @@ def test_generate_mode_returns_text_and_top_letters(backend) -> None:
     req = fam.build("gen", ITEM, _media(4), "generate", None, 4)
     (r,) = loop.run_until_complete(be.generate([req]))
     assert r.ok and 1 <= r.output_tokens <= 4 and r.mean_logprob is not None
+    # per generated token, its text and the option letters among its top-k (for the extracted letter's confidence)
+    assert r.token_letters is not None and len(r.token_letters) == r.output_tokens
+    assert "".join(tok for tok, _ in r.token_letters) == r.text
+    assert all(set(lps) <= set(ITEM.letters) for _, lps in r.token_letters)
