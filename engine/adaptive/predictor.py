@@ -1,11 +1,12 @@
 """The hybrid-frame predictor: a model picks the frame count an instruction needs.
 
 Two job policies run by the sweep pipeline. `QuestionPolicy` asks the predictor
-model, for every item, a multiple-choice question whose options are the grid's
-frame budgets (text-only by default, or with a few low-resolution "glimpse"
-frames); its answers are ordinary result rows in their own store under
-``OUT/predictions/asked/<predictor>/`` (committed, resumable, retried like any
-row), read back into predictions: in `letter` scoring the answer is constrained
+model, for every item, the minimum frame count that suffices, as a multiple-choice
+question whose options are the grid's visual frame budgets (and text-only when the
+spec's ``predictor.text_only_option`` says so), asked without media by default or
+with a few low-resolution "glimpse" frames. Its answers are ordinary result rows in
+their own store under ``OUT/predictions/asked/<predictor>/`` (committed, resumable,
+retried like any row), read back into predictions: in `letter` scoring the answer is constrained
 to the option letters; in `generate` scoring the free text is parsed robustly
 (`engine.adaptive.predictions.parse_frame_count`). The raw answer is kept.
 Predictions are committed under ``OUT/predictions/``; `PredictedPolicy` then
@@ -25,7 +26,7 @@ import polars as pl
 
 from engine.adaptive.predictions import parse_frame_count, write_predictions
 from engine.backends.prompts import question_text
-from engine.datasets import build_adapter
+from engine.datasets import build_adapter, get_adapter
 from engine.items import Item, Job, option_letters
 from engine.results.schema import ResultRow
 from engine.results.store import latest_rows, scan_results
@@ -33,16 +34,30 @@ from engine.spec import BudgetPoint, ModelSpec, SweepSpec
 from engine.sweep import Sweep, SweepSummary
 from engine.sweep.policy import Key
 
-__all__ = ["PREDICT_TEMPLATE", "PredictedPolicy", "QuestionPolicy", "predict_frames", "predicted_budget_id",
-           "run_predicted"]
+__all__ = ["PREDICT_TEMPLATE", "PredictedPolicy", "QuestionPolicy", "answers_items", "predict_frames",
+           "predicted_budget_id", "predictor_options", "run_predicted"]
 
 log = logging.getLogger(__name__)
 
 PREDICT_TEMPLATE = (
-    "A video assistant will answer the instruction below after looking at some frames sampled evenly "
-    "from the video. More frames cost more. How many frames does it need to answer well?\n"
+    "A video assistant will answer the instruction below after looking at frames sampled evenly from the "
+    "video. More frames cost more. What is the minimum number of frames that suffices to answer it?\n"
     "Instruction: {instruction}\n{options}\nAnswer with the option's letter."
 )
+
+
+def predictor_options(spec: SweepSpec) -> list[int]:
+    """The frame counts the predictor chooses from: the grid's visual budgets, and text-only (0) only
+    when ``predictor.text_only_option`` is set and the grid has a text-only budget."""
+    frames = sorted({b.frames for b in spec.budgets if b.frames > 0 or spec.predictor.text_only_option})
+    if not frames:
+        raise ValueError("the predictor needs at least one visual budget in the grid to choose from")
+    return frames
+
+
+def answers_items(spec: SweepSpec) -> bool:
+    """Whether the spec's dataset has answers to score (an instruction-only set has none: predict only)."""
+    return bool(getattr(get_adapter(spec.dataset.name), "has_answers", True))
 
 
 def predicted_budget_id(predictor_id: str) -> str:
@@ -100,7 +115,7 @@ async def predict_frames(spec: SweepSpec, predictor_id: str, backends: dict[str,
                          glimpse_frames: int = 0, glimpse_pixels: int = 112 * 112) -> pl.DataFrame:
     """Ask the predictor model for every item's frame count; commit and return the predictions."""
     model = next(m for m in spec.models if m.id == predictor_id)
-    frames = sorted({b.frames for b in spec.budgets})
+    frames = predictor_options(spec)
     budget = (BudgetPoint(frames=glimpse_frames, max_pixels=glimpse_pixels, id=f"glimpse{glimpse_frames}")
               if glimpse_frames else BudgetPoint(frames=0, id="text"))
     asked = Path(spec.store.out_dir) / "predictions" / "asked" / _safe(predictor_id)

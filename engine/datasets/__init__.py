@@ -20,6 +20,7 @@ __all__ = ["DatasetAdapter", "build_adapter", "get_adapter", "register_adapter",
 
 # Each adapter module registers itself on import.
 from engine.datasets import avsd as _avsd  # noqa: F401
+from engine.datasets import llava_video_178k as _llava_video_178k  # noqa: F401
 from engine.datasets import mlvu as _mlvu  # noqa: F401
 from engine.datasets import mmbench as _mmbench  # noqa: F401
 from engine.datasets import mme as _mme  # noqa: F401

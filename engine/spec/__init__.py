@@ -24,6 +24,7 @@ __all__ = [
     "HTTPSpec",
     "IsoComputeSpec",
     "ModelSpec",
+    "PredictorSpec",
     "PromptSpec",
     "SpecError",
     "StoreSpec",
@@ -252,6 +253,16 @@ class PromptSpec(_Strict):
     )
 
 
+class PredictorSpec(_Strict):
+    """The hybrid-frame predictor (`framesweep predict`): what it may answer."""
+
+    text_only_option: bool = Field(
+        default=False,
+        description="Offer 'no frames (text only)' among the predictor's options (when the grid has a "
+        "text-only budget); false: the options are the grid's visual frame counts only.",
+    )
+
+
 class DecodeSpec(_Strict):
     """How videos are decoded."""
 
@@ -359,6 +370,7 @@ class SweepSpec(_Strict):
         "...) whose chain the report leads with; null: the protocol with the most budgets (ties: default, then "
         "the one with the fewest options).")
     prompt: PromptSpec = Field(default_factory=PromptSpec, description="Prompt and scoring options.")
+    predictor: PredictorSpec = Field(default_factory=PredictorSpec, description="Hybrid-frame predictor options.")
     decode: DecodeSpec = Field(default_factory=DecodeSpec, description="Decoding options.")
     store: StoreSpec = Field(description="Results store (optional when the command line gives --out).")
     ray_address: str | None = Field(default=None, description="Ray cluster to join; null starts a local one.")

@@ -130,3 +130,16 @@ def test_escaping_id_is_rejected(tmp_path: Path) -> None:
     spec = fixture(tmp_path, perception=[q("x_../../../etc/passwd_1", "?", "A")])
     with pytest.raises(DatasetError, match="escapes its root"):
         list(build_adapter(spec.model_copy(update={"strict": False})).items())
+
+
+def test_new_adapters_are_listed_with_versions() -> None:
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    out = CliRunner().invoke(app, ["datasets"], env={"COLUMNS": "200"}).output
+    for name, version in (("mmbench", "mmbench-dev.fs1"), ("video_mmmu", "video_mmmu.fs1"),
+                          ("llava_video_178k", "llava_video_178k.fs1")):
+        assert name in out and version in out
+    one = CliRunner().invoke(app, ["datasets", "mmbench"], env={"COLUMNS": "200"}).output
+    assert "circular" in one
