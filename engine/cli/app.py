@@ -306,7 +306,7 @@ def predict(
 ) -> None:
     """Hybrid-frame predictor: a model picks each item's frame count from the grid; run items at it."""
     from engine.adaptive.predictions import export_manifest
-    from engine.adaptive.predictor import predict_frames, run_predicted
+    from engine.adaptive.predictor import answers_items, predict_frames, run_predicted
     from engine.sweep import start_backends
 
     _logging(verbose)
@@ -314,6 +314,9 @@ def predict(
     if predictor not in {m.id for m in spec.models}:
         fail(f"--predictor {predictor!r} is not a model of the spec")
         raise typer.Exit(2)
+    if run_items and not answers_items(spec):
+        warn(f"{spec.dataset.name} has instructions only (no answers): predicting frame counts, not answering")
+        run_items = False
 
     async def go() -> tuple[Any, Any]:
         backends = await start_backends(spec)
