@@ -54,7 +54,7 @@ def test_instructions_ids_and_videos(tmp_path: Path) -> None:
     assert first.video_path == (tmp_path / "media" / "academic_source" / "activitynet" / "v_abc.mp4").resolve()
     assert first.extra["sample_id"] == "v_abc" and first.category == "0_30_s_academic_v0_1"
     assert items[3].question == "What is the person holding?"  # the first human turn only
-    assert adapter.version and getattr(type(adapter), "has_answers") is False
+    assert adapter.version and type(adapter).has_answers is False
     s = adapter.score(first, "32 frames")
     assert s.correct is None and math.isnan(s.score)
 
