@@ -27,6 +27,7 @@ LAYERS: dict[str, float] = {
     "engine.sweep": 8,
     "engine.adaptive": 9,
     "engine.report": 10,
+    "engine.export": 10,
     "engine.cli": 11,
 }
 

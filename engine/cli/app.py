@@ -18,6 +18,7 @@ from rich.table import Table
 from engine.cli._console import console, err_console, fail, warn
 from engine.cli.analysis import register as register_analysis_commands
 from engine.cli.datasets import register as register_dataset_commands
+from engine.cli.export import register as register_export_command
 from engine.datasets.errors import DatasetError
 from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
 from engine.runtime.secrets import RedactingFilter
@@ -345,6 +346,7 @@ def predict(
 # The command groups, registered explicitly: a broken module fails here, loudly.
 register_analysis_commands(app)
 register_dataset_commands(app)
+register_export_command(app)
 
 
 def main() -> None:

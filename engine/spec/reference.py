@@ -14,7 +14,7 @@ from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
+from pydantic.fields import PydanticUndefined
 
 from engine.spec import SweepSpec
 from engine.spec.datasets import DatasetSpec

@@ -1,0 +1,73 @@
+"""`framesweep export`: the audit artifact round-trips through Polars and the `datasets` library, with
+exact per-chain annotations on hand-made rows."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import polars as pl
+from typer.testing import CliRunner
+
+from engine.cli import app
+from engine.results.store import ResultStore
+
+sys.path.insert(0, str(Path(__file__).parent / "metrics"))
+from metric_rows import frame  # noqa: E402
+
+BUDGETS = {"text": 0, "f4": 4, "f8": 8}
+
+
+def _sweep(out: Path) -> None:
+    rows = frame({"a": "101", "b": "011", "c": "1.1"}, budgets=BUDGETS)  # c lacks f4: not matched
+    rows += frame({"a": "10", "b": "01"}, budgets={"f4-random": 4, "f8-random": 8},
+                  per_item={"a": {"policy": "random"}, "b": {"policy": "random"}})
+    with ResultStore(out) as store:
+        store.add(rows)
+        store.commit()
+        store.write_manifest({"sweep_id": "t", "spec": {"sweep_id": "t", "models": [
+            {"id": "m", "family": "qwen2_5_vl", "path": str(out / "model")}]}})
+    (out / "model").mkdir()
+    (out / "model" / "config.json").write_text('{"hidden_size": 128}')
+
+
+def test_export_annotations_and_round_trip(tmp_path: Path) -> None:
+    _sweep(tmp_path / "out")
+    res = CliRunner().invoke(app, ["export", str(tmp_path / "out"), "--to", str(tmp_path / "art")])
+    assert res.exit_code == 0, res.output
+    items = pl.read_parquet(tmp_path / "art" / "items.parquet")
+    # two chains: default {text, f4, f8} and random {text, f4-random, f8-random}; text rows in both
+    assert sorted(items["protocol_id"].unique()) == ["default", "random"]
+    # default: a, b at 3 budgets, c at 2 (no f4); random: the text rows of a, b, c and a, b at 2 budgets
+    assert items.height == 8 + 7
+    d = items.filter(pl.col("protocol_id") == "default").sort("item_id", "frames")
+    a = d.filter(pl.col("item_id") == "a")
+    assert a["trajectory"].to_list() == ["101"] * 3 and a["transition"].to_list() == [None, "harm", "rescue"]
+    assert a["confused"].to_list() == [True] * 3 and a["text_overwrite"].to_list() == [True] * 3
+    assert a["terminal_regression"].to_list() == [False] * 3
+    assert a["oracle_budgets"].to_list()[0] == ["text", "f8"]
+    b = d.filter(pl.col("item_id") == "b")
+    assert b["trajectory"][0] == "011" and b["confused"][0] is False and b["text_overwrite"][0] is False
+    c = d.filter(pl.col("item_id") == "c")
+    assert c["trajectory"].is_null().all() and c.height == 2  # not matched: outputs kept, no annotations
+    r = items.filter((pl.col("protocol_id") == "random") & (pl.col("item_id") == "a")).sort("frames")
+    assert r["trajectory"][0] == "110" and r["terminal_regression"][0] is True  # right at f4-random, wrong at f8
+    # provenance
+    assert set(items["model_hash"]) == {json.loads((tmp_path / "art" / "provenance.json").read_text())
+                                        ["models"]["m"]["hash"]}
+    assert items["model_hash"][0] is not None and len(items["model_hash"][0]) == 64
+    card = (tmp_path / "art" / "README.md").read_text()
+    assert "| m | d | random | 3 | 3 | 6 |" in card and "`terminal_regression`" in card
+    # the datasets library reads the same table
+    from datasets import load_dataset
+
+    ds = load_dataset("parquet", data_files=str(tmp_path / "art" / "items.parquet"), split="train",
+                      cache_dir=str(tmp_path / "hf"))
+    assert ds.num_rows == items.height and ds.column_names == items.columns
+    assert ds[0]["item_id"] == items["item_id"][0] and ds[0]["trajectory"] == items["trajectory"][0]
+
+
+def test_export_refuses_a_folder_without_results(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["export", str(tmp_path), "--to", str(tmp_path / "art")])
+    assert res.exit_code == 2 and not (tmp_path / "art").exists()
