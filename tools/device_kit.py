@@ -49,7 +49,7 @@ IMPORT_CHECK = ("vllm", "ray", "polars", "av", "pydantic", "engine")
 # Blackwell CuTe-DSL kernels, TileLang kernels, NVDEC decoding, GPU-direct loading, FlashInfer
 # backends), decord (framesweep decodes with PyAV by default), and two tools of ray[default] that a
 # single-node run never starts (py-spy: the dashboard's stack traces; virtualenv: pip runtime envs).
-# Together with what only they need they are ~600 MB, more than the rest of the kit (541 MiB for
+# Together with what only they need they are ~600 MB, more than the rest of the kit (532 MiB for
 # vLLM 0.26.0: 9 chunks of 60 MiB); `--full` carries them anyway.
 SKIP = ("tokenspeed-mla", "tilelang", "pynvvideocodec", "humming-kernels", "fastsafetensors",
         "nvidia-cutlass-dsl", "quack-kernels", "flashinfer-python", "decord", "py-spy", "virtualenv")
