@@ -14,10 +14,12 @@ from typing import Annotated, Any, Literal, Union, get_args
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from engine.frames.plan import get_policy
+from engine.spec.checkpoint import CheckpointSpec
 from engine.spec.datasets import DatasetSpec, StrictModel, SyntheticDatasetSpec
 
 __all__ = [
     "BudgetPoint",
+    "CheckpointSpec",
     "DecodeSpec",
     "EngineSpec",
     "GridSpec",
@@ -224,6 +226,9 @@ class ModelSpec(_Strict):
     )
     engine: EngineSpec = Field(default_factory=EngineSpec, description="Engine settings.")
     http: HTTPSpec | None = Field(default=None, description="Server settings for backend = openai.")
+    checkpoint: CheckpointSpec | None = Field(
+        default=None, description="Checkpoint-study metadata (base model, train frames, size, label), read by "
+        "`framesweep checkpoints`.")
 
     @model_validator(mode="after")
     def _http_needs_server(self) -> ModelSpec:
@@ -418,6 +423,16 @@ class SweepSpec(_Strict):
             dup = sorted({i for i in ids if ids.count(i) > 1})
             if dup:
                 raise ValueError(f"duplicate {what} ids: {', '.join(dup)}")
+        return self
+
+    @model_validator(mode="after")
+    def _checkpoint_bases(self) -> SweepSpec:
+        ids = {m.id for m in self.models}
+        for m in self.models:
+            base = m.checkpoint.base if m.checkpoint else None
+            if base is not None and (base == m.id or base not in ids):
+                raise ValueError(f"models {m.id}: checkpoint.base {base!r} names no other model of this spec; "
+                                 f"known: {', '.join(sorted(ids - {m.id}))}")
         return self
 
     def budgets_in_cost_order(self) -> list[BudgetPoint]:
