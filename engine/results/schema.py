@@ -66,6 +66,9 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "stage_path": pl.List(pl.String()),
     "frames_processed": pl.Int32(),
     "frames_decoded": pl.Int32(),
+    # what the item's media is (image | video | none), whatever the budget sends; null on rows from before it
+    "media_kind": pl.String(),
+    "group_id": pl.String(),
 }
 
 
@@ -132,6 +135,11 @@ class ResultRow:
     """Cascade: frames the model processed over every visited stage."""
     frames_decoded: int | None = None
     """Cascade: unique frames decoded for this item (frames shared between stages counted once)."""
+    media_kind: str | None = None
+    """The item's media: image (one picture), video (a file or a folder of frames) or none (text-only data);
+    the dataset's kind, never the budget's (an image item at a 16-frame budget is still an image)."""
+    group_id: str | None = None
+    """Items scored together (the two MME questions of an image, MMBench's rotations, Video-MME v2's groups)."""
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -38,6 +38,11 @@ class JobContext:
     video_frames_declared: int | None = None
 
 
+def row_media_kind(media_kind: str) -> str:
+    """An item's media as a row records it: image, video (a file or a folder of frames) or none."""
+    return "video" if media_kind == "frames" else media_kind
+
+
 def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
     job, item, b = ctx.job, ctx.job.item, ctx.job.budget
     n = int(ctx.indices.size)
@@ -76,6 +81,8 @@ def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
         frames_repeated=ctx.repeated if n else None,
         video_frames=ctx.video_frames,
         video_frames_declared=ctx.video_frames_declared,
+        media_kind=row_media_kind(item.media_kind),
+        group_id=item.group_id,
     )
 
 
