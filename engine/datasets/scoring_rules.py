@@ -66,6 +66,11 @@ def _ok(rows: pl.LazyFrame) -> pl.LazyFrame:
     return rows.filter(pl.col("status") == "ok")
 
 
+def _ok_for_groups(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Ok rows without their own ``group_id``: the group table given beside them is the membership."""
+    return _ok(rows).drop("group_id", strict=False)
+
+
 def _int_or_none(x: object) -> int | None:
     return x if isinstance(x, int) and not isinstance(x, bool) else None
 
@@ -113,7 +118,7 @@ def videomme_v2_group_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyF
     """
     c = pl.col("correct").fill_null(False).cast(pl.Int64)
     per_group = (
-        _ok(rows)
+        _ok_for_groups(rows)
         .join(groups.lazy(), on=["dataset", "item_id"], how="inner")
         .group_by([*KEYS, "group_id"])
         .agg(
@@ -183,7 +188,7 @@ def mme_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyFrame) -> pl.La
     """Per category: acc (questions right) and acc+ (images with both questions right), x100; score = sum."""
     keys = [*KEYS, "category"]
     scored = (
-        _ok(rows)
+        _ok_for_groups(rows)
         .join(groups.lazy().select("dataset", "item_id", "group_id"), on=["dataset", "item_id"], how="left")
         .with_columns(pl.col("correct").fill_null(False), pl.coalesce("group_id", "item_id").alias("group_id"))
     )
@@ -213,8 +218,11 @@ def mme_totals(scores: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def mmbench_circular_accuracy(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyFrame, by: Sequence[str] = (),
-                              dataset: str = "mmbench") -> pl.LazyFrame:
+                              dataset: str | None = "mmbench") -> pl.LazyFrame:
     """MMBench circular evaluation per (model, dataset, budget) and `by` columns (fractions).
+
+    `dataset`: the MMBench dataset's name in the rows; None when `rows` and `groups` hold MMBench
+    datasets only (several, under their own ids).
 
     A question (group) counts when every rotation of its options (every item of the group
     in `groups`) has an ok row; it is right only when all of them are. Columns: n_groups
@@ -222,11 +230,11 @@ def mmbench_circular_accuracy(rows: pl.LazyFrame, groups: pl.DataFrame | pl.Lazy
     vanilla_accuracy (the unrotated question, position 0, over the questions answered there).
     """
     keys = [*KEYS, *by]
-    members = groups.lazy().filter(pl.col("dataset") == dataset)
+    members = groups.lazy() if dataset is None else groups.lazy().filter(pl.col("dataset") == dataset)
     sizes = members.group_by("dataset", "group_id").agg(n_rotations=pl.len())
     right = pl.col("correct").fill_null(False)
     per_group = (
-        _ok(rows).filter(pl.col("dataset") == dataset)
+        (_ok_for_groups(rows) if dataset is None else _ok_for_groups(rows).filter(pl.col("dataset") == dataset))
         .join(members.select("dataset", "item_id", "group_id", "position"), on=["dataset", "item_id"], how="inner")
         .group_by([*KEYS, "group_id"])
         .agg(*[pl.col(c).first() for c in by], n=pl.len(), all_right=right.all(),
