@@ -174,9 +174,9 @@ async def _framesweep(spec: Any, backend: Any) -> tuple[float, float, int]:
 
 
 def _items(spec: Any) -> list[Any]:
-    from engine.datasets import build_adapter
+    from engine.datasets import load_items
 
-    return list(build_adapter(spec.dataset).items())
+    return [it for ds in spec.dataset_specs() for it in load_items(ds)[1]]
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:

@@ -55,6 +55,12 @@ class Item:
     """Benchmark-specific fields (sub-category, scoring points, group structure, ...), JSON-serialisable."""
 
     @property
+    def media_key(self) -> str:
+        """The item's media within a sweep (``dataset/video_id``): jobs are grouped and media named by it,
+        so two datasets of one sweep that reuse a video id never share frames or a media uuid."""
+        return f"{self.dataset}/{self.video_id}"
+
+    @property
     def letters(self) -> list[str]:
         return option_letters(len(self.options))
 

@@ -54,7 +54,7 @@ class CascadePolicy:
         for item in items:
             for m in spec.models:
                 if (m.id, item.dataset, item.item_id, self.decision_id) not in done:
-                    by_video.setdefault(item.video_id, []).append(Job(m.id, item, self.stages[0]))
+                    by_video.setdefault(item.media_key, []).append(Job(m.id, item, self.stages[0]))
         return by_video
 
     def expected(self, spec: SweepSpec, items: list[Item]) -> dict[str, dict[str, int]]:

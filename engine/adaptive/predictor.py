@@ -26,7 +26,7 @@ import polars as pl
 
 from engine.adaptive.predictions import parse_frame_count, write_predictions
 from engine.backends.prompts import question_text
-from engine.datasets import build_adapter, get_adapter
+from engine.datasets import get_adapter, load_items
 from engine.items import Item, Job, option_letters
 from engine.results.schema import ResultRow
 from engine.results.store import latest_rows, scan_results
@@ -56,8 +56,8 @@ def predictor_options(spec: SweepSpec) -> list[int]:
 
 
 def answers_items(spec: SweepSpec) -> bool:
-    """Whether the spec's dataset has answers to score (an instruction-only set has none: predict only)."""
-    return bool(getattr(get_adapter(spec.dataset.name), "has_answers", True))
+    """Whether every dataset of the spec has answers to score (an instruction-only set has none: predict only)."""
+    return all(getattr(get_adapter(ds.name), "has_answers", True) for ds in spec.dataset_specs())
 
 
 def predicted_budget_id(predictor_id: str) -> str:
@@ -88,7 +88,7 @@ class QuestionPolicy:
         for item in items:
             job = Job(self.predictor_id, _question(item, self.frames), self.budget)
             if tuple(job.key) not in done:
-                by_video.setdefault(item.video_id, []).append(job)
+                by_video.setdefault(item.media_key, []).append(job)
         return by_video
 
     def expected(self, spec: SweepSpec, items: list[Item]) -> dict[str, dict[str, int]]:
@@ -124,10 +124,11 @@ async def predict_frames(spec: SweepSpec, predictor_id: str, backends: dict[str,
     await Sweep(qspec.with_out_dir(asked), backends={predictor_id: backends[predictor_id]},
                 policy=QuestionPolicy(predictor_id, frames, budget)).run()
     mine = (pl.col("model_id") == predictor_id) & (pl.col("budget_id") == budget.budget_id)
-    answered = {r["item_id"]: r for r in latest_rows(scan_results(asked)).filter(mine).collect().iter_rows(named=True)}
+    answered = {(r["dataset"], r["item_id"]): r
+                for r in latest_rows(scan_results(asked)).filter(mine).collect().iter_rows(named=True)}
     rows = []
-    for item in build_adapter(spec.dataset).items():
-        got = answered.get(item.item_id)
+    for item in (it for ds in spec.dataset_specs() for it in load_items(ds)[1]):
+        got = answered.get((item.dataset, item.item_id))
         raw, n, status = (_prediction(got, frames, spec.prompt.scoring) if got is not None
                           else (None, None, "unparsed: not answered"))
         rows.append({"predictor_id": predictor_id, "dataset": item.dataset, "item_id": item.item_id,
@@ -159,7 +160,7 @@ class PredictedPolicy:
             for m in spec.models:
                 job = Job(m.id, item, self._for(m, budget))
                 if tuple(job.key) not in done:
-                    by_video.setdefault(item.video_id, []).append(job)
+                    by_video.setdefault(item.media_key, []).append(job)
         return by_video
 
     def expected(self, spec: SweepSpec, items: list[Item]) -> dict[str, dict[str, int]]:

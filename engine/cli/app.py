@@ -172,10 +172,11 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
         fail(err)
         raise typer.Exit(2) from None
     t = Table(title=f"{st.sweep_id}: {st.done} done, {st.failed} failed, {st.pending} pending")
-    for c in ("model", "budget", "done", "failed", "pending"):
+    for c in ("model", "dataset", "budget", "done", "failed", "pending"):
         t.add_column(c, justify="right" if c in ("done", "failed", "pending") else "left")
     for r in st.per_budget.iter_rows(named=True):
-        t.add_row(r["model_id"], r["budget_id"], str(r["done"]), str(r["failed"]), str(r["pending"]))
+        t.add_row(r["model_id"], str(r["dataset"]), r["budget_id"], str(r["done"]), str(r["failed"]),
+                  str(r["pending"]))
     console.print(t)
     rate = f"{st.jobs_per_min:.1f} jobs/min" if st.jobs_per_min else "n/a"
     eta = f"{st.eta_min:.1f} min" if st.eta_min is not None else "n/a"
@@ -316,7 +317,8 @@ def predict(
         fail(f"--predictor {predictor!r} is not a model of the spec")
         raise typer.Exit(2)
     if run_items and not answers_items(spec):
-        warn(f"{spec.dataset.name} has instructions only (no answers): predicting frame counts, not answering")
+        names = ", ".join(ds.name for ds in spec.dataset_specs())
+        warn(f"{names}: instructions only (no answers): predicting frame counts, not answering")
         run_items = False
 
     async def go() -> tuple[Any, Any]:

@@ -93,11 +93,14 @@ def inspect(
 
     try:
         spec = load_spec(spec_path)
-        s = survey(spec)
+        surveys = survey(spec)
     except (SpecError, DatasetError) as err:
         fail(err)  # messages hold paths with [brackets]: printed literally
         raise typer.Exit(2) from None
-    _print_survey(s)
+    for s in surveys:
+        _print_survey(s)
+    if len(surveys) > 1:
+        console.print(f"{len(surveys)} datasets: {sum(s.jobs_total for s in surveys)} jobs in all")
 
 
 def register(app: typer.Typer) -> None:

@@ -12,11 +12,12 @@ from engine.datasets.registry import (
     DatasetAdapter,
     build_adapter,
     get_adapter,
+    load_items,
     register_adapter,
     registered_adapters,
 )
 
-__all__ = ["DatasetAdapter", "build_adapter", "get_adapter", "register_adapter", "registered_adapters"]
+__all__ = ["DatasetAdapter", "build_adapter", "get_adapter", "load_items", "register_adapter", "registered_adapters"]
 
 # Each adapter module registers itself on import.
 from engine.datasets import avsd as _avsd  # noqa: F401

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any, Protocol
 
 from engine.items import Item
 
-__all__ = ["DatasetAdapter", "build_adapter", "get_adapter", "register_adapter", "registered_adapters"]
+__all__ = ["DatasetAdapter", "build_adapter", "get_adapter", "load_items", "register_adapter", "registered_adapters"]
 
 
 class DatasetAdapter(Protocol):
@@ -55,3 +56,17 @@ def registered_adapters() -> list[str]:
 def build_adapter(spec: Any) -> DatasetAdapter:
     """Instantiate the adapter a dataset spec names."""
     return get_adapter(spec.name)(spec)
+
+
+def load_items(spec: Any) -> tuple[DatasetAdapter, list[Item]]:
+    """A dataset spec's adapter and its items, named by the spec's `id` when it has one.
+
+    Two datasets of one sweep may use the same adapter (Video-MME short and long): their
+    rows are told apart by the `dataset` column, which is the spec's `id`.
+    """
+    adapter = build_adapter(spec)
+    items = list(adapter.items())
+    label = getattr(spec, "id", None)
+    if label:
+        items = [replace(it, dataset=label) for it in items]
+    return adapter, items

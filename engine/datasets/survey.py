@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from engine.datasets.errors import Problem
 from engine.datasets.registry import DatasetAdapter, build_adapter
@@ -54,9 +55,13 @@ def _exists(path: Path, kind: str) -> bool:
     return path.is_dir() if kind == "frames" else path.is_file()
 
 
-def survey(spec: SweepSpec) -> DatasetSurvey:
-    """Load the spec's items (raising `DatasetError` as a run would) and count what a run would do."""
-    adapter = build_adapter(spec.dataset)
+def survey(spec: SweepSpec) -> list[DatasetSurvey]:
+    """Load each of the spec's datasets (raising `DatasetError` as a run would) and count what a run would do."""
+    return [_survey(spec, ds) for ds in spec.dataset_specs()]
+
+
+def _survey(spec: SweepSpec, ds: Any) -> DatasetSurvey:
+    adapter = build_adapter(ds)
     items = _items(adapter)
     media = {(it.video_path, it.media_kind) for it in items if it.video_path is not None}
     absent = {p for p, kind in media if not _exists(p, kind)}
@@ -66,7 +71,7 @@ def survey(spec: SweepSpec) -> DatasetSurvey:
             missing.setdefault(str(it.video_path), []).append(it.item_id)
     subs = {it.subtitle_path for it in items if it.subtitle_path is not None}
     return DatasetSurvey(
-        dataset=adapter.name,
+        dataset=getattr(ds, "id", None) or adapter.name,
         version=adapter.version,
         n_items=len(items),
         by_task=dict(sorted(Counter(it.task_type or "-" for it in items).items())),

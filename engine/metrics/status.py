@@ -31,18 +31,31 @@ class SweepStatus:
     """Shards holding rows of another sweep: not counted."""
 
 
+_CELL = ["model_id", "dataset", "budget_id"]
+
+
+def _expected(manifest: dict) -> pl.DataFrame:
+    """Expected jobs per (model, dataset, budget): the manifest's per-dataset counts, or (a manifest of
+    one dataset written before them) its per-model counts under its one dataset."""
+    if "expected_by_dataset" in manifest:
+        cells = [{"model_id": m, "dataset": ds, "budget_id": b, "expected": n}
+                 for ds, per_model in manifest["expected_by_dataset"].items()
+                 for m, per in per_model.items() for b, n in per.items()]
+    else:
+        cells = [{"model_id": m, "dataset": manifest.get("dataset"), "budget_id": b, "expected": n}
+                 for m, per in manifest.get("expected_jobs", {}).items() for b, n in per.items()]
+    return pl.DataFrame(cells, schema={"model_id": pl.String, "dataset": pl.String, "budget_id": pl.String,
+                                       "expected": pl.Int64})
+
+
 def sweep_status(out_dir: str | Path) -> SweepStatus:
-    """Done/failed/pending per (model, budget) against the manifest's expected job counts."""
+    """Done/failed/pending per (model, dataset, budget) against the manifest's expected job counts."""
     out = Path(out_dir)
     manifest_path = out / "manifest.json"
     if not manifest_path.exists():
         raise FileNotFoundError(f"{out}: no manifest.json (not a framesweep results directory?)")
     manifest = json.loads(manifest_path.read_text())
-    expected = pl.DataFrame(
-        [{"model_id": m, "budget_id": b, "expected": n} for m, per in manifest.get("expected_jobs", {}).items()
-         for b, n in per.items()],
-        schema={"model_id": pl.String, "budget_id": pl.String, "expected": pl.Int64},
-    )
+    expected = _expected(manifest)
     sweep_id = manifest.get("sweep_id", out.name)
     rows = scan_results(out)
     foreign = []
@@ -50,18 +63,22 @@ def sweep_status(out_dir: str | Path) -> SweepStatus:
         rows = rows.filter(pl.col("sweep_id") == manifest["sweep_id"])
         foreign = [str(p) for p in foreign_shards(out, manifest["sweep_id"])]
     latest = latest_rows(rows)
+    legacy = "expected_by_dataset" not in manifest and expected.height > 0
+    if legacy:  # one dataset, counted per (model, budget); its name from the manifest or the rows
+        names = latest.select(pl.col("dataset").unique().sort().str.join(", ")).collect().item()
+        expected = expected.with_columns(pl.lit(manifest.get("dataset") or names or None, pl.String).alias("dataset"))
+    counted = latest.with_columns(pl.lit(expected["dataset"][0], pl.String).alias("dataset")) if legacy else latest
     counts = (
-        latest.group_by(["model_id", "budget_id"])
+        counted.group_by(_CELL)
         .agg((pl.col("status") == "ok").sum().alias("done"), (pl.col("status") != "ok").sum().alias("failed"))
         .collect()
     )
     per = (
         # the spec's (model, budget) pairs decide what is counted (an import has none: then every row counts)
-        expected.join(counts, on=["model_id", "budget_id"], how="left" if expected.height else "full",
-                      coalesce=True)
+        expected.join(counts, on=_CELL, how="left" if expected.height else "full", coalesce=True)
         .with_columns(pl.col("expected", "done", "failed").fill_null(0).cast(pl.Int64))
         .with_columns((pl.col("expected") - pl.col("done") - pl.col("failed")).clip(0).alias("pending"))
-        .sort(["model_id", "budget_id"])
+        .sort(_CELL)
     )
     done, failed, pending = (int(per[c].sum()) for c in ("done", "failed", "pending"))
     times = latest.filter(pl.col("status") == "ok").select(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import io
 import json
 import logging
 import os
@@ -284,9 +285,12 @@ class ResultStore:
             name = f"part-{stamp}-{os.getpid()}-{self._token}-{self._seq:05d}.parquet"
             final = self.results_dir / name
             tmp = self.results_dir / f".{name}.tmp"
-            frame = rows_to_frame(rows)
+            # encoded in memory first: a full disk then fails in our write with a plain ENOSPC, not inside
+            # the Parquet writer (which reports it as an unrelated-looking "Invalid thrift" error)
+            encoded = io.BytesIO()
+            rows_to_frame(rows).write_parquet(encoded, compression="zstd", statistics=True)
             try:
-                atomic_write(final, lambda fh: frame.write_parquet(fh, compression="zstd", statistics=True), tmp=tmp)
+                atomic_write(final, encoded.getvalue(), tmp=tmp)
             except (OSError, pl.exceptions.PolarsError) as err:
                 self._buffer[:0] = rows  # keep them for the next try
                 # Polars reports the writer's ENOSPC as a ComputeError naming "os error 28"

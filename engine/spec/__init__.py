@@ -32,6 +32,7 @@ __all__ = [
     "StoreSpec",
     "SweepSpec",
     "SyntheticDatasetSpec",
+    "dataset_id",
     "dataset_spec_classes",
     "load_spec",
     "parse_spec",
@@ -364,7 +365,11 @@ class SweepSpec(_Strict):
 
     sweep_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Name of this sweep; recorded on every row.")
     models: list[ModelSpec] = Field(min_length=1, description="Models to run.")
-    dataset: DatasetSpec = Field(description="Benchmark adapter and its settings.")
+    dataset: DatasetSpec | None = Field(default=None, description="Benchmark adapter and its settings (one "
+                                        "dataset; or give `[[datasets]]`).")
+    datasets: list[DatasetSpec] = Field(default=[], description="Several benchmarks run in one sweep on the same "
+                                        "engines (instead of `[dataset]`); items, jobs, status and metrics are "
+                                        "per dataset.")
     budgets: list[BudgetPoint] = Field(default=[], description="The budget grid (with those `grids` expand to).")
     grids: list[GridSpec] = Field(default=[], description="Budget cross products, added to `budgets` at load.")
     iso_compute: list[IsoComputeSpec] = Field(
@@ -380,6 +385,20 @@ class SweepSpec(_Strict):
     store: StoreSpec = Field(description="Results store (optional when the command line gives --out).")
     ray_address: str | None = Field(default=None, description="Ray cluster to join; null starts a local one.")
     max_attempts: int = Field(default=3, ge=1, description="Attempts per job before it is recorded as an error.")
+
+    @model_validator(mode="after")
+    def _one_way_to_name_datasets(self) -> SweepSpec:
+        if (self.dataset is None) == (not self.datasets):
+            raise ValueError("give one [dataset] table or [[datasets]] tables (exactly one of the two)")
+        ids = [dataset_id(d) for d in self.dataset_specs()]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"datasets named twice: {', '.join(dup)} (give each an `id`)")
+        return self
+
+    def dataset_specs(self) -> list[Any]:
+        """The sweep's datasets: `[[datasets]]`, or the one `[dataset]`."""
+        return list(self.datasets) if self.datasets else [self.dataset]
 
     @model_validator(mode="after")
     def _expand_grids(self) -> SweepSpec:
@@ -451,6 +470,11 @@ class SweepSpec(_Strict):
 _DATASET_SPECS: list[type[StrictModel]] = list(get_args(get_args(DatasetSpec)[0]))
 
 
+def dataset_id(spec: Any) -> str:
+    """The `dataset` column of a dataset spec's rows: its `id`, else its adapter's name."""
+    return getattr(spec, "id", None) or str(spec.name)
+
+
 def dataset_spec_classes() -> dict[str, type[StrictModel]]:
     """Adapter name -> the spec class of its `[dataset]` table (built-in and registered)."""
     return {get_args(cls.model_fields["name"].annotation)[0]: cls for cls in _DATASET_SPECS}
@@ -468,9 +492,10 @@ def register_dataset_spec(cls: type[StrictModel]) -> type[StrictModel]:
         raise ValueError(f"a dataset spec named {name!r} is registered twice")
     if name not in known:
         _DATASET_SPECS.append(cls)
-        field = SweepSpec.model_fields["dataset"]
-        field.annotation = Union[tuple(_DATASET_SPECS)]  # noqa: UP007 - a union built at run time
-        field.discriminator = "name"
+        union = Union[tuple(_DATASET_SPECS)]  # noqa: UP007 - a union built at run time
+        one = SweepSpec.model_fields["dataset"]
+        one.annotation = Annotated[union, Field(discriminator="name")] | None
+        SweepSpec.model_fields["datasets"].annotation = list[Annotated[union, Field(discriminator="name")]]
         SweepSpec.model_rebuild(force=True)
     return cls
 

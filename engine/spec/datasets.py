@@ -13,6 +13,7 @@ from typing import Annotated, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "DatasetBase",
     "AVSDSpec",
     "DatasetSpec",
     "LlavaVideo178KSpec",
@@ -37,7 +38,22 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class SyntheticDatasetSpec(StrictModel):
+class DatasetBase(StrictModel):
+    """What every dataset table may carry besides its adapter's settings."""
+
+    id: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_.@+-]+$",
+        description="Name of this dataset in the results (default: the adapter's name); two datasets of one "
+        "sweep that use the same adapter (e.g. Video-MME short and long) need distinct ids.",
+    )
+
+    @property
+    def dataset_id(self) -> str:
+        """The `dataset` column of this dataset's rows."""
+        return self.id or str(getattr(self, "name"))
+
+
+class SyntheticDatasetSpec(DatasetBase):
     """The embedded synthetic video benchmark (real H.264 files, known answers)."""
 
     name: Literal["synthetic"] = Field(description="Adapter name.")
@@ -72,7 +88,7 @@ MLVU_TASKS = get_args(MLVUTask)
 MVBENCH_TASKS = get_args(MVBenchTask)
 
 
-class _FileDatasetSpec(StrictModel):
+class _FileDatasetSpec(DatasetBase):
     """Settings every benchmark read from files shares. Relative paths are taken from the working directory."""
 
     strict: bool = Field(

@@ -13,8 +13,7 @@ import typing
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel
-from pydantic.fields import FieldInfo
-from pydantic.fields import PydanticUndefined
+from pydantic.fields import FieldInfo, PydanticUndefined
 
 from engine.spec import SweepSpec
 from engine.spec.datasets import DatasetSpec

@@ -22,7 +22,7 @@ def plan_jobs(spec: SweepSpec, items: list[Item], done: set[tuple[str, str, str,
             for b in spec.budgets_for(model):
                 job = Job(model.id, item, b)
                 if tuple(job.key) not in done:
-                    by_video[item.video_id].append(job)
+                    by_video[item.media_key].append(job)
     return dict(by_video)
 
 

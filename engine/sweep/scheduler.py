@@ -28,7 +28,8 @@ import numpy as np
 from engine.backends.base import Backend, EngineRequest
 from engine.backends.coalesce import CoalescingBackend
 from engine.backends.families import get_family
-from engine.datasets import build_adapter
+from engine.datasets import load_items
+from engine.datasets._base import default_score
 from engine.frames.actors import DecodePool
 from engine.frames.base import VideoInfo
 from engine.frames.cache import FrameCache, decode_video
@@ -44,12 +45,12 @@ from engine.frames.view import MediaView, media_uuid
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
-from engine.spec import BudgetPoint, ModelSpec, SweepSpec
+from engine.spec import BudgetPoint, ModelSpec, SweepSpec, dataset_id
 from engine.sweep.engines import start_backends
 from engine.sweep.jobs import plan_item
 from engine.sweep.policy import GridPolicy, JobPolicy
 from engine.sweep.preflight import preflight
-from engine.sweep.rows import JobContext, error_row, scored_row
+from engine.sweep.rows import JobContext, Scorer, error_row, scored_row
 
 __all__ = ["Sweep", "SweepSummary"]
 
@@ -107,7 +108,7 @@ class Sweep:
         self._pool = ThreadPoolExecutor(max_workers=spec.decode.threads, thread_name_prefix="decode")
         self._models: dict[str, ModelSpec] = {m.id: m for m in spec.models}
         self._attempts: dict[tuple[str, str, str, str], int] = {}
-        self._scorer: Any = None
+        self._scorers: dict[str, Scorer] = {}
         self._coalesced: dict[str, CoalescingBackend] = {}
         self._cache: FrameCache | None = None
         self._decode_pool: DecodePool | None = None
@@ -122,9 +123,13 @@ class Sweep:
     async def run(self) -> SweepSummary:
         t0 = time.perf_counter()
         preflight(self.spec, engines=self._own_backends)
-        adapter = build_adapter(self.spec.dataset)
-        self._scorer = adapter.score
-        items = list(adapter.items())
+        items: list[Item] = []
+        per_dataset: dict[str, list[Item]] = {}
+        for ds in self.spec.dataset_specs():
+            adapter, ds_items = load_items(ds)
+            per_dataset[dataset_id(ds)] = ds_items
+            self._scorers.update({it.dataset: adapter.score for it in ds_items[:1]})
+            items += ds_items
         store = ResultStore(self.spec.store.out_dir)
         try:
             store.check_sweep(self.spec.sweep_id)
@@ -136,7 +141,7 @@ class Sweep:
             done = store.done_keys(self.spec.sweep_id)
             self._attempts = store.attempts(self.spec.sweep_id)
             jobs = self.policy.plan(self.spec, items, done)
-            self._record_plan(store, items, done, jobs)
+            self._record_plan(store, per_dataset, done, jobs)
             if jobs:
                 await self._start_backends()
                 await self._run_videos(store, items, jobs)
@@ -155,26 +160,34 @@ class Sweep:
 
     async def answer(self, jobs: list[Job]) -> list[ResultRow]:
         """Answer `jobs` (all of one video) through the pipeline without a store: warm-ups and probes."""
-        if self._scorer is None:
-            self._scorer = build_adapter(self.spec.dataset).score
         try:
             return await self._run_video(jobs)
         finally:
             self._pool.shutdown(wait=False)
 
-    def _record_plan(self, store: ResultStore, items: list[Item], done: set[Any], jobs: dict[str, list[Job]]) -> None:
+    def _record_plan(self, store: ResultStore, per_dataset: dict[str, list[Item]], done: set[Any],
+                     jobs: dict[str, list[Job]]) -> None:
         n_pending = sum(len(v) for v in jobs.values())
         self.summary.jobs_total = n_pending + len(done)
         self.summary.jobs_skipped = len(done)
         self.summary.videos = len(jobs)
-        expected = store.read_manifest().get("expected_jobs", {})
-        for mid, per in self.policy.expected(self.spec, items).items():
-            expected.setdefault(mid, {}).update(per)
+        old = store.read_manifest()
+        by_dataset: dict[str, dict[str, dict[str, int]]] = old.get("expected_by_dataset", {})
+        for ds, ds_items in per_dataset.items():
+            for mid, per in self.policy.expected(self.spec, ds_items).items():
+                by_dataset.setdefault(ds, {}).setdefault(mid, {}).update(per)
+        expected: dict[str, dict[str, int]] = {}  # summed over datasets (the per-model view)
+        for per_model in by_dataset.values():
+            for mid, per in per_model.items():
+                for bid, n in per.items():
+                    expected.setdefault(mid, {})[bid] = expected.get(mid, {}).get(bid, 0) + n
         store.write_manifest({
             "sweep_id": self.spec.sweep_id,
-            "dataset": self.spec.dataset.name,
+            "dataset": ", ".join(per_dataset),
+            "datasets": sorted(set(old.get("datasets", [])) | set(per_dataset)),
             "spec": self.spec.model_dump(mode="json"),
-            "expected_jobs": {m: dict(v) for m, v in expected.items()},
+            "expected_jobs": expected,
+            "expected_by_dataset": by_dataset,
         })
         self.progress("total", n_pending)
 
@@ -398,7 +411,7 @@ class Sweep:
         frames = decoded.view(ctx.indices, size, shared=True)  # type: ignore[arg-type]
         jpeg = decoded.view_jpeg(ctx.indices, size) if decoded.pipeline == "cached" else None  # type: ignore[arg-type]
         item = ctx.job.item
-        uuid = media_uuid(item.video_id, ctx.job.budget.budget_id, image=item.media_kind == "image", clip=item.clip,
+        uuid = media_uuid(item.media_key, ctx.job.budget.budget_id, image=item.media_kind == "image", clip=item.clip,
                           namespace=self.media_namespace)
         return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder,
                          jpeg_frames=jpeg)
@@ -426,7 +439,8 @@ class Sweep:
         if isinstance(results, BaseException):
             err = results
             return failed + [error_row(self.spec, c, type(err).__name__, str(err)) for c in ctxs]
-        return failed + [scored_row(self.spec, c, r, self._scorer) for c, r in zip(ctxs, results)]
+        return failed + [scored_row(self.spec, c, r, self._scorers.get(c.job.item.dataset, default_score))
+                         for c, r in zip(ctxs, results)]
 
     async def _generate_with_retries(self, model_id: str, ctxs: list[JobContext],
                                      requests: list[EngineRequest]) -> list[Any] | BaseException:
