@@ -14,8 +14,10 @@ Built from the metrics document of `engine.metrics.document` (schema
 when the document carries them: ``doc["predictor"]`` (groups of
 `engine.metrics.predictor.predictor_document`: ``table-predictor-N``,
 ``fig-predictor-N``, ``table-predictor-confusion-N``) and ``doc["checkpoints"]``
-(`engine.metrics.checkpoints.checkpoint_document`: ``table-temporal-trap``,
-``fig-trap``, ``table-checkpoints``).
+(`engine.metrics.checkpoints.checkpoint_document`, drawn by `engine.metrics.checkpoint_report`:
+``table-temporal-trap``, ``fig-trap``, ``table-train-frames``, ``fig-train-frames``,
+``table-checkpoint-datasets``, ``table-benchmark-scores``, ``table-category-deltas``,
+``table-checkpoints``).
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from engine.metrics.checkpoint_report import checkpoint_section
 from engine.metrics.document import SCHEMA
 from engine.metrics.html import (
     BLUE,
     CSS,
     GREEN,
     ORANGE,
-    PALETTE,
     RED,
     Scale,
     e,
@@ -279,59 +281,6 @@ def _predictor_section(g: dict[str, Any], idx: int) -> str:
     ])
 
 
-def trap_figure(c: dict[str, Any]) -> str:
-    """Video gain per frame count (solid) and image gain (dashed, below zero = loss) per checkpoint."""
-    rows = [r for r in c["temporal_trap"] if r["order"] > 0]
-    frames = sorted({r["frames"] for r in rows})
-    vals = [v for r in rows for v in (r["video_gain"], r["image_gain"]) if v is not None]
-    w, h, left, top, pw, ph = 640, 260, 60, 20, 440, 200
-    lim = max([0.05] + [abs(v) for v in vals]) * 1.1
-    step = pw / max(len(frames), 1)
-    xs = {f: left + (i + 0.5) * step for i, f in enumerate(frames)}
-    sy = Scale(-lim, lim, top + ph, top)
-    body = [line(left, sy(0), left + pw, sy(0), "#999"), text(left - 6, sy(0) + 4, "0", "end"),
-            *[text(left - 6, sy(v) + 4, f"{100 * v:+.0f}", "end") for v in (-lim / 1.1, lim / 1.1)],
-            *[text(xs[f], top + ph + 14, f"{f} frames") for f in frames]]
-    for k, model in enumerate(dict.fromkeys(r["model_id"] for r in rows)):
-        color, mine = PALETTE[k % len(PALETTE)], [r for r in rows if r["model_id"] == model]
-        pts = [(xs[r["frames"]], sy(r["video_gain"]), r) for r in mine if r["video_gain"] is not None]
-        body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
-                    + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in pts) + '"/>')
-        body += [f'<circle class="video-gain" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}"><title>'
-                 f"{e(model)} at {r['frames']} frames: video gain {pct(r['video_gain'])} pts</title></circle>"
-                 for x, y, r in pts]
-        if mine and mine[0]["image_gain"] is not None:
-            iy = sy(mine[0]["image_gain"])
-            body.append(f'<line class="image-gain" x1="{left:.1f}" y1="{iy:.1f}" x2="{left + pw:.1f}" y2="{iy:.1f}" '
-                        f'stroke="{color}" stroke-dasharray="5 3"><title>{e(model)}: image gain '
-                        f"{pct(mine[0]['image_gain'])} pts</title></line>")
-        ly = top + 10 + 16 * k
-        body += [line(left + pw + 10, ly, left + pw + 30, ly, color, 'stroke-width="2"'),
-                 text(left + pw + 36, ly + 4, model, "start", f'style="fill:{color}"')]
-    return svg("fig-trap", w, h, body, "video gain vs image loss per frame budget")
-
-
-def _checkpoint_section(c: dict[str, Any]) -> str:
-    trap = [[r["model_id"], r["frames"], r["n_video_datasets"], pct(r["video_accuracy"]), pct(r["video_gain"]),
-             r["n_image_datasets"], pct(r["image_accuracy"]), pct(r["image_loss"]), "yes" if r["trapped"] else ""]
-            for r in c["temporal_trap"]]
-    per_dataset = [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], pct(r["accuracy"]),
-              pct(r["gain"]), r["rescue"], r["harm"], pct(r["net"]), pct(r["churn"])]
-             for r in c["table"] if r["order"] > 0]
-    note = (f"base: {c['base']}; video benchmarks: {', '.join(c['video_datasets']) or 'none'}; image benchmarks: "
-            f"{', '.join(c['image_datasets']) or 'none'}; gains are macro means over datasets on paired items")
-    return "".join([
-        f"<h2>Checkpoints: temporal trap ({e(' -> '.join(c['models']))})</h2>", f'<p class="note">{e(note)}</p>',
-        table("table-temporal-trap", ["checkpoint", "frames", "video datasets", "video acc", "video gain",
-                                       "image datasets", "image acc", "image loss", "trapped"], trap),
-        trap_figure(c),
-        '<p class="note">solid: video gain per frame budget; dashed: image gain (below zero: image loss)</p>',
-        "<h3>Per dataset and budget against the base (points)</h3>",
-        table("table-checkpoints", ["checkpoint", "dataset", "kind", "budget", "items", "acc", "gain", "rescue",
-                                     "harm", "net", "churn"], per_dataset),
-    ])
-
-
 def _cascade_online_section(sessions: list[dict[str, Any]]) -> str:
     """The online cascade runs (`framesweep cascade`): cost and accuracy beside the fixed budget and
     the offline simulation of the same threshold."""
@@ -426,7 +375,7 @@ def render_report(doc: dict[str, Any], title: str = "framesweep report") -> str:
         body = '<p class="note">No results yet.</p>'
     body += "".join(_predictor_section(g, i) for i, g in enumerate(doc.get("predictor") or []))
     if doc.get("checkpoints"):
-        body += _checkpoint_section(doc["checkpoints"])
+        body += checkpoint_section(doc["checkpoints"])
     if doc.get("cascade_online"):
         body += _cascade_online_section(doc["cascade_online"])
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'

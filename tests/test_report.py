@@ -221,9 +221,9 @@ def test_adaptive_sections(adaptive_html: Path) -> None:
         ["f16", "1", "0", "0", "0", "1"],
     ]
     trap = p.tables["table-temporal-trap"]
-    assert trap[0] == ["checkpoint", "frames", "video datasets", "video acc", "video gain", "image datasets",
+    assert trap[0] == ["checkpoint", "base", "frames", "video datasets", "video acc", "video gain", "image datasets",
                        "image acc", "image loss", "trapped"]
-    assert trap[6] == ["ft1", "16", "2", "66.7", "41.7", "2", "41.7", "41.7", "yes"]
+    assert trap[6] == ["ft1", "base", "16", "2", "66.7", "41.7", "2", "41.7", "41.7", "yes"]
     assert len(trap) == 10
     rows = p.tables["table-checkpoints"]
     assert len(rows) == 17 and ["ft1", "vid", "video", "f16", "3", "33.3", "33.3", "1", "0", "33.3", "33.3"] in rows

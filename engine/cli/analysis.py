@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from engine.cli._console import console, fail
+from engine.cli.checkpoints import checkpoint_doc, checkpoints, manifest_spec
 
 if TYPE_CHECKING:
     from engine.metrics.summary import SummaryOptions
@@ -38,9 +39,8 @@ _Preds = Annotated[Path | None, typer.Option(
 _ModelId = Annotated[str | None, typer.Option("--model-id", help="Evaluate against this model only (default: all).")]
 _Fallback = Annotated[str | None, typer.Option(
     "--fallback", help="Budget id for unparsed or off-grid predictions (default: the dearest budget).")]
-_Models = Annotated[str, typer.Option("--models", help="Comma-separated checkpoints in order; the first is the base.")]
 _ImageDs = Annotated[str | None, typer.Option(
-    "--image-datasets", help="Comma-separated image benchmarks (default: datasets with at most one frame per row).")]
+    "--image-datasets", help="Comma-separated image benchmarks (default: from the items' media).")]
 
 
 def _options(n_boot: int, seed: int, pair: list[str] | None, stages: str | None, match: str | None,
@@ -200,7 +200,8 @@ def report(
         "--predictions", help="Run directory holding predictions/ shards (default: DIR when it has them).")] = None,
     fallback: _Fallback = None,
     checkpoint_models: Annotated[str | None, typer.Option(
-        "--checkpoint-models", help="Comma-separated checkpoints (base first) for the temporal-trap section.")] = None,
+        "--checkpoint-models", help="Comma-separated checkpoints (base first) for the checkpoint section (default: "
+        "the study in the run's spec, [models.checkpoint], when it has one).")] = None,
     image_datasets: _ImageDs = None, protocol: _Protocol = None, iso_tolerance: _IsoTol = 0.03,
 ) -> None:
     """One self-contained HTML report (inline SVG figures, readable offline)."""
@@ -212,8 +213,9 @@ def report(
     pred_dir = predictions or out_dir
     if predictions is not None or scan_predictions(pred_dir).head(1).collect().height:
         doc["predictor"] = _predictor_doc(out_dir, pred_dir, None, fallback, engine)["groups"]
-    if checkpoint_models:
-        doc["checkpoints"] = _checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), engine)
+    if checkpoint_models or any((m.get("checkpoint") or {}).get("base") for m in manifest_spec(out_dir).get("models") or []
+                                if isinstance(m, dict)):
+        doc["checkpoints"] = checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), engine)
     sessions = sorted((out_dir / "cascade").glob("*/report.json"))
     if sessions:
         import json
@@ -251,20 +253,6 @@ def _predictor_doc(out_dir: Path, pred_dir: Path, model_id: str | None, fallback
     tables = _collect(evaluate_predictor(rows, scan_predictions(pred_dir), model_id, fallback=fallback), engine)
     return {"schema": "framesweep.predictor/1", "source": str(out_dir), "predictions": str(pred_dir),
             "fallback": fallback, "groups": predictor_document(tables)}
-
-
-def _checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list[str] | None,
-                    engine: str) -> dict[str, Any]:
-    from engine.metrics.checkpoints import checkpoint_document, checkpoint_tables
-
-    rows = _snapshot(out_dir, engine)
-    try:
-        tables = checkpoint_tables(rows, models or [], image_datasets)
-    except ValueError as err:
-        fail(f"--models: {err}")
-        raise typer.Exit(2) from None
-    return {"schema": "framesweep.checkpoints/1", "source": str(out_dir),
-            **checkpoint_document(_collect(tables, engine), models or [])}
 
 
 def _write_json(path: Path | None, doc: dict[str, Any]) -> None:
@@ -337,30 +325,6 @@ def export_manifest(
         fail(err)
         raise typer.Exit(2) from None
     console.print(f"wrote {n} lines to {out}")
-
-
-def checkpoints(out_dir: _Dir, models: _Models, image_datasets: _ImageDs = None, json_path: _Json = None,
-                engine: _Engine = "auto") -> None:
-    """Checkpoint audit: accuracy, gains and flows against the base; video gain vs image loss ("temporal trap")."""
-    doc = _checkpoint_doc(out_dir, _split(models), _split(image_datasets), engine)
-    t = Table(title=f"temporal trap vs {doc['base']} (points): video {doc['video_datasets']}, "
-                    f"image {doc['image_datasets']}")
-    for c in ("checkpoint", "frames", "video acc", "video gain", "image acc", "image loss", "trapped"):
-        t.add_column(c, justify="right")
-    for r in doc["temporal_trap"]:
-        t.add_row(r["model_id"], str(r["frames"]), _pts(r["video_accuracy"]), _pts(r["video_gain"], True),
-                  _pts(r["image_accuracy"]), _pts(r["image_loss"], True), "yes" if r["trapped"] else "")
-    console.print(t)
-    t = Table(title="per dataset and budget (points)")
-    for c in ("checkpoint", "dataset", "budget", "items", "acc", "gain", "rescue", "harm", "net", "churn"):
-        t.add_column(c, justify="right")
-    for r in doc["table"]:
-        if r["order"] > 0:
-            t.add_row(r["model_id"], r["dataset"], r["budget_id"], str(r["n_items"]), _pts(r["accuracy"]),
-                      _pts(r["gain"], True), str(r["rescue"]), str(r["harm"]), _pts(r["net"], True),
-                      _pts(r["churn"]))
-    console.print(t)
-    _write_json(json_path, doc)
 
 
 def import_lmms_eval(

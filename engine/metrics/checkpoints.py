@@ -1,9 +1,10 @@
 """Checkpoint audits: what video fine-tuning did to a model family, item by item ("temporal trap").
 
-Models are given in order, the first is the base. Per dataset and budget of the base's
-chains (`engine.metrics.grid.budget_table`), the *paired items* are those with a usable
-(ok, non-null ``correct``) result for every listed model at that budget, so every
-checkpoint is measured on the same items and a checkpoint's gain equals its net flow:
+The study (`engine.metrics.checkpoint_study`) names each checkpoint's base. Per family (a base
+and the checkpoints naming it), dataset and budget of the base's chains
+(`engine.metrics.grid.budget_table`), the *paired items* are those with a usable (ok, non-null
+``correct``) result for every model of the family at that budget, so every checkpoint is
+measured on the same items and a checkpoint's gain equals its net flow:
 
 - accuracy A_k(d, g) = mean over the paired items; gain = A_k(d, g) - A_base(d, g)
 - rescue / harm / net / churn from the base to checkpoint k at the same budget
@@ -12,8 +13,11 @@ checkpoint is measured on the same items and a checkpoint's gain equals its net 
 Budgets of the online predicted run (``pred-<predictor>``: a frame count per item) are no
 fixed budget and are left out.
 
-A dataset is an *image* benchmark when named in ``image_datasets``; without that list,
-when none of its rows has more than one frame. Everything else is *video*.
+A dataset's kind comes from its items' media (the rows' ``media_kind``), never from a budget's
+frame count: an image benchmark evaluated at a 16-frame budget is still an image benchmark.
+``video`` when any row's item is a video, else ``image`` when any is an image, else ``text``
+(text-only data). Rows committed before ``media_kind`` fall back to what was sent: ``image``
+when none of them sent more than one frame (``frames_sent``). ``image_datasets`` overrides it all.
 
 Temporal trap, per checkpoint and frame count f: video gain = mean over video datasets of
 the gain at f (macro mean; a dataset with several chain budgets of f frames counts at its
@@ -24,38 +28,55 @@ budget (the image itself; it does not depend on f); image loss = -image gain;
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
 
+from engine.metrics.benchmark_scores import benchmark_scores
+from engine.metrics.checkpoint_study import (
+    Checkpoint,
+    families,
+    resolve_study,
+    score_deltas,
+    study_frame,
+    study_records,
+    train_frames_view,
+)
 from engine.metrics.crossmodel import checkpoint_flows
 from engine.metrics.grid import CATEGORY_COLUMNS, budget_table
 from engine.metrics.predictor import fixed_budget_rows
+from engine.metrics.summary import SNAPSHOT_COLUMNS
 
-__all__ = ["checkpoint_document", "checkpoint_table", "checkpoint_tables", "dataset_kinds", "temporal_trap"]
+__all__ = ["CHECKPOINT_COLUMNS", "checkpoint_document", "checkpoint_table", "checkpoint_tables", "dataset_kinds",
+           "dataset_view", "temporal_trap"]
+
+CHECKPOINT_COLUMNS: list[str] = [*SNAPSHOT_COLUMNS, "dataset_version", "media_kind", "group_id"]
+"""The result columns the checkpoint tables read."""
 
 _CELL = ["dataset", "budget_id"]
 
-
-def _check(models: Sequence[str]) -> list[str]:
-    models = list(models)
-    if len(models) < 2 or len(set(models)) != len(models):
-        raise ValueError(f"need two or more distinct models (the first is the base), got {models}")
-    return models
+Study = Sequence[Checkpoint] | Sequence[str]
 
 
 def dataset_kinds(rows: pl.LazyFrame, image_datasets: Sequence[str] | None = None) -> pl.LazyFrame:
-    """Each dataset's kind, ``image`` or ``video``.
+    """Each dataset's kind, ``image``, ``video`` or ``text``, from its items' media (module docstring).
 
     Returns:
         dataset, kind; by dataset.
     """
-    stats = rows.group_by("dataset").agg(pl.col("frames").max().alias("_max"))
-    image = pl.col("_max").fill_null(0) <= 1 if image_datasets is None else pl.col("dataset").is_in(
-        list(image_datasets))
-    return stats.select("dataset", pl.when(image).then(pl.lit("image")).otherwise(pl.lit("video")).alias("kind")).sort(
-        "dataset")
+    media = pl.col("media_kind")
+    stats = rows.group_by("dataset").agg(
+        (media == "video").any().alias("_video"), (media == "image").any().alias("_image"),
+        (media == "none").any().alias("_none"),
+        pl.col("frames_sent").filter(media.is_null()).max().alias("_sent"))
+    kind = (pl.when(pl.col("_video")).then(pl.lit("video")).when(pl.col("_image")).then(pl.lit("image"))
+            .when(pl.col("_none")).then(pl.lit("text"))
+            .when(pl.col("_sent").fill_null(0) > 1).then(pl.lit("video")).otherwise(pl.lit("image")))
+    if image_datasets is not None:
+        kind = pl.when(pl.col("dataset").is_in(list(image_datasets))).then(pl.lit("image")).otherwise(
+            pl.when(kind == "image").then(pl.lit("video")).otherwise(kind))
+    return stats.select("dataset", kind.alias("kind")).sort("dataset")
 
 
 def _paired_rows(rows: pl.LazyFrame, models: list[str]) -> pl.LazyFrame:
@@ -68,23 +89,9 @@ def _paired_rows(rows: pl.LazyFrame, models: list[str]) -> pl.LazyFrame:
     return ok.join(common, on=[*_CELL, "item_id"], how="semi")
 
 
-def checkpoint_table(rows: pl.LazyFrame, models: Sequence[str], image_datasets: Sequence[str] | None = None,
-                     by: Sequence[str] = ()) -> pl.LazyFrame:
-    """Accuracy, gain and flows of every checkpoint against the base, per dataset and budget.
-
-    Args:
-        rows: One row per key.
-        models: The checkpoints in order; the first is the base.
-        image_datasets: The image benchmarks (default: datasets with at most one frame per row).
-        by: Extra split columns (a category); rows where one is null are left out.
-
-    Returns:
-        model_id, order (position in `models`), dataset, kind, *by, budget_id, frames, rank (the
-        budget's place in the base's cost order), n_items, accuracy, base_accuracy, gain, rescue,
-        harm, net, churn; by order, dataset, *by, rank.
-    """
-    models, by = _check(models), list(by)
-    rows = fixed_budget_rows(rows.filter(pl.col("model_id").is_in(models)))
+def _family_table(rows: pl.LazyFrame, models: list[str], by: list[str]) -> pl.LazyFrame:
+    """One family's table (`rows`: fixed-budget rows of its models; the first model is the base)."""
+    rows = rows.filter(pl.col("model_id").is_in(models))
     paired = _paired_rows(rows, models)
     if by:
         paired = paired.drop_nulls(by)
@@ -96,16 +103,47 @@ def checkpoint_table(rows: pl.LazyFrame, models: Sequence[str], image_datasets: 
         "dataset", *by, "budget_id", pl.col("accuracy").alias("base_accuracy"))
     flows = pl.concat([checkpoint_flows(paired, models[0], m, by).with_columns(pl.lit(m).alias("model_id"))
                        for m in models])
-    order = pl.col("model_id").replace_strict(models, list(range(len(models))), return_dtype=pl.Int64)
     return (
         acc.join(base, on=["dataset", *by, "budget_id"], how="inner", nulls_equal=True)
         .join(flows.drop("n"), on=["model_id", "dataset", *by, "budget_id"], how="inner", nulls_equal=True)
-        .join(ranks, on=_CELL, how="left").join(dataset_kinds(rows, image_datasets), on="dataset", how="left")
-        .with_columns(order.alias("order"), (pl.col("accuracy") - pl.col("base_accuracy")).alias("gain"))
-        .select(["model_id", "order", "dataset", "kind", *by, "budget_id", "frames", "rank", "n_items", "accuracy",
-                 "base_accuracy", "gain", "rescue", "harm", "net", "churn"])
-        .sort(["order", "dataset", *by, "rank"])
+        .join(ranks, on=_CELL, how="left")
+        .with_columns(pl.lit(models[0]).alias("base_id"), (pl.col("accuracy") - pl.col("base_accuracy")).alias("gain"))
     )
+
+
+def checkpoint_table(rows: pl.LazyFrame, study: Study, image_datasets: Sequence[str] | None = None,
+                     by: Sequence[str] = ()) -> pl.LazyFrame:
+    """Accuracy, gain and flows of every checkpoint against its base, per dataset and budget.
+
+    Args:
+        rows: One row per key.
+        study: The checkpoints (`engine.metrics.checkpoint_study.Checkpoint`), or model ids in order, the
+            first the base of the others.
+        image_datasets: The image benchmarks (default: from the items' media, `dataset_kinds`).
+        by: Extra split columns (a category); rows where one is null are left out.
+
+    Returns:
+        model_id, order (position in the study), base_id (the family's base; a base's own rows name
+        itself), dataset, kind, *by, budget_id, frames, rank (the budget's place in the base's cost
+        order), n_items, accuracy, base_accuracy, gain, rescue, harm, net, churn; by order, base,
+        dataset, *by, rank.
+    """
+    study, by = resolve_study(study), list(by)
+    ids = [c.model_id for c in study]
+    rows = fixed_budget_rows(rows.filter(pl.col("model_id").is_in(ids)))
+    order = study_frame(study).select("model_id", "order")
+    return (
+        pl.concat([_family_table(rows, fam, by) for fam in families(study)])
+        .join(order, on="model_id", how="left").join(dataset_kinds(rows, image_datasets), on="dataset", how="left")
+        .select(["model_id", "order", "base_id", "dataset", "kind", *by, "budget_id", "frames", "rank", "n_items",
+                 "accuracy", "base_accuracy", "gain", "rescue", "harm", "net", "churn"])
+        .sort(["order", "base_id", "dataset", *by, "rank"])
+    )
+
+
+def dataset_view(table: pl.LazyFrame) -> pl.LazyFrame:
+    """Per (checkpoint, dataset): the `checkpoint_table` row at the dataset's dearest budget (its headline)."""
+    return table.filter(pl.col("rank") == pl.col("rank").max().over(["base_id", "model_id", "dataset"]))
 
 
 def _negate(e: pl.Expr) -> pl.Expr:
@@ -120,62 +158,87 @@ def temporal_trap(table: pl.LazyFrame) -> pl.LazyFrame:
         table: `checkpoint_table` output without a category split.
 
     Returns:
-        model_id, order, frames, n_video_datasets, video_accuracy, video_gain, n_image_datasets,
-        image_accuracy, image_gain, image_loss, trapped; by order and frames. No image dataset:
+        model_id, order, base_id, frames, n_video_datasets, video_accuracy, video_gain, n_image_datasets,
+        image_accuracy, image_gain, image_loss, trapped; by order, base and frames. No image dataset:
         the image columns are null (n_image_datasets 0) and ``trapped`` is null where the video
         gained, false where it did not.
     """
+    who = ["model_id", "order", "base_id"]
     video = (
         table.filter(pl.col("kind") == "video")
-        .filter(pl.col("rank") == pl.col("rank").max().over(["model_id", "dataset", "frames"]))
-        .group_by(["model_id", "order", "frames"])
+        .filter(pl.col("rank") == pl.col("rank").max().over([*who, "dataset", "frames"]))
+        .group_by([*who, "frames"])
         .agg(pl.len().cast(pl.Int64).alias("n_video_datasets"), pl.col("accuracy").mean().alias("video_accuracy"),
              pl.col("gain").mean().alias("video_gain"))
     )
     image = (
         table.filter(pl.col("kind") == "image")
-        .filter(pl.col("rank") == pl.col("rank").max().over(["model_id", "dataset"]))
-        .group_by("model_id")
+        .filter(pl.col("rank") == pl.col("rank").max().over([*who, "dataset"]))
+        .group_by(who)
         .agg(pl.len().cast(pl.Int64).alias("n_image_datasets"), pl.col("accuracy").mean().alias("image_accuracy"),
              pl.col("gain").mean().alias("image_gain"))
     )
     return (
-        video.join(image, on="model_id", how="left")
+        video.join(image, on=who, how="left")
         .with_columns(pl.col("n_image_datasets").fill_null(0), _negate(pl.col("image_gain")).alias("image_loss"),
                       ((pl.col("video_gain") > 0) & (pl.col("image_gain") < 0)).alias("trapped"))
-        .select(["model_id", "order", "frames", "n_video_datasets", "video_accuracy", "video_gain",
+        .select([*who, "frames", "n_video_datasets", "video_accuracy", "video_gain",
                  "n_image_datasets", "image_accuracy", "image_gain", "image_loss", "trapped"])
-        .sort(["order", "frames"])
+        .sort(["order", "base_id", "frames"])
     )
 
 
-def checkpoint_tables(rows: pl.LazyFrame, models: Sequence[str], image_datasets: Sequence[str] | None = None,
-                      categories: Sequence[str] = CATEGORY_COLUMNS) -> dict[str, pl.LazyFrame]:
+def checkpoint_tables(rows: pl.LazyFrame, study: Study, image_datasets: Sequence[str] | None = None,
+                      categories: Sequence[str] = CATEGORY_COLUMNS,
+                      benchmarks: Mapping[str, str] | None = None) -> dict[str, pl.LazyFrame]:
     """Every checkpoint table, to be collected together.
 
+    Args:
+        rows: One row per key.
+        study: The checkpoints, or model ids in order (the first the base).
+        image_datasets: Override of the datasets' kinds (default: from the items' media).
+        categories: Category columns to split the table by.
+        benchmarks: {dataset: adapter name} (`engine.metrics.benchmark_scores.benchmark_scores`).
+
     Returns:
-        ``table`` (`checkpoint_table`), ``trap`` (`temporal_trap`), ``kinds`` (`dataset_kinds` of
-        the datasets the listed models ran) and ``cat:<column>`` (`checkpoint_table` split by each category column).
+        ``table`` (`checkpoint_table`), ``datasets`` (`dataset_view`), ``trap`` (`temporal_trap`),
+        ``train_frames`` (`engine.metrics.checkpoint_study.train_frames_view`), ``kinds`` (`dataset_kinds`
+        of the datasets the study's models ran), ``scores`` (`benchmark_scores` of the study's models at
+        fixed budgets), ``score_deltas`` (`engine.metrics.checkpoint_study.score_deltas`) and
+        ``cat:<column>`` (`checkpoint_table` split by each category column).
     """
-    table = checkpoint_table(rows, models, image_datasets)
-    kinds = dataset_kinds(rows.filter(pl.col("model_id").is_in(list(models))), image_datasets)
-    return {"table": table, "trap": temporal_trap(table), "kinds": kinds,
-            **{f"cat:{c}": checkpoint_table(rows, models, image_datasets, by=[c]) for c in categories}}
+    study = resolve_study(study)
+    table = checkpoint_table(rows, study, image_datasets)
+    mine = fixed_budget_rows(rows.filter(pl.col("model_id").is_in([c.model_id for c in study])))
+    scores = benchmark_scores(mine, benchmarks)
+    return {"table": table, "datasets": dataset_view(table), "trap": temporal_trap(table),
+            "train_frames": train_frames_view(table, study), "kinds": dataset_kinds(mine, image_datasets),
+            "scores": scores, "score_deltas": score_deltas(scores, study),
+            **{f"cat:{c}": checkpoint_table(rows, study, image_datasets, by=[c]) for c in categories}}
 
 
-def checkpoint_document(tables: dict[str, pl.DataFrame], models: Sequence[str]) -> dict[str, Any]:
+def checkpoint_document(tables: dict[str, pl.DataFrame], study: Study) -> dict[str, Any]:
     """The collected `checkpoint_tables` as JSON-ready data.
 
-    Shape: {models, base, image_datasets, video_datasets, table: [rows of `checkpoint_table`],
-    temporal_trap: [rows of `temporal_trap`], categories: {column: [rows]}} (only categories
-    with rows). Rates are fractions; gains and net in [-1, 1].
+    Shape: {models (ids in study order), base (the first base), bases, checkpoints (the study:
+    model_id, base, train_frames, size, architecture, label), dataset_kinds: {dataset: kind},
+    image_datasets, video_datasets, table: [rows of `checkpoint_table`], datasets: [rows of
+    `dataset_view`], temporal_trap: [rows of `temporal_trap`], train_frames: [rows of
+    `train_frames_view`], benchmark_scores: [{model_id, dataset, budget_id, metric, subset, value}],
+    score_deltas: [rows of `score_deltas`], categories: {column: [rows]}} (only categories with
+    rows). Rates are fractions; gains and net in [-1, 1]; MME scores in points.
     """
+    study = resolve_study(study)
     kinds = tables["kinds"]
+    bases = [fam[0] for fam in families(study)]
     return {
-        "models": list(models), "base": models[0],
+        "models": [c.model_id for c in study], "base": bases[0], "bases": bases, "checkpoints": study_records(study),
+        "dataset_kinds": dict(kinds.select("dataset", "kind").iter_rows()),
         "image_datasets": kinds.filter(pl.col("kind") == "image")["dataset"].to_list(),
         "video_datasets": kinds.filter(pl.col("kind") == "video")["dataset"].to_list(),
-        "table": tables["table"].to_dicts(), "temporal_trap": tables["trap"].to_dicts(),
+        "table": tables["table"].to_dicts(), "datasets": tables["datasets"].to_dicts(),
+        "temporal_trap": tables["trap"].to_dicts(), "train_frames": tables["train_frames"].to_dicts(),
+        "benchmark_scores": tables["scores"].to_dicts(), "score_deltas": tables["score_deltas"].to_dicts(),
         "categories": {name.removeprefix("cat:"): df.to_dicts() for name, df in tables.items()
                        if name.startswith("cat:") and not df.is_empty()},
     }

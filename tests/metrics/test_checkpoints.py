@@ -143,7 +143,10 @@ def test_models_are_checked() -> None:
 def test_document() -> None:
     tables = checkpoint_tables(_rows(), MODELS, image_datasets=["img", "img2"], categories=("task_type", "duration"))
     doc = checkpoint_document({k: collect_both(v) for k, v in tables.items()}, MODELS)
-    assert set(doc) == {"models", "base", "image_datasets", "video_datasets", "table", "temporal_trap", "categories"}
+    assert set(doc) == {"models", "base", "bases", "checkpoints", "dataset_kinds", "image_datasets", "video_datasets",
+                        "table", "datasets", "temporal_trap", "train_frames", "benchmark_scores", "score_deltas",
+                        "categories"}
+    assert doc["dataset_kinds"] == {"img": "image", "img2": "image", "vid": "video", "vid2": "video"}
     assert (doc["base"], doc["image_datasets"], doc["video_datasets"]) == ("base", ["img", "img2"], ["vid", "vid2"])
     assert list(doc["categories"]) == ["task_type"]  # no duration values: left out
     assert len(doc["table"]) == 24 and len(doc["temporal_trap"]) == 9
@@ -158,7 +161,7 @@ def test_checkpoints_command(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "temporal trap vs base" in res.output and "yes" in res.output
     doc = json.loads(out.read_text())
-    assert doc["schema"] == "framesweep.checkpoints/1"
+    assert doc["schema"] == "framesweep.checkpoints/2"
     ft1_16 = next(r for r in doc["temporal_trap"] if (r["model_id"], r["frames"]) == ("ft1", 16))
     assert ft1_16["trapped"] is True and ft1_16["video_gain"] == pytest.approx(5 / 12)
     res = CliRunner().invoke(app, ["checkpoints", str(tmp_path / "sweep"), "--models", "base",

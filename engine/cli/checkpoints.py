@@ -1,0 +1,152 @@
+"""`framesweep checkpoints`: the checkpoint trade-off audit ("temporal trap") of a results directory.
+
+The study (which model is whose base, trained on how many frames) comes from the run's spec in
+its manifest (`[models.checkpoint]`); ``--models`` overrides it (the first the base of the
+others; the spec's train frames, size and architecture are kept for the listed models).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from engine.cli._console import console, fail
+
+if TYPE_CHECKING:
+    from engine.metrics.checkpoint_study import Checkpoint
+
+__all__ = ["checkpoint_doc", "checkpoints", "manifest_spec"]
+
+_Models = Annotated[str | None, typer.Option(
+    "--models", help="Comma-separated checkpoints in order, the first the base of the others (default: the "
+    "study in the run's spec, [models.checkpoint]).")]
+_ImageDs = Annotated[str | None, typer.Option(
+    "--image-datasets", help="Comma-separated image benchmarks (default: from the items' media).")]
+
+
+def manifest_spec(out_dir: Path) -> dict[str, Any]:
+    """The spec stored in DIR's manifest ({} when there is none)."""
+    try:
+        spec = json.loads((out_dir / "manifest.json").read_text()).get("spec") or {}
+    except (OSError, ValueError):
+        return {}
+    return spec if isinstance(spec, dict) else {}
+
+
+def _benchmarks(spec: dict[str, Any]) -> dict[str, str]:
+    """{dataset as named in the rows: adapter name} from the spec's `[dataset]` or `[[datasets]]`."""
+    tables = spec.get("datasets") or [spec.get("dataset")]
+    return {str(d.get("id") or d["name"]): str(d["name"]) for d in tables if isinstance(d, dict) and d.get("name")}
+
+
+def _study(spec: dict[str, Any], models: list[str] | None) -> list[Checkpoint]:
+    from engine.metrics.checkpoint_study import Checkpoint, study_from_models, study_from_spec
+
+    known = {c.model_id: c for c in study_from_spec(spec)}
+    if not models:
+        return list(known.values())
+    order = study_from_models(models)
+    return [Checkpoint(c.model_id, base=c.base, **({
+        "train_frames": k.train_frames, "size": k.size, "architecture": k.architecture, "label": k.label}
+        if (k := known.get(c.model_id)) else {})) for c in order]
+
+
+def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list[str] | None,
+                   engine: str) -> dict[str, Any]:
+    """The checkpoint document of DIR (`engine.metrics.checkpoints.checkpoint_document`); exits 2 on a bad study."""
+    import polars as pl
+
+    from engine.metrics.checkpoints import CHECKPOINT_COLUMNS, checkpoint_document, checkpoint_tables
+    from engine.metrics.summary import load_rows
+    from engine.results.store import CorruptShardError
+
+    if not (out_dir / "results").is_dir():
+        fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
+        raise typer.Exit(2)
+    spec = manifest_spec(out_dir)
+    try:
+        study = _study(spec, models)
+        if not study:
+            raise ValueError("the run's spec has no [models.checkpoint] tables: give --models BASE,CHECKPOINT,...")
+        rows = load_rows(out_dir).select(CHECKPOINT_COLUMNS).collect(engine=engine).lazy()  # type: ignore[call-overload]
+        tables = checkpoint_tables(rows, study, image_datasets, benchmarks=_benchmarks(spec))
+    except CorruptShardError as err:
+        fail(err)
+        raise typer.Exit(2) from None
+    except ValueError as err:
+        fail(f"{'--models' if models else 'study'}: {err}")
+        raise typer.Exit(2) from None
+    frames = pl.collect_all(list(tables.values()), engine=engine)  # type: ignore[arg-type]
+    return {"schema": "framesweep.checkpoints/2", "source": str(out_dir),
+            **checkpoint_document(dict(zip(tables, frames, strict=True)), study)}
+
+
+def _pts(v: float | None, signed: bool = False) -> str:
+    return "n/a" if v is None else (f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}")
+
+
+def _value(metric: str, v: float | None, signed: bool = False) -> str:
+    """A score as published: MME in points, the others as percentages."""
+    if v is None or not metric.startswith("mme_"):
+        return _pts(v, signed)
+    return f"{v:+.1f}" if signed else f"{v:.1f}"
+
+
+def _table(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> None:
+    t = Table(title=title)
+    for c in columns:
+        t.add_column(c, justify="right")
+    for r in rows:
+        t.add_row(*r)
+    console.print(t)
+
+
+def print_checkpoints(doc: dict[str, Any]) -> None:
+    """The audit's tables on the console (points; MME scores in MME points)."""
+    kinds = ", ".join(f"{d} {k}" for d, k in doc["dataset_kinds"].items())
+    console.print(f"datasets (kind from the items' media): {kinds}", markup=False)
+    _table(f"temporal trap vs {', '.join(doc['bases'])} (points)",
+           ("checkpoint", "base", "frames", "video acc", "video gain", "image acc", "image loss", "trapped"),
+           [[r["model_id"], r["base_id"], str(r["frames"]), _pts(r["video_accuracy"]), _pts(r["video_gain"], True),
+             _pts(r["image_accuracy"]), _pts(r["image_loss"], True), "yes" if r["trapped"] else ""]
+            for r in doc["temporal_trap"] if r["model_id"] != r["base_id"]])
+    _table("video gain and image loss against train frames (points; each dataset at its dearest budget)",
+           ("architecture", "size", "train frames", "checkpoint", "video gain", "image loss", "video R/H",
+            "image R/H", "trapped"),
+           [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"],
+             _pts(r["video_gain"], True), _pts(r["image_loss"], True), f"{r['video_rescue']}/{r['video_harm']}",
+             f"{r['image_rescue']}/{r['image_harm']}", "yes" if r["trapped"] else ""] for r in doc["train_frames"]])
+    _table("per checkpoint and dataset, at the dataset's dearest budget (points)",
+           ("checkpoint", "dataset", "kind", "budget", "items", "acc", "base acc", "gain", "rescue", "harm"),
+           [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], str(r["n_items"]), _pts(r["accuracy"]),
+             _pts(r["base_accuracy"]), _pts(r["gain"], True), str(r["rescue"]), str(r["harm"])]
+            for r in doc["datasets"] if r["model_id"] != r["base_id"]])
+    _table("official scores against the base (MME in points, the others in %)",
+           ("checkpoint", "dataset", "budget", "metric", "subset", "score", "base", "delta"),
+           [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], r["subset"] or "",
+             _value(r["metric"], r["value"]), _value(r["metric"], r["base_value"]),
+             _value(r["metric"], r["delta"], True)]
+            for r in doc["score_deltas"] if r["metric"] != "accuracy" and r["subset"] is None])
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [s.strip() for s in text.split(",") if s.strip()] if text else None
+
+
+def checkpoints(
+    out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")],
+    models: _Models = None, image_datasets: _ImageDs = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON document here.")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="Polars engine: auto, streaming or in-memory.")] = "auto",
+) -> None:
+    """Checkpoint audit: scores, gains and flows against each base; video gain vs image loss ("temporal trap"),
+    against train frames; official image-benchmark scores."""
+    doc = checkpoint_doc(out_dir, _split(models), _split(image_datasets), engine)
+    print_checkpoints(doc)
+    if json_path is not None:
+        json_path.write_text(json.dumps(doc, indent=2, allow_nan=False))
+        console.print(f"wrote {json_path}")

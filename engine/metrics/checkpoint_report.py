@@ -1,0 +1,172 @@
+"""The report's checkpoint section, from `engine.metrics.checkpoints.checkpoint_document`.
+
+Tables and figures (ids): ``table-temporal-trap`` and ``fig-trap`` (video gain per evaluated
+frame count vs image loss, per checkpoint), ``table-train-frames`` and ``fig-train-frames``
+(video gain and image loss against the frames each checkpoint was trained on, per
+architecture and size; hybrid beside the fixed counts: the study's frame-budget figure),
+``table-checkpoint-datasets`` (per checkpoint and dataset at its dearest budget: score, delta
+against the base, rescue and harm), ``table-benchmark-scores`` (official scores beside the
+base's), ``table-category-deltas`` (MME subtasks, POPE splits and category accuracies against
+the base) and ``table-checkpoints`` (every dataset and budget).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.metrics.html import PALETTE, Scale, e, line, pct, svg, table, text
+
+__all__ = ["checkpoint_section", "train_frames_figure", "trap_figure"]
+
+
+def _signed_pts(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:+.1f}"
+
+
+def _score(metric: str, v: float | None, signed: bool = False) -> str:
+    """A score as published: MME in points, the others as percentages."""
+    if v is None or not metric.startswith("mme_"):
+        return _signed_pts(v) if signed else pct(v)
+    return f"{v:+.1f}" if signed else f"{v:.1f}"
+
+
+def trap_figure(c: dict[str, Any]) -> str:
+    """Video gain per frame count (solid) and image gain (dashed, below zero = loss) per checkpoint."""
+    rows = [r for r in c["temporal_trap"] if r["model_id"] != r["base_id"]]
+    frames = sorted({r["frames"] for r in rows})
+    vals = [v for r in rows for v in (r["video_gain"], r["image_gain"]) if v is not None]
+    w, h, left, top, pw, ph = 640, 260, 60, 20, 440, 200
+    lim = max([0.05] + [abs(v) for v in vals]) * 1.1
+    step = pw / max(len(frames), 1)
+    xs = {f: left + (i + 0.5) * step for i, f in enumerate(frames)}
+    sy = Scale(-lim, lim, top + ph, top)
+    body = [line(left, sy(0), left + pw, sy(0), "#999"), text(left - 6, sy(0) + 4, "0", "end"),
+            *[text(left - 6, sy(v) + 4, f"{100 * v:+.0f}", "end") for v in (-lim / 1.1, lim / 1.1)],
+            *[text(xs[f], top + ph + 14, f"{f} frames") for f in frames]]
+    for k, model in enumerate(dict.fromkeys(r["model_id"] for r in rows)):
+        color, mine = PALETTE[k % len(PALETTE)], [r for r in rows if r["model_id"] == model]
+        pts = [(xs[r["frames"]], sy(r["video_gain"]), r) for r in mine if r["video_gain"] is not None]
+        body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
+                    + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in pts) + '"/>')
+        body += [f'<circle class="video-gain" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}"><title>'
+                 f"{e(model)} at {r['frames']} frames: video gain {pct(r['video_gain'])} pts</title></circle>"
+                 for x, y, r in pts]
+        if mine and mine[0]["image_gain"] is not None:
+            iy = sy(mine[0]["image_gain"])
+            body.append(f'<line class="image-gain" x1="{left:.1f}" y1="{iy:.1f}" x2="{left + pw:.1f}" y2="{iy:.1f}" '
+                        f'stroke="{color}" stroke-dasharray="5 3"><title>{e(model)}: image gain '
+                        f"{pct(mine[0]['image_gain'])} pts</title></line>")
+        ly = top + 10 + 16 * k
+        body += [line(left + pw + 10, ly, left + pw + 30, ly, color, 'stroke-width="2"'),
+                 text(left + pw + 36, ly + 4, model, "start", f'style="fill:{color}"')]
+    return svg("fig-trap", w, h, body, "video gain vs image loss per frame budget")
+
+
+def _train_slots(rows: list[dict[str, Any]]) -> list[str]:
+    """x positions: the fixed train-frame counts ascending, then hybrid (and any other label)."""
+    fixed = sorted({r["train_frames_n"] for r in rows if r["train_frames_n"] is not None})
+    rest = list(dict.fromkeys(r["train_frames"] or "?" for r in rows if r["train_frames_n"] is None))
+    return [str(f) for f in fixed] + rest
+
+
+def train_frames_figure(c: dict[str, Any]) -> str:
+    """Per architecture and size: video gain (solid, circles) and image loss (dashed, squares) against train
+    frames; hybrid checkpoints stand apart on the right, unjoined."""
+    rows = c["train_frames"]
+    slots = _train_slots(rows)
+    vals = [v for r in rows for v in (r["video_gain"], r["image_loss"]) if v is not None]
+    w, h, left, top, pw, ph = 640, 260, 60, 20, 420, 200
+    lim = max([0.05] + [abs(v) for v in vals]) * 1.1
+    step = pw / max(len(slots), 1)
+    xs = {s: left + (i + 0.5) * step for i, s in enumerate(slots)}
+    sy = Scale(-lim, lim, top + ph, top)
+    body = [line(left, sy(0), left + pw, sy(0), "#999"), text(left - 6, sy(0) + 4, "0", "end"),
+            *[text(left - 6, sy(v) + 4, f"{100 * v:+.0f}", "end") for v in (-lim / 1.1, lim / 1.1)],
+            *[text(xs[s], top + ph + 14, s if not s.isdigit() else f"{s} frames") for s in slots]]
+    groups = dict.fromkeys((r["architecture"] or "", r["size"] or "") for r in rows)
+    for k, (arch, size) in enumerate(groups):
+        color = PALETTE[k % len(PALETTE)]
+        mine = [r for r in rows if (r["architecture"] or "", r["size"] or "") == (arch, size)]
+        for col, cls, dash in (("video_gain", "video-gain", ""), ("image_loss", "image-loss", ' stroke-dasharray="5 3"')):
+            pts = [(xs[str(r["train_frames_n"]) if r["train_frames_n"] is not None else r["train_frames"] or "?"],
+                    sy(r[col]), r) for r in mine if r[col] is not None]
+            joined = [(x, y) for x, y, r in pts if r["train_frames_n"] is not None]
+            body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="'
+                        + " ".join(f"{x:.1f},{y:.1f}" for x, y in joined) + '"/>')
+            for x, y, r in pts:
+                tip = f"{e(r['label'])} (train {e(r['train_frames'])}): {col.replace('_', ' ')} {pct(r[col])} pts"
+                shape = (f'<circle class="{cls}" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}">' if cls == "video-gain"
+                         else f'<rect class="{cls}" x="{x - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" '
+                              f'fill="white" stroke="{color}">')
+                body.append(f"{shape}<title>{tip}</title></{'circle' if cls == 'video-gain' else 'rect'}>")
+        ly = top + 10 + 16 * k
+        body += [line(left + pw + 10, ly, left + pw + 30, ly, color, 'stroke-width="2"'),
+                 text(left + pw + 36, ly + 4, " ".join(x for x in (arch, size) if x) or "checkpoints", "start",
+                      f'style="fill:{color}"')]
+    return svg("fig-train-frames", w, h, body, "video gain and image loss against train frames")
+
+
+def _category_rows(c: dict[str, Any]) -> list[list[object]]:
+    """Official subset deltas (MME subtasks, POPE splits), then category accuracies at each dataset's dearest budget."""
+    out: list[list[object]] = [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], r["subset"],
+                                _score(r["metric"], r["value"]), _score(r["metric"], r["base_value"]),
+                                _score(r["metric"], r["delta"], True), "", ""]
+                               for r in c["score_deltas"] if r["subset"] is not None]
+    for column, rows in c.get("categories", {}).items():
+        top: dict[tuple[str, str, str], int] = {}
+        for r in rows:
+            k = (r["base_id"], r["model_id"], r["dataset"])
+            top[k] = max(top.get(k, -1), r["rank"])
+        out += [[r["model_id"], r["dataset"], r["budget_id"], f"accuracy by {column}", r[column], pct(r["accuracy"]),
+                 pct(r["base_accuracy"]), _signed_pts(r["gain"]), r["rescue"], r["harm"]]
+                for r in rows if r["model_id"] != r["base_id"] and r["rank"] == top[(r["base_id"], r["model_id"],
+                                                                                    r["dataset"])]]
+    return out
+
+
+def checkpoint_section(c: dict[str, Any]) -> str:
+    """The whole checkpoint section of the report."""
+    trap = [[r["model_id"], r["base_id"], r["frames"], r["n_video_datasets"], pct(r["video_accuracy"]),
+             pct(r["video_gain"]), r["n_image_datasets"], pct(r["image_accuracy"]), pct(r["image_loss"]),
+             "yes" if r["trapped"] else ""] for r in c["temporal_trap"]]
+    tf = [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"], r["base_id"],
+           pct(r["video_gain"]), pct(r["image_loss"]), f"{r['video_rescue']}/{r['video_harm']}",
+           f"{r['image_rescue']}/{r['image_harm']}", "yes" if r["trapped"] else ""] for r in c["train_frames"]]
+    per_ds = [[r["model_id"], r["base_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], pct(r["accuracy"]),
+               pct(r["base_accuracy"]), _signed_pts(r["gain"]), r["rescue"], r["harm"]]
+              for r in c["datasets"] if r["model_id"] != r["base_id"]]
+    scores = [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], _score(r["metric"], r["value"]),
+               _score(r["metric"], r["base_value"]), _score(r["metric"], r["delta"], True)]
+              for r in c["score_deltas"] if r["subset"] is None]
+    per_budget = [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], pct(r["accuracy"]),
+                   pct(r["gain"]), r["rescue"], r["harm"], pct(r["net"]), pct(r["churn"])]
+                  for r in c["table"] if r["model_id"] != r["base_id"]]
+    kinds = ", ".join(f"{d}: {k}" for d, k in c["dataset_kinds"].items())
+    note = (f"bases: {', '.join(c['bases'])}; video benchmarks: {', '.join(c['video_datasets']) or 'none'}; image "
+            f"benchmarks: {', '.join(c['image_datasets']) or 'none'}; gains are macro means over datasets on paired "
+            f"items; a dataset's kind comes from its items' media ({kinds})")
+    return "".join([
+        f"<h2>Checkpoints: temporal trap ({e(', '.join(c['models']))})</h2>", f'<p class="note">{e(note)}</p>',
+        table("table-temporal-trap", ["checkpoint", "base", "frames", "video datasets", "video acc", "video gain",
+                                       "image datasets", "image acc", "image loss", "trapped"], trap),
+        trap_figure(c),
+        '<p class="note">solid: video gain per frame budget; dashed: image gain (below zero: image loss)</p>',
+        "<h3>Video gain and image loss against train frames (points)</h3>",
+        '<p class="note">each dataset at its dearest budget; R/H: items rescued / harmed against the base</p>',
+        table("table-train-frames", ["architecture", "size", "train frames", "checkpoint", "base", "video gain",
+                                      "image loss", "video R/H", "image R/H", "trapped"], tf),
+        train_frames_figure(c),
+        '<p class="note">solid circles: video gain; dashed squares: image loss; hybrid unjoined on the right</p>',
+        "<h3>Per checkpoint and dataset against its base (points, the dataset's dearest budget)</h3>",
+        table("table-checkpoint-datasets", ["checkpoint", "base", "dataset", "kind", "budget", "items", "acc",
+                                             "base acc", "delta", "rescue", "harm"], per_ds),
+        "<h3>Official scores against the base (MME in points, the others in %)</h3>",
+        table("table-benchmark-scores", ["checkpoint", "dataset", "budget", "metric", "score", "base", "delta"],
+              scores),
+        "<h3>Fine-grained deltas: subtasks, splits and categories</h3>",
+        table("table-category-deltas", ["checkpoint", "dataset", "budget", "metric", "subset", "score", "base",
+                                         "delta", "rescue", "harm"], _category_rows(c)),
+        "<h3>Per dataset and budget against the base (points)</h3>",
+        table("table-checkpoints", ["checkpoint", "dataset", "kind", "budget", "items", "acc", "gain", "rescue",
+                                     "harm", "net", "churn"], per_budget),
+    ])

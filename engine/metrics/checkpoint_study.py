@@ -1,0 +1,179 @@
+"""The checkpoint study: which model is whose base, trained on how many frames, and its study-level views.
+
+A study is a list of `Checkpoint`s: bases (no `base`) and fine-tuned checkpoints naming their
+base, with the frames they were trained on (a count or ``"hybrid"``), architecture and size.
+It comes from the run's spec (`[models.checkpoint]`, `study_from_spec`) or, as an override,
+from model ids in order, the first the base of the others (`study_from_models`). A *family*
+is a base and the checkpoints that name it; each checkpoint is measured against its own base
+on the items its whole family answered (`engine.metrics.checkpoints.checkpoint_table`).
+
+Views over the checkpoint table:
+- `train_frames_view`: per fine-tuned checkpoint, video gain (macro mean over video datasets of
+  the gain at each dataset's dearest budget) and image gain / loss (the same over image
+  datasets), with its architecture, size and train frames: the study's frame-budget figure
+  (gain and loss against train frames per architecture and size; hybrid beside the fixed counts).
+- `score_deltas`: every official score (`engine.metrics.benchmark_scores`) of a checkpoint
+  beside its base's at the same dataset, budget, metric and subset (MME subtasks, POPE splits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import polars as pl
+
+__all__ = ["STUDY_SCHEMA", "Checkpoint", "families", "resolve_study", "score_deltas", "study_frame",
+           "study_from_models", "study_from_spec", "study_records", "train_frames_view"]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One model of a checkpoint study (`engine.spec.CheckpointSpec` as a plain value)."""
+
+    model_id: str
+    base: str | None = None
+    train_frames: int | str | None = None
+    size: str | None = None
+    architecture: str | None = None
+    label: str | None = None
+
+
+STUDY_SCHEMA: dict[str, pl.DataType] = {
+    "model_id": pl.String(), "order": pl.Int64(), "base_id": pl.String(), "train_frames": pl.String(),
+    "train_frames_n": pl.Int64(), "size": pl.String(), "architecture": pl.String(), "label": pl.String(),
+}
+
+
+def study_from_models(models: Sequence[str]) -> list[Checkpoint]:
+    """Model ids in order, the first the base of every other (no train frames known)."""
+    models = list(models)
+    if len(models) < 2 or len(set(models)) != len(models):
+        raise ValueError(f"need two or more distinct models (the first is the base), got {models}")
+    return [Checkpoint(models[0]), *(Checkpoint(m, base=models[0]) for m in models[1:])]
+
+
+def study_from_spec(spec: Mapping[str, Any]) -> list[Checkpoint]:
+    """The study a spec describes (the mapping a run's manifest stores): every model entry with a
+    ``checkpoint`` table and every base one names, in the spec's order; architecture defaults to
+    the entry's family."""
+    entries = [m for m in spec.get("models") or [] if isinstance(m, dict)]
+    named = {(m.get("checkpoint") or {}).get("base") for m in entries} - {None}
+    out = []
+    for m in entries:
+        ck = m.get("checkpoint") or {}
+        if not ck and m.get("id") not in named:
+            continue
+        out.append(Checkpoint(model_id=m["id"], base=ck.get("base"), train_frames=ck.get("train_frames"),
+                              size=ck.get("size"), architecture=ck.get("architecture") or m.get("family"),
+                              label=ck.get("label")))
+    return out
+
+
+def resolve_study(study: Sequence[Checkpoint] | Sequence[str]) -> list[Checkpoint]:
+    """A checked study: ids (strings) become `study_from_models`; every base is in the study, and
+    some checkpoint has a base."""
+    if all(isinstance(c, str) for c in study):
+        return study_from_models([str(c) for c in study])
+    cks = [c for c in study if isinstance(c, Checkpoint)]
+    ids = [c.model_id for c in cks]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"a model is listed twice in the study: {ids}")
+    missing = sorted({c.base for c in cks if c.base is not None} - set(ids))
+    if missing:
+        raise ValueError(f"bases not in the study: {', '.join(missing)}")
+    if not any(c.base is not None for c in cks):
+        raise ValueError("no checkpoint names a base: give [models.checkpoint] base = ... in the spec, or --models")
+    return cks
+
+
+def families(study: Sequence[Checkpoint]) -> list[list[str]]:
+    """Each base that some checkpoint names, followed by those checkpoints, in study order."""
+    bases = [c.model_id for c in study if any(o.base == c.model_id for o in study)]
+    return [[b, *(c.model_id for c in study if c.base == b)] for b in bases]
+
+
+def study_frame(study: Sequence[Checkpoint]) -> pl.LazyFrame:
+    """model_id, order (study position), base_id (null for a base), train_frames (as text: "16", "hybrid"),
+    train_frames_n (null unless a count), size, architecture, label (default: the model id)."""
+    recs = []
+    for i, c in enumerate(study):
+        tf = c.train_frames
+        recs.append({"model_id": c.model_id, "order": i, "base_id": c.base,
+                     "train_frames": None if tf is None else str(tf),
+                     "train_frames_n": tf if isinstance(tf, int) and not isinstance(tf, bool) else None,
+                     "size": c.size, "architecture": c.architecture, "label": c.label or c.model_id})
+    return pl.LazyFrame(recs, schema=STUDY_SCHEMA)
+
+
+def study_records(study: Sequence[Checkpoint]) -> list[dict[str, Any]]:
+    """The study as JSON-ready records."""
+    return [asdict(c) for c in study]
+
+
+def _dearest(table: pl.LazyFrame, kind: str) -> pl.LazyFrame:
+    """Per checkpoint and dataset of `kind`: the row at the dataset's dearest budget."""
+    return (table.filter(pl.col("kind") == kind)
+            .filter(pl.col("rank") == pl.col("rank").max().over(["base_id", "model_id", "dataset"])))
+
+
+def train_frames_view(table: pl.LazyFrame, study: Sequence[Checkpoint]) -> pl.LazyFrame:
+    """Video gain and image loss of every fine-tuned checkpoint, with its train frames (module docstring).
+
+    Args:
+        table: `engine.metrics.checkpoints.checkpoint_table` output without a category split.
+        study: The study.
+
+    Returns:
+        architecture, size, train_frames, train_frames_n, model_id, label, base_id, n_video_datasets,
+        video_accuracy, video_base_accuracy, video_gain, video_rescue, video_harm (summed over the
+        datasets), n_image_datasets, image_accuracy, image_base_accuracy, image_gain, image_loss,
+        image_rescue, image_harm, trapped (video gained and image lost; null without one of the two);
+        by architecture, size, train frames (fixed counts ascending, then hybrid, then others), order.
+    """
+    def side(kind: str) -> pl.LazyFrame:
+        return _dearest(table, kind).group_by("base_id", "model_id").agg(
+            pl.len().cast(pl.Int64).alias(f"n_{kind}_datasets"), pl.col("accuracy").mean().alias(f"{kind}_accuracy"),
+            pl.col("base_accuracy").mean().alias(f"{kind}_base_accuracy"), pl.col("gain").mean().alias(f"{kind}_gain"),
+            pl.col("rescue").sum().alias(f"{kind}_rescue"), pl.col("harm").sum().alias(f"{kind}_harm"))
+
+    loss = pl.when(pl.col("image_gain") == 0).then(pl.lit(0.0)).otherwise(-pl.col("image_gain"))
+    tuned = study_frame(study).filter(pl.col("base_id").is_not_null())
+    hybrid_last = pl.when(pl.col("train_frames_n").is_not_null()).then(pl.lit(0, pl.Int8)).when(
+        pl.col("train_frames") == "hybrid").then(pl.lit(1, pl.Int8)).otherwise(pl.lit(2, pl.Int8))
+    return (
+        tuned.join(side("video"), on=["base_id", "model_id"], how="left")
+        .join(side("image"), on=["base_id", "model_id"], how="left")
+        .with_columns(pl.col("n_video_datasets", "n_image_datasets").fill_null(0), loss.alias("image_loss"),
+                      ((pl.col("video_gain") > 0) & (pl.col("image_gain") < 0)).alias("trapped"))
+        .sort([pl.col("architecture"), pl.col("size"), hybrid_last, pl.col("train_frames_n"), pl.col("order")],
+              nulls_last=True)
+        .select("architecture", "size", "train_frames", "train_frames_n", "model_id", "label", "base_id",
+                "n_video_datasets", "video_accuracy", "video_base_accuracy", "video_gain", "video_rescue",
+                "video_harm", "n_image_datasets", "image_accuracy", "image_base_accuracy", "image_gain",
+                "image_loss", "image_rescue", "image_harm", "trapped")
+    )
+
+
+def score_deltas(scores: pl.LazyFrame, study: Sequence[Checkpoint]) -> pl.LazyFrame:
+    """Each fine-tuned checkpoint's official scores beside its base's.
+
+    Args:
+        scores: `engine.metrics.benchmark_scores.benchmark_scores` output.
+        study: The study.
+
+    Returns:
+        model_id, base_id, order, dataset, budget_id, metric, subset, value, base_value, delta
+        (value - base_value; MME in points, the others as fractions); by order, dataset, budget, metric, subset.
+    """
+    keys = ["dataset", "budget_id", "metric", "subset"]
+    tuned = study_frame(study).filter(pl.col("base_id").is_not_null()).select("model_id", "base_id", "order")
+    base = scores.select(pl.col("model_id").alias("base_id"), *keys, pl.col("value").alias("base_value"))
+    return (
+        scores.join(tuned, on="model_id", how="inner")
+        .join(base, on=["base_id", *keys], how="inner", nulls_equal=True)
+        .with_columns((pl.col("value") - pl.col("base_value")).alias("delta"))
+        .select("model_id", "base_id", "order", *keys, "value", "base_value", "delta")
+        .sort(["order", *keys], nulls_last=False)
+    )
