@@ -300,20 +300,33 @@ def crossfit_match(stages_m: pl.LazyFrame, m: pl.LazyFrame, fixed_budget: str | 
     keys = [*by, "item_id"]
     outcomes = cascade_items(stages_m, taus, by)
     fixed = fixed_items(m, fixed_budget, by)
-    folds = crossfit_folds(outcomes, k, seed, by) if folds is None else folds.select([*keys, "fold"])
-    fold_ids = folds.select([*by, "fold"]).unique()
-    items = outcomes.join(fixed, on=keys, how="inner", nulls_equal=True).join(folds, on=keys, how="inner",
-                                                                              nulls_equal=True)
-    # every item of every fold but f trains the tau of fold f
+    # materialized once: every table below reads it (lazily, cascade_items would be recomputed per read)
+    outcomes = outcomes.collect().lazy()
+    if folds is None:
+        folds = crossfit_folds(outcomes, k, seed, by)
+    items = outcomes.join(fixed, on=keys, how="inner", nulls_equal=True).join(
+        folds.select([*keys, "fold"]), on=keys, how="inner", nulls_equal=True).collect().lazy()
+    # every item of every fold but f trains the tau of fold f: the training sums are the group's totals
+    # minus fold f's own, one pass over the items instead of k (the sums are of 0/1 and frame counts:
+    # exact, so the means equal the direct means over the training items)
+    sums = [(c, pl.col(c).cast(pl.Float64)) for c in ("correct", "fixed_correct", "frames")]
+    per_fold_tau = items.group_by([*by, "fold", "tau"]).agg(
+        pl.len().cast(pl.Int64).alias("_n"),
+        *[e.sum().alias(f"_s_{c}") for c, e in sums], *[e.count().alias(f"_k_{c}") for c, e in sums])
+    parts = ["_n", *[f"_s_{c}" for c, _ in sums], *[f"_k_{c}" for c, _ in sums]]
+    totals = per_fold_tau.group_by([*by, "tau"]).agg([pl.col(x).sum().alias(f"{x}_all") for x in parts])
+
+    def train_mean(c: str) -> pl.Expr:
+        k_train = pl.col(f"_k_{c}_all") - pl.col(f"_k_{c}")
+        return pl.when(k_train > 0).then((pl.col(f"_s_{c}_all") - pl.col(f"_s_{c}")) / k_train)
+
     train = (
-        items.join(fold_ids.rename({"fold": "_f"}), on=by, how="inner", nulls_equal=True)
-        .filter(pl.col("fold") != pl.col("_f"))
-        .group_by([*by, "_f", "tau"])
-        .agg(pl.col("item_id").n_unique().cast(pl.Int64).alias("n_train"),
-             pl.col("correct").cast(pl.Float64).mean().alias("train_accuracy"),
-             pl.col("fixed_correct").cast(pl.Float64).mean().alias("train_fixed_accuracy"),
-             pl.col("frames").cast(pl.Float64).mean().alias("train_mean_frames"))
-        .rename({"_f": "fold"})
+        per_fold_tau.join(totals, on=[*by, "tau"], how="inner", nulls_equal=True)
+        .with_columns((pl.col("_n_all") - pl.col("_n")).alias("n_train"))
+        .filter(pl.col("n_train") > 0)
+        .select([*by, "fold", "tau", "n_train", train_mean("correct").alias("train_accuracy"),
+                 train_mean("fixed_correct").alias("train_fixed_accuracy"),
+                 train_mean("frames").alias("train_mean_frames")])
     )
     chosen = _choose_tau(train, by)
     heldout = items.join(chosen.select([*by, "fold", "tau", "matched"]), on=[*by, "fold", "tau"], how="inner",

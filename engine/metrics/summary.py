@@ -91,7 +91,7 @@ def _cascade_tables(snap: pl.LazyFrame, m: pl.LazyFrame, opts: SummaryOptions) -
         budgets = [*opts.cascade_stages, *([opts.cascade_match] if opts.cascade_match else [])]
         all_m = matched(snap, budgets=budgets)
         stages_m = all_m.filter(pl.col("budget_id").is_in(list(opts.cascade_stages)))
-    curve = cascade_curve(stages_m, opts.taus)
+    curve = cascade_curve(stages_m, opts.taus).collect(engine=_engine(opts)).lazy()  # four tables read it
     crossfit, crossfit_folds = crossfit_match(stages_m, all_m, opts.cascade_match, opts.taus,
                                               k=opts.cascade_folds, seed=opts.seed)
     return {
