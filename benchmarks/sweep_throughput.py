@@ -96,7 +96,7 @@ def _views(spec: Any, items: list[Any]) -> tuple[list[tuple[Any, Any, Any]], flo
         t += time.perf_counter() - t0
         for b in spec.budgets_in_cost_order():
             idx = plans[b.budget_id].indices
-            size = target_size(info.width, info.height, b.max_pixels, b.short_side)
+            size = size_for(info.width, info.height, b)
             view = None if b.is_text_only else MediaView(decoded.view(idx, size), idx, info.fps, info.n_frames,
                                                          f"{vid}:{b.budget_id}", "pyav")
             jobs += [(it, b, view) for it in its]
@@ -129,7 +129,7 @@ async def _raw_and_naive(args: argparse.Namespace, spec: Any, items: list[Any], 
                 info = get_decoder("pyav").probe(it.video_path)
                 idx = plan_budget(b, info.n_frames, info.fps).indices
                 d = decode_union(it.video_path, np.unique(idx))
-                size = target_size(info.width, info.height, b.max_pixels, b.short_side)
+                size = size_for(info.width, info.height, b)
                 view = MediaView(d.view(idx, size), idx, info.fps, info.n_frames, f"naive{start + i}", "pyav")
             batch.append(fam.build(f"n{start + i}", it, view, "letter", None, 1))
         await backend.generate(batch)

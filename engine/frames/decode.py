@@ -30,7 +30,7 @@ from engine.frames.base import (
     get_decoder,
     register_decoder,
 )
-from engine.frames.resize import resize_frame, target_size
+from engine.frames.resize import resize_frame, size_for, target_size
 from engine.frames.video import DecodedVideo
 
 __all__ = [
@@ -60,7 +60,7 @@ _calls_lock = threading.Lock()
 
 def decode_size(info: VideoInfo, budgets: Iterable[BudgetLike]) -> tuple[int, int] | None:
     """The size to decode at: the largest any visual budget needs; None when that is the stored size."""
-    sizes = [target_size(info.width, info.height, b.max_pixels, b.short_side) for b in budgets if not b.is_text_only]
+    sizes = [size_for(info.width, info.height, b) for b in budgets if not b.is_text_only]
     if not sizes:
         return None
     best = max(sizes, key=lambda s: (s[0] * s[1], s))
@@ -73,7 +73,7 @@ def sizes_needed(info: VideoInfo,
     acc: dict[tuple[int, int], list[np.ndarray]] = {}
     for b, idx in planned:
         if not b.is_text_only and len(idx):
-            acc.setdefault(target_size(info.width, info.height, b.max_pixels, b.short_side), []).append(idx)
+            acc.setdefault(size_for(info.width, info.height, b), []).append(idx)
     return {s: np.unique(np.concatenate(parts)) for s, parts in acc.items()}
 
 

@@ -28,6 +28,7 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "frames_sent": pl.Int32(),
     "max_pixels": pl.Int64(),
     "short_side": pl.Int32(),
+    "min_pixels": pl.Int64(),
     "policy": pl.String(),
     "seed": pl.Int64(),
     "frame_indices": pl.List(pl.Int64()),
@@ -95,6 +96,7 @@ class ResultRow:
     frames_sent: int | None = None
     max_pixels: int | None = None
     short_side: int | None = None
+    min_pixels: int | None = None
     frame_indices: list[int] = field(default_factory=list)
     width: int | None = None
     height: int | None = None

@@ -57,6 +57,11 @@ class BudgetPoint(_Strict):
     short_side: int | None = Field(
         default=None, gt=0, description="Resize each frame so its short side has this many pixels (aspect kept)."
     )
+    min_pixels: int | None = Field(
+        default=None, gt=0, description="Lower bound on width*height of each frame (aspect kept): smaller frames "
+        "are enlarged to it, as Qwen-VL processors' min_pixels does (match tokens per frame to another harness); "
+        "max_pixels and short_side never enlarge. Part of the protocol (`min<N>` in the budget id).",
+    )
     policy: str = Field(
         default="uniform",
         description="Sampling policy: uniform, segment_centre, random, dense_head@<share>, fps@<rate>, "
@@ -91,7 +96,9 @@ class BudgetPoint(_Strict):
     def _one_size(self) -> BudgetPoint:
         if self.max_pixels is not None and self.short_side is not None:
             raise ValueError("set at most one of max_pixels and short_side")
-        if self.frames == 0 and (self.max_pixels or self.short_side):
+        if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
+            raise ValueError(f"min_pixels ({self.min_pixels}) is above max_pixels ({self.max_pixels})")
+        if self.frames == 0 and (self.max_pixels or self.short_side or self.min_pixels):
             raise ValueError("a text-only budget (frames = 0) takes no resolution")
         if self.frames == 0 and self.pipeline == "cached":
             raise ValueError("a text-only budget (frames = 0) decodes nothing: it takes no cached pipeline")
@@ -117,6 +124,8 @@ class BudgetPoint(_Strict):
             parts.append(f"px{self.max_pixels}")
         if self.short_side is not None:
             parts.append(f"s{self.short_side}")
+        if self.min_pixels is not None:
+            parts.append(f"min{self.min_pixels}")
         if self.policy != "uniform":
             parts.append(self.policy)
         if self.seed != 0:
@@ -152,6 +161,13 @@ class EngineSpec(_Strict):
         default=1.0, gt=0, description="KV cache size in GiB on the CPU build (VLLM_CPU_KVCACHE_SPACE)."
     )
     gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1, description="Fraction of GPU memory for vLLM.")
+    engine_core: Literal["auto", "process", "in_process"] = Field(
+        default="auto",
+        description="Where vLLM's engine core runs: process (its own process, vLLM's default: overlaps input "
+        "processing with the model; watched by the actor, which restarts when it dies), in_process (in the "
+        "engine actor's process, with the model: no second and third vLLM start-up, a crash is the actor's "
+        "crash); auto: in_process for a CPU-build engine of one worker, process otherwise.",
+    )
     num_gpus: Annotated[float, Field(ge=0)] | Literal["auto"] = Field(
         default="auto",
         description="GPUs per engine actor (reserved together on one node; for a tensor-parallel engine, "

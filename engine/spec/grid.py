@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from engine.frames.decode import target_size
+from engine.frames.resize import size_for
 from engine.spec import BudgetPoint, GridSpec, IsoComputeSpec
 
 __all__ = ["expand_grid", "iso_compute", "realised_pixels"]
@@ -50,7 +50,7 @@ def iso_compute(pixel_budget: int, frames: Sequence[int] = DEFAULT_ISO_FRAMES, *
 
 def realised_pixels(point: BudgetPoint, width: int, height: int) -> int:
     """Pixels a budget point actually sends for a `width` x `height` video (frames x resized area)."""
-    w, h = target_size(width, height, point.max_pixels, point.short_side)
+    w, h = size_for(width, height, point)
     return point.frames * w * h
 
 

@@ -63,6 +63,7 @@ def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
         frames_sent=n,
         max_pixels=b.max_pixels,
         short_side=b.short_side,
+        min_pixels=b.min_pixels,
         policy=b.policy,
         seed=b.seed,
         frame_indices=[int(i) for i in ctx.indices],

@@ -38,9 +38,9 @@ from engine.frames.decode import (
     DecodeError,
     get_decoder,
     sizes_needed,
-    target_size,
 )
 from engine.frames.plan import FramePlan
+from engine.frames.resize import size_for
 from engine.frames.view import MediaView, media_uuid
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
@@ -112,6 +112,7 @@ class Sweep:
         self._coalesced: dict[str, CoalescingBackend] = {}
         self._cache: FrameCache | None = None
         self._decode_pool: DecodePool | None = None
+        self._engines_task: asyncio.Task[None] | None = None
         if spec.decode.pipeline == "cached" or any(b.pipeline == "cached" for b in spec.budgets):
             self._cache = FrameCache(spec.decode.cache_dir, fmt=spec.decode.cache_format)
 
@@ -123,15 +124,21 @@ class Sweep:
     async def run(self) -> SweepSummary:
         t0 = time.perf_counter()
         preflight(self.spec, engines=self._own_backends)
-        items: list[Item] = []
-        per_dataset: dict[str, list[Item]] = {}
-        for ds in self.spec.dataset_specs():
-            adapter, ds_items = load_items(ds)
-            per_dataset[dataset_id(ds)] = ds_items
-            self._scorers.update({it.dataset: adapter.score for it in ds_items[:1]})
-            items += ds_items
-        store = ResultStore(self.spec.store.out_dir)
+        # Engines take longest to start (Ray, the actor, vLLM's import and load): they start first, while
+        # the dataset loads, the plan is made and the first videos decode; generation waits for them, and
+        # they are cancelled (closed) if nothing is pending.
+        if self._own_backends and not self.backends:
+            self._engines_task = asyncio.create_task(self._start_engines())
+        store: ResultStore | None = None
         try:
+            items: list[Item] = []
+            per_dataset: dict[str, list[Item]] = {}
+            for ds in self.spec.dataset_specs():
+                adapter, ds_items = await asyncio.to_thread(load_items, ds)
+                per_dataset[dataset_id(ds)] = ds_items
+                self._scorers.update({it.dataset: adapter.score for it in ds_items[:1]})
+                items += ds_items
+            store = ResultStore(self.spec.store.out_dir)
             store.check_sweep(self.spec.sweep_id)
             foreign = store.foreign_shards(self.spec.sweep_id)
             if foreign:
@@ -143,10 +150,14 @@ class Sweep:
             jobs = self.policy.plan(self.spec, items, done)
             self._record_plan(store, per_dataset, done, jobs)
             if jobs:
-                await self._start_backends()
+                await self._start_decoders()
                 await self._run_videos(store, items, jobs)
         finally:
-            store.close()
+            if store is not None:
+                store.close()
+            if self._engines_task is not None:
+                self._engines_task.cancel()  # a no-op once they are up; mid-start, start-up closes what it began
+                await asyncio.gather(self._engines_task, return_exceptions=True)
             await asyncio.gather(*(c.close() for c in self._coalesced.values()))
             if self._decode_pool is not None:
                 await self._decode_pool.close()
@@ -201,18 +212,21 @@ class Sweep:
 
         from engine.runtime.cluster import ensure_ray
 
-        ensure_ray(self.spec.ray_address)
+        await asyncio.to_thread(ensure_ray, self.spec.ray_address)
         if n_actors is None:
             n_actors = sum(1 for n in ray.nodes() if n.get("Alive"))
         cache_root = self._cache.dir.parent if self._cache is not None else None
         self._decode_pool = DecodePool(n_actors, d.actor_cpus, cache_root, d.cache_format)
         self.summary.decode_workers = await self._decode_pool.start()
 
-    async def _start_backends(self) -> None:
-        await self._start_decoders()
-        if not self.backends:
-            self.backends = await start_backends(self.spec)
-            self.summary.engines = {k: b.info for k, b in self.backends.items()}
+    async def _start_engines(self) -> None:
+        self.backends = await start_backends(self.spec)
+        self.summary.engines = {k: b.info for k, b in self.backends.items()}
+
+    async def _engines_ready(self) -> None:
+        """Wait for the engines started with the run (a video waiting here does not cancel their start)."""
+        if self._engines_task is not None:
+            await asyncio.shield(self._engines_task)
 
     async def _run_videos(self, store: ResultStore, items: list[Item], jobs: dict[str, list[Job]]) -> None:
         sem = asyncio.Semaphore(self.spec.decode.max_videos_in_flight)
@@ -236,11 +250,14 @@ class Sweep:
         try:
             pending = set(tasks)
             while pending and not self._stop.is_set():
-                # the committer is watched too: a commit that fails (disk full) stops the sweep loudly
-                finished, pending = await asyncio.wait(pending | {stopper, committer},
+                # the committer is watched too: a commit that fails (disk full) stops the sweep loudly;
+                # so are the engines while they start (one that cannot start stops it at once)
+                engines = {self._engines_task} if self._engines_task and not self._engines_task.done() else set()
+                finished, pending = await asyncio.wait(pending | {stopper, committer} | engines,
                                                        return_when=asyncio.FIRST_COMPLETED)
                 pending.discard(stopper)
                 pending.discard(committer)
+                pending -= engines
                 for t in finished:
                     if t is not stopper and t.exception() is not None:
                         raise t.exception()  # type: ignore[misc]
@@ -397,8 +414,7 @@ class Sweep:
         if not job.budget.is_text_only:
             ctx.pipeline = self._pipeline(job)
         if decoded is not None and indices.size:
-            ctx.width, ctx.height = target_size(decoded.info.width, decoded.info.height,
-                                                job.budget.max_pixels, job.budget.short_side)
+            ctx.width, ctx.height = size_for(decoded.info.width, decoded.info.height, job.budget)
             ctx.decode_s = decoded.decode_s
             ctx.video_frames = decoded.info.n_frames
             ctx.video_frames_declared = getattr(decoded.info, "declared_frames", None)
@@ -446,6 +462,7 @@ class Sweep:
                                      requests: list[EngineRequest]) -> list[Any] | BaseException:
         """Generate; if the engine dies, wait for it to come back (or restart it) and retry the batch,
         up to `max_attempts` attempts per job (recorded on the rows); then the error is returned."""
+        await self._engines_ready()
         backend = self.backends[model_id]
         if model_id not in self._coalesced:
             self._coalesced[model_id] = CoalescingBackend(backend)

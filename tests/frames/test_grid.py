@@ -69,3 +69,22 @@ def test_spec_grids_expand_into_budgets_at_load(tmp_path) -> None:
     d["budgets"], d["grids"] = [], []
     with pytest.raises(SpecError, match="no budgets"):
         parse_spec(d)
+
+
+def test_min_pixels_enlarges_small_frames_and_names_its_protocol(tmp_path) -> None:
+    from conftest import small_spec_dict
+
+    from engine.frames.resize import size_for, target_size
+    from engine.spec import BudgetPoint, SpecError, parse_spec
+
+    assert target_size(96, 64, None, None, 100_000) == (388, 260)  # 96x64 enlarged to >= 100,000 px, aspect kept
+    assert target_size(96, 64, None, None, 1_000) == (96, 64)  # already large enough: unchanged
+    assert target_size(1920, 1080, None, 224, 100_000) == (422, 238)  # shrunk by short_side, then held at the floor
+    assert target_size(1920, 1080, 50_176, None, None) == (298, 168)  # max_pixels never enlarges, as before
+    b = BudgetPoint(frames=8, min_pixels=3136)
+    assert (b.budget_id, b.protocol_id) == ("f8-min3136", "min3136")
+    assert size_for(40, 30, b) == (66, 50)
+    d = small_spec_dict(tmp_path)
+    d["budgets"] = [{"frames": 4, "max_pixels": 1000, "min_pixels": 2000}]
+    with pytest.raises(SpecError, match="min_pixels .2000. is above max_pixels .1000."):
+        parse_spec(d)

@@ -107,3 +107,17 @@ def test_letter_scoring_without_a_distribution_is_an_error_row(tmp_path: Path) -
     assert summary.jobs_ok == 0 and rows.height == 3 * 3 * 2
     assert set(rows["status"]) == {"error"} and set(rows["error_type"]) == {"NoLetterLogprobs"}
     assert rows["pred"].is_null().all() and rows["correct"].is_null().all()
+
+
+def test_min_pixels_sends_enlarged_frames_beside_the_stored_and_shrunk_sizes(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path / "out")
+    d["dataset"]["n_videos"] = 1
+    d["budgets"] = [{"frames": 2, "min_pixels": 20000}, {"frames": 2}, {"frames": 4, "max_pixels": 1536}]
+    engine = FakeEngine()
+    asyncio.run(Sweep(parse_spec(d), backends={"tiny": engine}).run())
+    # the 96x64 video: enlarged to 174x116 (>= 20,000 px), as stored, and shrunk to 48x32
+    assert sorted({f.shape for f in engine.frames if f is not None}) == [(2, 64, 96, 3), (2, 116, 174, 3),
+                                                                          (4, 32, 48, 3)]
+    rows = scan_results(tmp_path / "out").collect()
+    sizes = set(rows.select("budget_id", "width", "height", "min_pixels").iter_rows())
+    assert sizes == {("f2-min20000", 174, 116, 20000), ("f2", 96, 64, None), ("f4-px1536", 48, 32, None)}
