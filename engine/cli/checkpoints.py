@@ -68,11 +68,12 @@ def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list
         fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
         raise typer.Exit(2)
     spec = manifest_spec(out_dir)
+    polars_engine: Any = engine  # auto, streaming or in-memory, as the CLI option gives it
     try:
         study = _study(spec, models)
         if not study:
             raise ValueError("the run's spec has no [models.checkpoint] tables: give --models BASE,CHECKPOINT,...")
-        rows = load_rows(out_dir).select(CHECKPOINT_COLUMNS).collect(engine=engine).lazy()  # type: ignore[call-overload]
+        rows = load_rows(out_dir).select(CHECKPOINT_COLUMNS).collect(engine=polars_engine).lazy()
         tables = checkpoint_tables(rows, study, image_datasets, benchmarks=_benchmarks(spec))
     except CorruptShardError as err:
         fail(err)
@@ -80,7 +81,7 @@ def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list
     except ValueError as err:
         fail(f"{'--models' if models else 'study'}: {err}")
         raise typer.Exit(2) from None
-    frames = pl.collect_all(list(tables.values()), engine=engine)  # type: ignore[arg-type]
+    frames = pl.collect_all(list(tables.values()), engine=polars_engine)
     return {"schema": "framesweep.checkpoints/2", "source": str(out_dir),
             **checkpoint_document(dict(zip(tables, frames, strict=True)), study)}
 
