@@ -96,13 +96,15 @@ def cascade_items(m: pl.LazyFrame, taus: Sequence[float] = DEFAULT_TAUS, by: Seq
     )
 
 
-def cascade_curve(m: pl.LazyFrame, taus: Sequence[float] = DEFAULT_TAUS, by: Sequence[str] = GROUP) -> pl.LazyFrame:
+def cascade_curve(m: pl.LazyFrame, taus: Sequence[float] = DEFAULT_TAUS, by: Sequence[str] = GROUP, *,
+                  outcomes: pl.LazyFrame | None = None) -> pl.LazyFrame:
     """Accuracy and cost of the cascade for each tau.
 
     Args:
         m: Matched long frame restricted to the stages (correctness track).
         taus: Thresholds.
         by: Group keys.
+        outcomes: `cascade_items(m, taus, by)` when already computed (it is the costly part).
 
     Returns:
         *by, tau, n_items, accuracy, mean_frames, mean_unique_frames (null when some visited
@@ -111,7 +113,7 @@ def cascade_curve(m: pl.LazyFrame, taus: Sequence[float] = DEFAULT_TAUS, by: Seq
     by = list(by)
     unique = pl.col("unique_frames")
     return (
-        cascade_items(m, taus, by).group_by([*by, "tau"])
+        (cascade_items(m, taus, by) if outcomes is None else outcomes).group_by([*by, "tau"])
         .agg(pl.len().cast(pl.Int64).alias("n_items"), pl.col("correct").cast(pl.Float64).mean().alias("accuracy"),
              pl.col("frames").cast(pl.Float64).mean().alias("mean_frames"),
              pl.when(unique.null_count() == 0).then(unique.cast(pl.Float64).mean()).alias("mean_unique_frames"),
@@ -270,7 +272,7 @@ def _choose_tau(train: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
 
 def crossfit_match(stages_m: pl.LazyFrame, m: pl.LazyFrame, fixed_budget: str | None = None,
                    taus: Sequence[float] = DEFAULT_TAUS, *, k: int = DEFAULT_FOLDS, seed: int = 0,
-                   folds: pl.LazyFrame | None = None,
+                   folds: pl.LazyFrame | None = None, outcomes: pl.LazyFrame | None = None,
                    by: Sequence[str] = GROUP) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """The cascade matched to a fixed budget with tau chosen out of sample (k-fold cross-fitting).
 
@@ -287,6 +289,7 @@ def crossfit_match(stages_m: pl.LazyFrame, m: pl.LazyFrame, fixed_budget: str | 
         k: Folds.
         seed: Fold seed (see `crossfit_folds`).
         folds: Explicit fold assignment (*by, item_id, fold) instead of `crossfit_folds`.
+        outcomes: `cascade_items(stages_m, taus, by)` when already computed.
         by: Group keys.
 
     Returns:
@@ -298,10 +301,9 @@ def crossfit_match(stages_m: pl.LazyFrame, m: pl.LazyFrame, fixed_budget: str | 
     """
     by = list(by)
     keys = [*by, "item_id"]
-    outcomes = cascade_items(stages_m, taus, by)
     fixed = fixed_items(m, fixed_budget, by)
     # materialized once: every table below reads it (lazily, cascade_items would be recomputed per read)
-    outcomes = outcomes.collect().lazy()
+    outcomes = (cascade_items(stages_m, taus, by) if outcomes is None else outcomes).collect().lazy()
     if folds is None:
         folds = crossfit_folds(outcomes, k, seed, by)
     items = outcomes.join(fixed, on=keys, how="inner", nulls_equal=True).join(

@@ -59,7 +59,7 @@ def cross_model_matched(rows: pl.LazyFrame, models: Sequence[str] | None = None)
         The columns of `engine.metrics.grid.matched` (correctness track).
     """
     grids = matched_grid(rows, models).select(*_CHAIN, "models", pl.col("grid").alias("budget_id")).explode(
-        "budget_id").drop_nulls("budget_id")
+        "budget_id").drop_nulls("budget_id").collect().lazy()  # small, and read three times below
     pairs = grids.explode("models").rename({"models": "model_id"})
     cells = pairs.select("model_id", "dataset", "budget_id").unique()
     m = matched(rows.join(cells, on=["model_id", "dataset", "budget_id"], how="semi"))

@@ -14,7 +14,14 @@ from typing import Any
 
 import polars as pl
 
-from engine.metrics.cascade import cascade_curve, crossfit_match, fixed_cost, match_fixed, pareto_front
+from engine.metrics.cascade import (
+    cascade_curve,
+    cascade_items,
+    crossfit_match,
+    fixed_cost,
+    match_fixed,
+    pareto_front,
+)
 from engine.metrics.confusion import visual_confusion
 from engine.metrics.crossmodel import checkpoint_flows, cross_model_matched, matched_grid
 from engine.metrics.flows import all_pair_flows, pair_flows, state_flows, transitions
@@ -91,9 +98,11 @@ def _cascade_tables(snap: pl.LazyFrame, m: pl.LazyFrame, opts: SummaryOptions) -
         budgets = [*opts.cascade_stages, *([opts.cascade_match] if opts.cascade_match else [])]
         all_m = matched(snap, budgets=budgets)
         stages_m = all_m.filter(pl.col("budget_id").is_in(list(opts.cascade_stages)))
-    curve = cascade_curve(stages_m, opts.taus).collect(engine=_engine(opts)).lazy()  # four tables read it
+    # each item's outcome per tau, computed once: the curve (read by four tables) and cross-fitting use it
+    outcomes = cascade_items(stages_m, opts.taus).collect(engine=_engine(opts)).lazy()
+    curve = cascade_curve(stages_m, opts.taus, outcomes=outcomes).collect(engine=_engine(opts)).lazy()
     crossfit, crossfit_folds = crossfit_match(stages_m, all_m, opts.cascade_match, opts.taus,
-                                              k=opts.cascade_folds, seed=opts.seed)
+                                              k=opts.cascade_folds, seed=opts.seed, outcomes=outcomes)
     return {
         "cascade_stages": stages_m.group_by([*GROUP, "budget_id"]).agg(pl.col("rank").first()).sort([*GROUP, "rank"]),
         "cascade_curve": curve,
