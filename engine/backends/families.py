@@ -53,7 +53,7 @@ def _request(request_id: str, item: Item, media: MediaView | None, mode: str, ma
         letters=item.letters if item.kind == "mcq" else [],
         mode=scoring_mode(item, mode),  # type: ignore[arg-type]
         max_tokens=max_tokens,
-        video_key=item.video_id if media is not None else None,
+        video_key=media.source if media is not None else None,
         **fields,
     )
 
@@ -184,7 +184,7 @@ class Llava15:
         if media is not None:
             h, w = frames[0].shape[:2]
             fields = {"images": frames,
-                      "image_uuids": [f"{item.video_id}:{int(i)}:{w}x{h}" for i in media.indices[: len(frames)]]}
+                      "image_uuids": [media.frame_uuid(i, w, h) for i in media.indices[: len(frames)]]}
         return _finish(request_id, item, media, mode, max_tokens, prompt, sys_msg, parts, text, prefix, fields)
 
 
@@ -215,7 +215,7 @@ class InternVL:
         fields: dict[str, Any] = {}
         if media is not None:
             h, w = frames[0].shape[:2]
-            uuids = [f"{item.video_id}:{int(i)}:{w}x{h}" for i in media.indices[: len(frames)]]
+            uuids = [media.frame_uuid(i, w, h) for i in media.indices[: len(frames)]]
             # Video frames: one tile each (no dynamic tiling), as InternVL evaluates video.
             fields = {"images": frames, "image_uuids": uuids,
                       "mm_processor_kwargs": None if image else {"max_dynamic_patch": 1}}

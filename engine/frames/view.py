@@ -40,6 +40,16 @@ class MediaView:
     jpeg_frames: list[bytes] | None = None
 
     @property
+    def source(self) -> str:
+        """The uuid's media part (namespace, dataset and video, without the budget): the name of one video's
+        frames, shared by every budget, so per-frame ids (`frame_uuid`) can be shared across budgets."""
+        return self.uuid.rsplit(":", 1)[0]
+
+    def frame_uuid(self, index: int, width: int, height: int) -> str:
+        """The id of one frame at one size (image-per-frame families key vLLM's cache by it)."""
+        return f"{self.source}:{int(index)}:{width}x{height}"
+
+    @property
     def duration(self) -> float:
         return self.total_frames / self.video_fps if self.video_fps else 0.0
 

@@ -89,3 +89,22 @@ def test_llava_1_5_sends_frames_as_images() -> None:
     assert [p["type"] for p in r.messages[0]["content"]] == ["image_url"] * 3 + ["text"]
     assert fam.build("t", ITEM, None, "letter", None, 1).prompt == "USER: Q?\nA. a\nB. b ASSISTANT:"
     assert fam.engine_kwargs(4) == {"limit_mm_per_prompt": {"image": 4, "video": 0}}
+
+
+@pytest.mark.parametrize("family", ["internvl3", "llava_1_5"])
+def test_per_frame_ids_follow_the_media_name_across_datasets_and_namespaces(family: str) -> None:
+    """Two datasets reusing a video id (other files), or two timed policies, never share a frame id."""
+    from dataclasses import replace
+
+    from engine.frames.view import media_uuid
+
+    frames = np.zeros((2, 64, 96, 3), np.uint8)
+    idx = np.array([0, 9])
+    ids = []
+    for item, ns in ((ITEM, None), (replace(ITEM, dataset="other"), None), (ITEM, "cascade-r1")):
+        uuid = media_uuid(item.media_key, "f2", namespace=ns)
+        r = get_family(family).build("r", item, MediaView(frames, idx, 25.0, 100, uuid, "pyav"), "letter", None, 1)
+        ids.append(r.image_uuids)
+    assert ids[0] == ["d/vid:0:96x64", "d/vid:9:96x64"]
+    assert ids[1] == ["other/vid:0:96x64", "other/vid:9:96x64"]
+    assert ids[2] == ["cascade-r1/d/vid:0:96x64", "cascade-r1/d/vid:9:96x64"]
