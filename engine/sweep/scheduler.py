@@ -417,7 +417,7 @@ class Sweep:
             ctx.width, ctx.height = size_for(decoded.info.width, decoded.info.height, job.budget)
             ctx.decode_s = decoded.decode_s
             ctx.video_frames = decoded.info.n_frames
-            ctx.video_frames_declared = getattr(decoded.info, "declared_frames", None)
+            ctx.video_frames_declared = decoded.info.declared_frames
         return ctx
 
     def _media(self, ctx: JobContext, decoded: DecodedVideo | None) -> MediaView | None:
