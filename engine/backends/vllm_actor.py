@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
+from engine.backends.warm import NAMESPACE, engine_key, engine_settings, find_engine
 from engine.runtime.placement import Placement, actor_options, place, release, resolve_gpus
 from engine.runtime.replicas import EngineHungError
 from engine.scoring import letter_logprobs
 from engine.spec import EngineSpec
 
-__all__ = ["VLLMActorBackend", "VLLMWorker", "batch_deadline_s", "engine_env"]
+__all__ = ["VLLMActorBackend", "VLLMWorker", "batch_deadline_s", "engine_env", "in_process_core"]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,28 @@ def _alive(proc: Any) -> bool:
         return False
 
 
+def in_process_core(engine: EngineSpec, cuda: bool) -> bool:
+    """Whether vLLM's engine core runs in the actor's own process (`engine.engine_core`; auto: on the CPU
+    build with one worker, where a separate core process only costs two more vLLM start-ups)."""
+    if engine.engine_core != "auto":
+        return engine.engine_core == "in_process"
+    return not cuda and engine.world_size == 1
+
+
+def _tree_rss_mb() -> float:
+    """Resident memory of this process and its children (the engine core and workers), MiB."""
+    import psutil
+
+    procs = [psutil.Process(), *psutil.Process().children(recursive=True)]
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            continue
+    return total / 2**20
+
+
 def batch_deadline_s(engine: EngineSpec, requests: Sequence[EngineRequest]) -> float:
     """How long one engine call may take before the engine counts as hung: a base plus allowances
     per request and per frame sent (the frames of a video, or the separate images)."""
@@ -107,11 +130,20 @@ class VLLMWorker:
 
     def __init__(self, model_path: str, engine: EngineSpec, seed: int = 0,
                  family_kwargs: dict[str, Any] | None = None) -> None:
+        t_enter = time.perf_counter()
         os.environ.update(engine_env(engine))
+        self._settings = (model_path, engine, seed, family_kwargs)
+        cuda = _cuda_visible()
+        self.engine_core = "in_process" if in_process_core(engine, cuda) else "process"
+        # read by vLLM when the engine starts: the core runs in this process, with its model (no second
+        # and third process importing vLLM); a crash of the core is then this actor's crash (Ray restarts it)
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if self.engine_core == "in_process" else "1"
         import vllm
         from vllm import LLM
 
         import engine as _fs  # noqa: F401  (installs the torchvision import hook in this process)
+
+        self.import_s = time.perf_counter() - t_enter
 
         kwargs: dict[str, Any] = {
             "model": model_path,
@@ -128,8 +160,10 @@ class VLLMWorker:
         }
         if engine.max_num_batched_tokens is not None:
             kwargs["max_num_batched_tokens"] = engine.max_num_batched_tokens
-        if _cuda_visible():
+        if cuda:
             kwargs["gpu_memory_utilization"] = engine.gpu_memory_utilization
+        elif self.engine_core == "in_process":
+            kwargs["distributed_executor_backend"] = "uni"  # the CPU build's one worker, in this process too
         if engine.world_size > 1:
             # this actor holds all the engine's GPUs (one placement-group bundle): vLLM's own worker
             # processes drive them; its Ray executor would look for one bundle per GPU instead
@@ -148,8 +182,21 @@ class VLLMWorker:
             threading.Thread(target=self._watch_engine, daemon=True, name="engine-watchdog").start()
 
     def info(self) -> dict[str, Any]:
-        return {"engine_version": self.version, "worker": self.worker, "start_s": self.start_s,
+        return {"engine_version": self.version, "worker": self.worker, "import_s": self.import_s,
+                "start_s": self.start_s, "engine_core": self.engine_core,
                 "engine_pids": [p.pid for p in self._engine_procs], **self.node}
+
+    def describe(self) -> dict[str, Any]:
+        """What `framesweep engines` lists: the key and settings, engine facts, memory, resets so far."""
+        settings = engine_settings(*self._settings[:2], self._settings[3], self._settings[2])
+        return {"key": engine_key(settings), "settings": settings, **self.info(), "rss_mb": _tree_rss_mb(),
+                "cache_resets": getattr(self, "cache_resets", 0)}
+
+    def placement_group(self) -> Any:
+        """The placement group this actor runs in (None for a CPU engine)."""
+        from ray.util import get_current_placement_group
+
+        return get_current_placement_group()
 
     def _watch_engine(self, interval_s: float = 0.5) -> None:
         """End this actor's process when an engine process (EngineCore, its workers) dies.
@@ -286,37 +333,76 @@ class VLLMWorker:
 
 
 class VLLMActorBackend(BackendBase):
-    """`Backend` over a Ray actor running `VLLMWorker` (restarted by Ray if it dies)."""
+    """`Backend` over a Ray actor running `VLLMWorker` (restarted by Ray if it dies).
+
+    With `warm_name`, `start` first looks for a live warm engine of that name (`engine.backends.warm`:
+    the name carries the key of every setting) and uses it instead of starting one: its caches are
+    emptied (no prefix or media cached by an earlier run can answer for this one) and `close` leaves
+    it running. With `detached`, the engine started is that warm engine: named `warm_name`, outliving
+    this process (`framesweep engines up`).
+    """
 
     name = "vllm"
     worker_cls: Any = VLLMWorker  # the actor body (tests place light stand-ins through the same path)
 
     def __init__(self, model_path: Path | str, engine: EngineSpec, seed: int = 0, max_restarts: int = 2,
-                 family_kwargs: dict[str, Any] | None = None) -> None:
+                 family_kwargs: dict[str, Any] | None = None, warm_name: str | None = None,
+                 detached: bool = False) -> None:
         self.model_path = str(model_path)
         self.family_kwargs = family_kwargs
         self.engine = engine
         self.seed = seed
         self.max_restarts = max_restarts
+        self.warm_name = warm_name
+        self.detached = detached
+        self.reused = False
+        """True when `start` found a live warm engine and uses it (it is left running by `close`)."""
         self._actor: Any = None
         self._pg: Any = None  # the placement group holding this engine's GPUs
         self.info: dict[str, Any] = {}
 
     async def start(self) -> dict[str, Any]:
+        if self.warm_name is not None and self._actor is None and await self._attach():
+            return self.info
         import ray
 
         need = await asyncio.to_thread(_placement, self.engine)
         if self._pg is None:  # kept across restarts: a revived engine gets its GPUs back
-            self._pg = await place(need, f"an engine for {self.model_path}", self.engine.placement_timeout_s)
+            self._pg = await place(need, f"an engine for {self.model_path}", self.engine.placement_timeout_s,
+                                   detached=self.detached)
         cls = ray.remote(self.worker_cls)
+        t0 = time.perf_counter()
+        named = {"name": self.warm_name, "namespace": NAMESPACE, "lifetime": "detached"} \
+            if self.detached else {}
         self._actor = cls.options(
             **actor_options(need, self._pg),
+            **named,
             max_restarts=self.max_restarts,
             max_task_retries=0,
-            runtime_env={"env_vars": engine_env(self.engine)},
         ).remote(self.model_path, self.engine, self.seed, self.family_kwargs)
         self.info = await self._actor.info.remote()
+        self.info["ready_s"] = time.perf_counter() - t0  # from asking Ray for the actor to a loaded engine
+        if self.detached:
+            self.info["warm"] = self.warm_name
         return self.info
+
+    async def _attach(self) -> bool:
+        """Use the live warm engine named `warm_name`, if there is one; its caches are emptied first."""
+        import ray
+
+        actor = await asyncio.to_thread(find_engine, self.warm_name)  # type: ignore[arg-type]
+        if actor is None:
+            return False
+        try:
+            self.info = await actor.info.remote()
+            await actor.reset_caches.remote()
+        except ray.exceptions.RayError as err:
+            log.warning("warm engine %s does not answer (%s); starting a new engine", self.warm_name, err)
+            return False
+        self._actor, self.reused = actor, True
+        self.info["warm"] = self.warm_name
+        log.info("reusing warm engine %s for %s (%s)", self.warm_name, self.model_path, self.info.get("worker"))
+        return True
 
     async def recover(self, timeout_s: float = 600.0) -> None:
         """After the actor died: wait for Ray to restart it, or start a new one if it is gone for good."""
@@ -355,10 +441,12 @@ class VLLMActorBackend(BackendBase):
         return int(await self._actor.reset_caches.remote())
 
     async def close(self) -> None:
-        if self._actor is not None:
+        """End the engine, unless it is a warm one (reused, or started detached): those stay up."""
+        if self._actor is not None and not (self.reused or self.detached):
             import ray
 
             ray.kill(self._actor, no_restart=True)
-            self._actor = None
-        release(self._pg)
+        self._actor = None
+        if not self.detached:
+            release(self._pg)
         self._pg = None

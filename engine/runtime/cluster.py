@@ -4,35 +4,71 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from typing import Any
 
+from engine.runtime.local_cluster import local_cluster_env, recorded_cluster
 from engine.runtime.secrets import register_secret_env
 
 __all__ = ["ensure_ray"]
 
 log = logging.getLogger(__name__)
 
+_LOCK = threading.Lock()
+
 
 def ensure_ray(address: str | None = None, *, num_cpus: int | None = None,
                object_store_mb: int | None = 1024) -> None:
-    """Join the cluster at `address`, or start a local one bound to loopback.
+    """Join the cluster at `address`, else the persistent local cluster `framesweep engines up` recorded
+    (`engine.runtime.local_cluster`), else start a local one bound to loopback.
 
     A local instance keeps all its traffic on 127.0.0.1. Joining a real cluster
     needs its auth token (`RAY_AUTH_TOKEN` or `RAY_AUTH_TOKEN_PATH`) unless the
     cluster runs with `RAY_AUTH_MODE=disabled`; the token is never logged.
+    Safe to call from a worker thread (a sweep starts Ray while it reads its dataset).
     """
     import ray
 
     register_secret_env("RAY_AUTH_TOKEN")  # never printed or stored, wherever it shows up
-    if ray.is_initialized():
-        return
+    with _LOCK:  # engines and decode actors may ask for the cluster at once, from two threads
+        if not ray.is_initialized():
+            _init(ray, address, num_cpus, object_store_mb)
+
+
+def _init(ray: Any, address: str | None, num_cpus: int | None, object_store_mb: int | None) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        logging.getLogger("ray._private.worker").addFilter(_no_sigterm_notice)
     if address:
         log.info("joining Ray cluster at %s", address)
         ray.init(address=address, log_to_driver=False)
         return
+    recorded = recorded_cluster()
+    _local_settings()
+    if recorded is not None:
+        log.info("joining the local Ray cluster at %s (started by `framesweep engines up`)", recorded["address"])
+        ray.init(address=recorded["address"], log_to_driver=False, configure_logging=False)
+        return
+    ray.init(
+        address="local",  # a new instance, even where `ray start` left a cluster address behind
+        num_cpus=num_cpus,
+        include_dashboard=False,
+        object_store_memory=object_store_mb * 1024 * 1024 if object_store_mb else None,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+
+
+def _no_sigterm_notice(record: logging.LogRecord) -> bool:
+    """Ray notes that it sets no SIGTERM handler off the main thread; the sweep installs its own."""
+    return not str(record.msg).startswith("SIGTERM handler is not set")
+
+
+def _local_settings() -> None:
+    """The settings of a local cluster, in this process, before Ray reads them."""
     # Token authentication stays on for a local instance (Ray's default), but said explicitly, so Ray does not
     # print its notice on every run; RAY_AUTH_MODE=disabled set by the user still wins.
     if "RAY_AUTH_MODE" not in os.environ:
-        os.environ["RAY_AUTH_MODE"] = "token"
+        os.environ["RAY_AUTH_MODE"] = local_cluster_env({})["RAY_AUTH_MODE"]
         from ray._raylet import Config
 
         Config.initialize("")  # Ray caches its config at import (vLLM may have imported it): refresh it
@@ -43,11 +79,3 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None,
         from ray._private import ray_constants
 
         ray_constants.ENABLE_RAY_CLUSTER = False
-    ray.init(
-        address="local",  # a new instance, even where `ray start` left a cluster address behind
-        num_cpus=num_cpus,
-        include_dashboard=False,
-        object_store_memory=object_store_mb * 1024 * 1024 if object_store_mb else None,
-        log_to_driver=False,
-        configure_logging=False,
-    )

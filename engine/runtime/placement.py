@@ -102,12 +102,12 @@ def check_feasible(need: Placement, what: str, nodes: list[dict[str, Any]] | Non
                              f"cluster has that many ({res} per alive node: {have}).{hint}")
 
 
-async def place(need: Placement, what: str, timeout_s: float) -> Any:
+async def place(need: Placement, what: str, timeout_s: float, detached: bool = False) -> Any:
     """Reserve `need` for one actor. Returns the placement group to run it in (None for a CPU engine,
     which is spread over the nodes instead).
 
     Raises `PlacementError` at once if no node could hold it, or after `timeout_s` if the resources
-    exist but stay held by others.
+    exist but stay held by others. `detached`: the group outlives this driver (a warm engine's).
     """
     import ray
     from ray.util.placement_group import placement_group, remove_placement_group
@@ -115,9 +115,12 @@ async def place(need: Placement, what: str, timeout_s: float) -> Any:
     check_feasible(need, what)
     if not need.gpus:
         return None
-    pg = placement_group([need.resources], strategy="STRICT_PACK")
+    pg = placement_group([need.resources], strategy="STRICT_PACK", lifetime="detached" if detached else None)
     try:
         await asyncio.wait_for(asyncio.wrap_future(pg.ready().future()), timeout=timeout_s)
+    except asyncio.CancelledError:  # the sweep needs no engine after all: give the GPUs back
+        remove_placement_group(pg)
+        raise
     except TimeoutError:
         remove_placement_group(pg)
         free = ray.available_resources().get("GPU", 0.0)

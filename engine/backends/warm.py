@@ -1,0 +1,106 @@
+"""Warm engines: named, detached engine actors that outlive a run, found again by their settings.
+
+An engine's key is a hash of everything that makes it answer the way it does: the model path,
+every engine setting of the spec (except `replicas`, the number of such engines), the model
+family's engine arguments, the seed, and the code of the actor itself (`vllm_actor.py`: a warm
+engine started by other code is not the same engine). A run reuses a live engine only when the
+key matches exactly; anything else starts a new one, and the log says which and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from engine.spec import EngineSpec
+
+__all__ = ["NAMESPACE", "engine_key", "engine_settings", "find_engine", "list_engines", "stop_engines",
+           "warm_name"]
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "framesweep"
+"""The Ray namespace of warm engines."""
+_PREFIX = "fs-engine-"
+_CODE = Path(__file__).with_name("vllm_actor.py")
+
+
+def engine_settings(model_path: str | Path, engine: EngineSpec, family_kwargs: dict[str, Any] | None,
+                    seed: int = 0) -> dict[str, Any]:
+    """What an engine's key is made of (also what `framesweep engines` lists)."""
+    return {
+        "model_path": str(Path(model_path).expanduser().resolve()),
+        "engine": engine.model_dump(mode="json", exclude={"replicas"}),
+        "family_kwargs": json.loads(json.dumps(family_kwargs or {}, sort_keys=True, default=str)),
+        "seed": seed,
+        "code": hashlib.sha256(_CODE.read_bytes()).hexdigest()[:12],
+    }
+
+
+def engine_key(settings: dict[str, Any]) -> str:
+    """The key of an engine with these settings (`engine_settings`)."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def warm_name(key: str, replica: int = 0) -> str:
+    """The actor name of replica `replica` of the warm engine with key `key`."""
+    return f"{_PREFIX}{key}-r{replica}"
+
+
+def find_engine(name: str) -> Any | None:
+    """The live named engine actor `name` in the connected cluster, or None."""
+    import ray
+
+    try:
+        return ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return None
+
+
+def _names() -> list[str]:
+    import ray.util
+
+    return sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                  if a.get("namespace") == NAMESPACE and a["name"].startswith(_PREFIX))
+
+
+async def list_engines(timeout_s: float = 30.0) -> list[dict[str, Any]]:
+    """Every warm engine of the connected cluster: name, key, settings, engine facts and memory
+    (an engine that does not answer within `timeout_s`, e.g. still starting, is listed with its error)."""
+    import ray
+
+    async def one(name: str) -> dict[str, Any]:
+        actor = find_engine(name)
+        if actor is None:
+            return {"name": name, "error": "gone"}
+        try:
+            return {"name": name, **await asyncio.wait_for(actor.describe.remote(), timeout_s)}
+        except (TimeoutError, ray.exceptions.RayError) as err:
+            return {"name": name, "error": f"{type(err).__name__}: {err}"[:300]}
+
+    return list(await asyncio.gather(*(one(n) for n in _names())))
+
+
+def stop_engines(timeout_s: float = 10.0) -> list[str]:
+    """Kill every warm engine of the connected cluster (and give its GPUs back); the names stopped."""
+    import ray
+    from ray.util.placement_group import remove_placement_group
+
+    stopped = []
+    for name in _names():
+        actor = find_engine(name)
+        if actor is None:
+            continue
+        try:  # a GPU engine runs in a placement group of its own, which outlives the actor unless removed
+            pg = ray.get(actor.placement_group.remote(), timeout=timeout_s)
+        except Exception:  # noqa: BLE001 - a hung or dying engine: kill it all the same
+            pg = None
+        ray.kill(actor, no_restart=True)
+        if pg is not None:
+            remove_placement_group(pg)
+        stopped.append(name)
+    return stopped
