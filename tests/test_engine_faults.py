@@ -1,6 +1,10 @@
 """An engine actor and a decode actor killed mid-sweep are restarted by Ray; the engine's jobs are
 retried, the decode actor's videos go to the other one, and the sweep completes. The same for vLLM's
-engine-core process killed (the actor notices) or hung (the batch deadline expires)."""
+engine-core process killed (the actor notices) or hung (the batch deadline expires).
+
+The actor test runs the CPU build's default, the engine core in the actor's process (a crash of
+either is one crash); the engine-core tests ask for the core in its own process
+(`engine_core = "process"`, vLLM's default and the GPU default), the one the actor must watch."""
 
 from __future__ import annotations
 
@@ -62,6 +66,7 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
         summary, info, (decode_restarted, fallbacks, n_decoders) = asyncio.run(go())
     finally:
         ray.shutdown()
+    assert info["engine_core"] == "in_process" and info["engine_pids"] == []  # the CPU build's default
     assert summary.jobs_failed == 0 and summary.jobs_ok == 6 * 3 * 4
     rows = scan_results(tmp_path / "out").collect()
     assert rows.height == 72 and rows.select(["item_id", "budget_id"]).n_unique() == 72
@@ -129,6 +134,7 @@ def test_engine_core_killed_mid_run_is_detected_and_the_batch_retried(tmp_path: 
     client would wait for outputs forever): the actor notices, ends, Ray restarts it, the batch is retried."""
     d = small_spec_dict(tmp_path / "out")
     d["dataset"]["n_videos"] = 4
+    d["models"][0]["engine"]["engine_core"] = "process"
     spec = parse_spec(d)
     summary, first, info = _run_with_engine_fault(
         spec, lambda pids: os.kill(_engine_core(pids), signal.SIGKILL))
@@ -140,7 +146,8 @@ def test_hung_engine_core_misses_the_batch_deadline_and_is_restarted(tmp_path: P
     its requests and frames) expires; the actor is killed, restarted by Ray, and the batch retried."""
     d = small_spec_dict(tmp_path / "out")
     d["dataset"]["n_videos"] = 4
-    d["models"][0]["engine"].update(deadline_base_s=20.0, deadline_per_request_s=1.0, deadline_per_frame_s=0.1)
+    d["models"][0]["engine"].update(deadline_base_s=20.0, deadline_per_request_s=1.0, deadline_per_frame_s=0.1,
+                                    engine_core="process")
     spec = parse_spec(d)
     stopped: list[int] = []
 

@@ -7,11 +7,14 @@ Messages carry user text (paths, ids, error messages, server replies) that may h
 
 from __future__ import annotations
 
+import logging
+
 from rich.console import Console
+from rich.logging import RichHandler
 
-from engine.runtime.secrets import redact
+from engine.runtime.secrets import RedactingFilter, redact
 
-__all__ = ["console", "err_console", "fail", "warn"]
+__all__ = ["console", "err_console", "fail", "setup_logging", "warn"]
 
 console = Console(markup=False)
 err_console = Console(stderr=True, markup=False)
@@ -25,3 +28,11 @@ def fail(message: object) -> None:
 def warn(message: object) -> None:
     """A warning on stderr, in yellow, printed literally (secrets redacted)."""
     err_console.print(redact(str(message)), style="yellow", soft_wrap=True)
+
+
+def setup_logging(verbose: bool) -> None:
+    """Log records to stderr through rich, secrets redacted; INFO with `verbose`, else WARNING."""
+    handler = RichHandler(console=err_console, show_path=False, markup=False)
+    handler.addFilter(RedactingFilter())
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s",
+                        handlers=[handler], force=True)

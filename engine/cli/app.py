@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import importlib.resources
-import logging
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
 import polars as pl
 import typer
-from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from engine.cli._console import console, err_console, fail, warn
+from engine.cli._console import console, err_console, fail, setup_logging, warn
 from engine.cli.analysis import register as register_analysis_commands
 from engine.cli.datasets import register as register_dataset_commands
+from engine.cli.engines import register as register_engine_commands
 from engine.cli.export import register as register_export_command
 from engine.datasets.errors import DatasetError
 from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
-from engine.runtime.secrets import RedactingFilter
 from engine.spec import SpecError, SweepSpec, load_spec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -29,10 +27,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 
 
 def _logging(verbose: bool) -> None:
-    handler = RichHandler(console=err_console, show_path=False, markup=False)
-    handler.addFilter(RedactingFilter())
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s",
-                        handlers=[handler], force=True)
+    setup_logging(verbose)
 
 
 def _load(spec_path: Path, out: Path | None) -> SweepSpec:
@@ -88,6 +83,9 @@ def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
         f"{summary.jobs_skipped} already committed; {summary.videos} videos, {summary.decode_calls} decode passes, "
         f"{summary.frames_decoded} frames decoded; {summary.wall_s:.1f}s -> {spec.store.out_dir}"
     )
+    for mid, info in summary.engines.items():
+        if info.get("warm"):
+            console.print(f"{mid}: warm engine {info['warm']} reused (`framesweep engines` lists it)")
     if summary.foreign_shards:
         warn(f"{len(summary.foreign_shards)} shard(s) of another sweep in {spec.store.out_dir / 'results'} were "
              "ignored (their rows count for nothing here): " + ", ".join(Path(p).name for p in summary.foreign_shards))
@@ -348,6 +346,7 @@ def predict(
 # The command groups, registered explicitly: a broken module fails here, loudly.
 register_analysis_commands(app)
 register_dataset_commands(app)
+register_engine_commands(app)
 register_export_command(app)
 
 

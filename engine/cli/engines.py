@@ -1,0 +1,151 @@
+"""`framesweep engines`: warm engines that outlive a run (up, list, down).
+
+`engines up SPEC` starts the spec's vLLM engines as named, detached Ray actors on a persistent
+local cluster (started here if none runs; its address is recorded in the framesweep cache
+folder) or on the cluster at --address, and leaves them running. `run`, `cascade`, `predict`
+and `demo` then join that cluster and reuse an engine whose settings match exactly
+(`engine.backends.warm`). `engines` lists them; `engines down` stops them, and the local
+cluster if `engines up` started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from engine.cli._console import console, fail, setup_logging, warn
+from engine.spec import SpecError, load_spec
+
+__all__ = ["register"]
+
+engines_app = typer.Typer(no_args_is_help=False, help="Warm engines kept running between runs: up, list, down.")
+
+Address = Annotated[str | None, typer.Option("--address", help="Ray cluster of the engines (default: the local "
+                                             "cluster `engines up` started).")]
+
+
+def _connect(address: str | None) -> bool:
+    """Join the engines' cluster; False when there is none to join (nothing was started)."""
+    from engine.runtime.cluster import ensure_ray
+    from engine.runtime.local_cluster import recorded_cluster
+
+    if address is None and recorded_cluster() is None:
+        return False
+    ensure_ray(address)
+    return True
+
+
+def _settings_line(settings: dict[str, Any]) -> str:
+    e = settings.get("engine", {})
+    keys = ("dtype", "max_model_len", "max_num_seqs", "kv_cache_gib", "num_gpus", "engine_core")
+    parts = [f"{k}={e[k]}" for k in keys if k in e]
+    if e.get("extra"):
+        parts.append(f"extra={json.dumps(e['extra'], sort_keys=True)}")
+    if settings.get("family_kwargs"):
+        parts.append(f"family={json.dumps(settings['family_kwargs'], sort_keys=True)}")
+    return " ".join(parts)
+
+
+def _print(engines: list[dict[str, Any]]) -> None:
+    t = Table(title=f"{len(engines)} warm engine(s)")
+    for c in ("name", "model", "settings", "memory MiB", "worker", "resets"):
+        t.add_column(c, justify="right" if c in ("memory MiB", "resets") else "left")
+    for e in engines:
+        if "error" in e:
+            t.add_row(e["name"], "", e["error"], "", "", "")
+            continue
+        s = e.get("settings", {})
+        t.add_row(e["name"], Path(s.get("model_path", "?")).name, _settings_line(s), f"{e.get('rss_mb', 0):.0f}",
+                  str(e.get("worker", "")), str(e.get("cache_resets", 0)))
+    console.print(t)
+
+
+@engines_app.callback(invoke_without_command=True)
+def engines(ctx: typer.Context, address: Address = None,
+            json_out: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False) -> None:
+    """List the warm engines: name (carrying the settings' key), model, settings, memory."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from engine.backends.warm import list_engines
+
+    found = asyncio.run(list_engines()) if _connect(address) else []
+    if json_out:
+        typer.echo(json.dumps(found, indent=2, default=str))
+    elif not found:
+        console.print("no warm engines (start them with `framesweep engines up SPEC`)")
+    else:
+        _print(found)
+
+
+@engines_app.command("up")
+def up(
+    spec_path: Annotated[Path, typer.Argument(metavar="SPEC.toml", help="Sweep spec whose engines to start.")],
+    address: Address = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Start the spec's vLLM engines as warm engines (reusing any already up with the same settings)."""
+    from engine.backends.warm import list_engines
+    from engine.runtime.local_cluster import ClusterStartError, start_local_cluster
+    from engine.sweep import start_backends
+
+    setup_logging(verbose)
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as err:
+        fail(err)
+        raise typer.Exit(2) from None
+    if all(m.backend == "openai" for m in spec.models):
+        warn("the spec has no vLLM engine to keep warm (its models are served over HTTP)")
+        raise typer.Exit(0)
+    if address is None:
+        try:
+            rec = start_local_cluster()
+        except ClusterStartError as err:
+            fail(err)
+            raise typer.Exit(1) from None
+        console.print(f"local Ray cluster at {rec['address']} (stop it with `framesweep engines down`)")
+    spec = spec.model_copy(update={"ray_address": address})
+
+    async def go() -> list[dict[str, Any]]:
+        backends = await start_backends(spec.model_copy(update={"models": [m for m in spec.models
+                                                                           if m.backend != "openai"]}),
+                                        detached=True)
+        for mid, b in backends.items():
+            replicas = getattr(b, "replicas", [b])
+            reused = sum(bool(getattr(r, "reused", False)) for r in replicas)
+            console.print(f"{mid}: {len(replicas) - reused} started, {reused} already up")
+        return await list_engines()
+
+    _print(asyncio.run(go()))
+
+
+@engines_app.command("down")
+def down(
+    address: Address = None,
+    keep_cluster: Annotated[bool, typer.Option("--keep-cluster", help="Leave the local cluster running.")] = False,
+) -> None:
+    """Stop every warm engine, and the local cluster `engines up` started."""
+    from engine.backends.warm import stop_engines
+    from engine.runtime.local_cluster import stop_local_cluster
+
+    if not _connect(address):
+        console.print("no warm engines (no local cluster runs)")
+        return
+    stopped = stop_engines()
+    console.print(f"stopped {len(stopped)} warm engine(s)" + (": " + ", ".join(stopped) if stopped else ""))
+    if address is None and not keep_cluster:
+        import ray
+
+        ray.shutdown()
+        if stop_local_cluster():
+            console.print("local Ray cluster stopped")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `engines` group to the framesweep app."""
+    app.add_typer(engines_app, name="engines")

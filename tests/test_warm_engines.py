@@ -1,0 +1,117 @@
+"""Warm engines: `framesweep engines up/list/down` through the CLI, a run reusing a live engine whose
+settings match (the same actor answers), a run with another setting starting its own engine, and a
+driver that never imports vLLM (warm or cold). The engine keys without any engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import small_spec_dict, write_toml
+
+from engine.backends.warm import engine_key, engine_settings, warm_name
+from engine.results.store import scan_results
+from engine.spec import EngineSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# runs the CLI in this process and says, after it exits, whether vLLM was ever imported by it
+_DRIVER = ("import atexit, sys; atexit.register(lambda: print('VLLM_IN_DRIVER', 'vllm' in sys.modules)); "
+           "from engine.cli.app import main; sys.argv = ['framesweep', *sys.argv[1:]]; main()")
+
+
+def _cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _DRIVER, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ, COLUMNS="200"))
+
+
+def test_engine_key_changes_with_every_setting_but_replicas(tmp_path: Path) -> None:
+    base = EngineSpec(max_model_len=4096, dtype="float32")
+    fam = {"limit_mm_per_prompt": {"video": 1}}
+    key = engine_key(engine_settings(tmp_path, base, fam))
+    assert key == engine_key(engine_settings(tmp_path, base.model_copy(update={"replicas": 3}), dict(fam)))
+    for other in (engine_settings(tmp_path, base.model_copy(update={"max_num_seqs": 8}), fam),
+                  engine_settings(tmp_path, base.model_copy(update={"engine_core": "process"}), fam),
+                  engine_settings(tmp_path, base.model_copy(update={"extra": {"seed": 1}}), fam),
+                  engine_settings(tmp_path, base, {"limit_mm_per_prompt": {"video": 2}}),
+                  engine_settings(tmp_path / "other", base, fam),
+                  engine_settings(tmp_path, base, fam, seed=1)):
+        assert engine_key(other) != key
+    assert warm_name(key, 1) == f"fs-engine-{key}-r1"
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory: pytest.TempPathFactory, tiny_qwen25: Path) -> Iterator[Path]:
+    """`framesweep engines up` on the small spec; `engines down` (and the cluster stopped) at the end."""
+    from engine.runtime.local_cluster import recorded_cluster, stop_local_cluster
+
+    work = tmp_path_factory.mktemp("warm")
+    spec = write_toml(work / "spec.toml", small_spec_dict(work / "out"))
+    try:
+        r = _cli("engines", "up", str(spec))
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+        assert "1 started, 0 already up" in r.stdout
+        assert recorded_cluster() is not None
+        yield spec
+    finally:
+        if recorded_cluster() is not None:
+            _cli("engines", "down", timeout=120)
+        stop_local_cluster()  # whatever `down` left
+
+
+def _listed() -> list[dict]:
+    r = _cli("engines", "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout[: r.stdout.rindex("VLLM_IN_DRIVER")])
+
+
+def test_engines_list_shows_settings_and_memory(warm: Path) -> None:
+    (e,) = _listed()
+    assert e["name"] == warm_name(e["key"], 0)
+    assert e["settings"]["engine"]["max_model_len"] == 4096 and e["settings"]["engine"]["dtype"] == "float32"
+    assert e["settings"]["model_path"].endswith("tiny-qwen2_5_vl-v1-seed0")
+    assert e["engine_core"] == "in_process" and e["rss_mb"] > 100
+
+
+def test_a_run_reuses_the_warm_engine_and_never_imports_vllm(warm: Path) -> None:
+    (before,) = _listed()
+    r = _cli("run", str(warm))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    assert f"warm engine {before['name']} reused" in r.stdout
+    assert "VLLM_IN_DRIVER False" in r.stdout
+    rows = scan_results(warm.parent / "out").collect()
+    assert rows.height == 36 and (rows["status"] == "ok").all()
+    assert set(rows["worker"]) == {before["worker"]}  # the same actor answered
+    (after,) = _listed()
+    assert after["worker"] == before["worker"] and after["cache_resets"] == before["cache_resets"] + 1
+
+
+def test_another_engine_setting_starts_its_own_engine(warm: Path, tmp_path: Path) -> None:
+    (before,) = _listed()
+    d = small_spec_dict(tmp_path / "out")
+    d["models"][0]["engine"]["max_num_seqs"] = 8
+    spec = write_toml(tmp_path / "spec.toml", d)
+    r = _cli("run", str(spec), "-v")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    assert "reused" not in r.stdout and "VLLM_IN_DRIVER False" in r.stdout  # a cold start: no vLLM here either
+    assert "max_num_seqs: 16 there, 8 here" in " ".join(r.stderr.split())  # the log says why
+    rows = scan_results(tmp_path / "out").collect()
+    assert rows.height == 36 and before["worker"] not in set(rows["worker"])
+    assert [e["name"] for e in _listed()] == [before["name"]]  # the run's own engine ended with it
+
+
+def test_engines_down_stops_the_engines_and_the_cluster(warm: Path) -> None:
+    from engine.runtime.local_cluster import recorded_cluster
+
+    pid = recorded_cluster()["pid"]  # type: ignore[index]
+    r = _cli("engines", "down", timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "stopped 1 warm engine(s)" in r.stdout and "local Ray cluster stopped" in r.stdout
+    assert recorded_cluster() is None
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert "no warm engines" in _cli("engines").stdout
