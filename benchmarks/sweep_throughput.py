@@ -16,6 +16,13 @@ decode_only_s is the union decode of every video (what framesweep must at least
 spend on the CPU). `--rss-sizes 2,8` also runs framesweep over growing datasets
 at a fixed in-flight cap and reports the driver's peak RSS for each.
 
+Start-up, timed from outside as a user sees it: cold_start_s is a whole
+`framesweep run` process from launch to its first committed row with no engine
+running (Ray, the engine actor, vLLM's import and load included); warm_start_s
+the same with the spec's engine already up (`framesweep engines up`, not timed).
+Both run on the same sweep with commits every 0.5 s, in a cache folder of their
+own (`--no-start-up` skips them).
+
     python benchmarks/sweep_throughput.py --quick --output-json out.json
 """
 
@@ -36,7 +43,7 @@ from typing import Any
 import numpy as np
 
 KEYS = ("raw_engine_s", "framesweep_s", "naive_s", "decode_only_s", "jobs", "prompt_tokens",
-        "ratio_framesweep_over_raw", "ratio_naive_over_framesweep", "peak_rss_mb")
+        "ratio_framesweep_over_raw", "ratio_naive_over_framesweep", "peak_rss_mb", "cold_start_s", "warm_start_s")
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
@@ -52,36 +59,61 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="checkpoint dir (default: the tiny one of --family)")
     p.add_argument("--load-format", default=None, help="e.g. dummy: random weights from the config")
     p.add_argument("--dtype", default="float32")
+    p.add_argument("--engine-core", default="auto", choices=["auto", "process", "in_process"],
+                   help="where vLLM's engine core runs (engine.engine_core)")
     p.add_argument("--max-model-len", type=int, default=8192, help="engine context (64 frames at 448x448: 16384)")
     p.add_argument("--naive-batch", type=int, default=8)
     p.add_argument("--max-videos-in-flight", type=int, default=4)
     p.add_argument("--rss-sizes", default="", help="comma list of dataset sizes (videos) for the RSS sweep")
+    p.add_argument("--start-up", action=argparse.BooleanOptionalAction, default=True,
+                   help="time cold and warm start-up of a whole `framesweep run` (default: on)")
     p.add_argument("--output-json", type=Path, default=None)
 
 
 def _spec(args: argparse.Namespace, out: Path, n_videos: int) -> Any:
     from engine.spec import parse_spec
 
+    return parse_spec(_spec_dict(args, out, n_videos))
+
+
+def _spec_dict(args: argparse.Namespace, out: Path, n_videos: int) -> dict[str, Any]:
     w, h = (int(x) for x in args.size.split("x"))
     kinds = ["flash_count", "first_colour", "static_shape"][: args.questions]
     extra = {"load_format": args.load_format} if args.load_format else {}
-    return parse_spec({
+    return {
         "sweep_id": "bench",
         "models": [{"id": "m", "family": args.family, "path": args.model or f"tiny:{args.family}",
-                    "engine": {"max_model_len": args.max_model_len, "dtype": args.dtype, "extra": extra}}],
+                    "engine": {"max_model_len": args.max_model_len, "dtype": args.dtype, "extra": extra,
+                               "engine_core": args.engine_core}}],
         "dataset": {"name": "synthetic", "n_videos": n_videos, "seconds": args.seconds, "fps": args.fps,
                     "width": w, "height": h, "questions": kinds},
         "budgets": [{"frames": int(b), "max_pixels": args.max_pixels} if int(b) else {"frames": 0}
                     for b in args.budgets.split(",")],
         "decode": {"max_videos_in_flight": args.max_videos_in_flight},
         "store": {"out_dir": str(out), "commit_interval_s": 5.0},
-    })
+    }
+
+
+def _start_up(args: argparse.Namespace, work: Path) -> dict[str, float]:
+    """Cold, then warm: launch -> first committed row of a whole `framesweep run` (see the module doc)."""
+    from _startup import engines_up, private_cache, timed_run, write_spec_toml
+
+    d = _spec_dict(args, work / "start", args.videos)
+    d["store"]["commit_interval_s"] = 0.5
+    spec = write_spec_toml(d, work / "start.toml")
+    with private_cache() as env:
+        cold = timed_run(spec, work / "start-cold", env)
+        engines_up(spec, env)
+        warm = timed_run(spec, work / "start-warm", env)
+    return {"cold_start_s": cold["first_row_s"], "warm_start_s": warm["first_row_s"],
+            "cold_run_s": cold["process_s"], "warm_run_s": warm["process_s"]}
 
 
 def _views(spec: Any, items: list[Any]) -> tuple[list[tuple[Any, Any, Any]], float]:
     """Union-decode every video once (timed) and return (item, budget, MediaView | None) for every job."""
-    from engine.frames.decode import decode_union, get_decoder, target_size
+    from engine.frames.decode import decode_union, get_decoder
     from engine.frames.plan import plan_budget, union_indices
+    from engine.frames.resize import size_for
     from engine.frames.view import MediaView
 
     by_video: dict[str, list[Any]] = {}
@@ -105,8 +137,9 @@ def _views(spec: Any, items: list[Any]) -> tuple[list[tuple[Any, Any, Any]], flo
 
 async def _raw_and_naive(args: argparse.Namespace, spec: Any, items: list[Any], backend: Any) -> dict[str, Any]:
     from engine.backends.families import get_family
-    from engine.frames.decode import decode_union, get_decoder, target_size
+    from engine.frames.decode import decode_union, get_decoder
     from engine.frames.plan import plan_budget
+    from engine.frames.resize import size_for
     from engine.frames.view import MediaView
 
     fam = get_family(args.family)
@@ -195,13 +228,15 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             _items(s)
         model_path = resolve_model_path(spec.models[0].path)
         out = asyncio.run(_all(args, spec, items, model_path, rss_specs))
+        nan = float("nan")
+        out.update(_start_up(args, work) if args.start_up else {"cold_start_s": nan, "warm_start_s": nan})
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"jobs={out['jobs']} raw={out['raw_engine_s']:.2f}s framesweep={out['framesweep_s']:.2f}s "
           f"naive={out['naive_s']:.2f}s decode_only={out['decode_only_s']:.2f}s "
           f"fs/raw={out['ratio_framesweep_over_raw']:.2f} fs/(decode+raw)={out['ratio_framesweep_over_decode_plus_raw']:.2f} "
           f"naive/fs={out['ratio_naive_over_framesweep']:.2f} peak_rss={out['peak_rss_mb']:.0f}MB "
-          f"total={out['total_s']:.0f}s")
+          f"cold_start={out['cold_start_s']:.1f}s warm_start={out['warm_start_s']:.1f}s total={out['total_s']:.0f}s")
     if args.output_json:
         args.output_json.write_text(json.dumps({k: out[k] for k in KEYS} | out, indent=2))
     return out

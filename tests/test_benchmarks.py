@@ -21,13 +21,35 @@ def test_sweep_throughput_writes_its_json(tmp_path: Path, tiny_qwen25: Path) -> 
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     data = json.loads(out.read_text())
     fixed = ["raw_engine_s", "framesweep_s", "naive_s", "decode_only_s", "jobs", "prompt_tokens",
-             "ratio_framesweep_over_raw", "ratio_naive_over_framesweep", "peak_rss_mb"]
+             "ratio_framesweep_over_raw", "ratio_naive_over_framesweep", "peak_rss_mb", "cold_start_s", "warm_start_s"]
     assert list(data)[:len(fixed)] == fixed
+    # start-up of whole `framesweep run` processes, cold then with the engine up; the first row comes
+    # before the process ends
+    assert 0 < data["cold_start_s"] <= data["cold_run_s"] and 0 < data["warm_start_s"] <= data["warm_run_s"]
     assert data["jobs"] == 2 * 2 * 2 and data["prompt_tokens"] > 0
     assert all(data[k] > 0 for k in ("raw_engine_s", "framesweep_s", "naive_s", "decode_only_s", "peak_rss_mb"))
     assert abs(data["ratio_naive_over_framesweep"] - data["naive_s"] / data["framesweep_s"]) < 1e-9
     assert set(data["peak_rss_mb_by_videos"]) == {"1", "2"}
-    assert "naive/fs=" in r.stdout  # the one summary line
+    assert "naive/fs=" in r.stdout and "warm_start=" in r.stdout  # the one summary line
+
+
+def test_peer_sweep_compares_a_whole_run_with_the_peer_figure(tmp_path: Path, tiny_qwen25: Path) -> None:
+    peer = tmp_path / "peer.json"
+    peer.write_text(json.dumps({"peer": "recorded peer", "wall_s_per_budget": {"0": 30.0, "4": 45.5}}))
+    out = tmp_path / "peer-out.json"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "peer_sweep.py"), "--peer-json", str(peer), "--videos", "1",
+         "--questions", "2", "--seconds", "2", "--fps", "8", "--size", "96x64", "--output-json", str(out)],
+        capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    data = json.loads(out.read_text())
+    assert list(data) == ["peer_s", "framesweep_s", "ratio_peer_over_framesweep", "framesweep_first_row_s",
+                          "framesweep_warm_s", "ratio_peer_over_framesweep_warm", "budgets", "peer"]
+    assert data["peer_s"] == 75.5 and data["budgets"] == [0, 4] and data["peer"] == "recorded peer"
+    assert 0 < data["framesweep_first_row_s"] <= data["framesweep_s"]
+    assert abs(data["ratio_peer_over_framesweep"] - 75.5 / data["framesweep_s"]) < 1e-9
+    assert data["framesweep_warm_s"] is None  # --warm not given
+    assert "peer/framesweep=" in r.stdout
 
 
 def test_frame_sharing_writes_its_json(tmp_path: Path) -> None:
