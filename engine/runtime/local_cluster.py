@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -167,7 +168,7 @@ def stop_local_cluster(timeout_s: float = 30.0) -> bool:
     if running:
         _end_session(pid, timeout_s)
     path.unlink(missing_ok=True)
-    current = Path(rec.get("temp_dir", "")) / "ray_current_cluster"
-    current.unlink(missing_ok=True)
+    if rec.get("temp_dir") and Path(rec["temp_dir"]).name.startswith("fs-ray-"):
+        shutil.rmtree(rec["temp_dir"], ignore_errors=True)  # the cluster's own folder: sessions, logs, sockets
     log.info("local Ray cluster at %s stopped", rec.get("address"))
     return running
