@@ -36,6 +36,14 @@ class SureEngine(BackendBase):
         return [EngineResult(r.request_id, text="A", letter_logprobs={"A": 0.0}) for r in requests]
 
 
+class SlowSureEngine(SureEngine):
+    """SureEngine taking 0.2 s a batch, so the sweep is still running at its first commits."""
+
+    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        await asyncio.sleep(0.2)
+        return await super().generate(requests)
+
+
 def test_markup_in_user_text_is_printed_literally(tmp_path: Path) -> None:
     d = small_spec_dict(tmp_path / "out")
     d["models"][0]["backend"] = "openai"  # and no [models.http] table
@@ -124,7 +132,7 @@ def test_a_sweep_stops_loudly_when_the_disk_is_full(tmp_path: Path) -> None:
         d["dataset"]["n_videos"] = 6
         d["store"]["commit_interval_s"] = 0.1
         done: list[int] = []
-        sweep = Sweep(parse_spec(d), backends={"tiny": SureEngine()},
+        sweep = Sweep(parse_spec(d), backends={"tiny": SlowSureEngine()},
                       progress=lambda event, n: done.append(n) if event == "done" else None)
         with pytest.raises(StoreFullError, match="no space left on device"):
             asyncio.run(sweep.run())

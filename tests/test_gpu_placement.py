@@ -137,14 +137,15 @@ def _free_gpus() -> float:
 
 
 def test_replicas_take_one_declared_gpu_each(gpu_cluster: str) -> None:
-    engine = EngineSpec(num_gpus=1, placement_timeout_s=3)
+    # placing is slow on a loaded 2-core machine: generous for the replicas that fit, short for the one that cannot
+    engine = EngineSpec(num_gpus=1, placement_timeout_s=120)
     pool = EnginePool([StandInBackend("m", engine) for _ in range(DECLARED_GPUS)])
 
     async def go() -> tuple[dict, str]:
         info = await pool.start()
         try:
             with pytest.raises(PlacementError) as err:  # a fifth: every GPU is held
-                await StandInBackend("m5", engine).start()
+                await StandInBackend("m5", engine.model_copy(update={"placement_timeout_s": 3})).start()
         finally:
             await pool.close()
         return info, str(err.value)
@@ -163,7 +164,7 @@ def test_replicas_take_one_declared_gpu_each(gpu_cluster: str) -> None:
 def test_tensor_parallel_engine_gets_one_group_of_two_gpus_on_one_node(gpu_cluster: str) -> None:
     import ray
 
-    engine = EngineSpec(num_gpus=2, extra={"tensor_parallel_size": 2}, placement_timeout_s=3)
+    engine = EngineSpec(num_gpus=2, extra={"tensor_parallel_size": 2}, placement_timeout_s=120)
     a, b = StandInBackend("tp", engine), StandInBackend("tp", engine)
 
     async def go() -> tuple[dict, dict, dict, str]:
@@ -171,7 +172,7 @@ def test_tensor_parallel_engine_gets_one_group_of_two_gpus_on_one_node(gpu_clust
         table = ray.util.placement_group_table(a._pg)
         try:
             with pytest.raises(PlacementError) as err:
-                await StandInBackend("tp3", engine).start()
+                await StandInBackend("tp3", engine.model_copy(update={"placement_timeout_s": 3})).start()
         finally:
             await a.close()
             await b.close()

@@ -46,12 +46,12 @@ def test_status_command_prints_the_churn_table(tmp_path: Path) -> None:
         store.commit()
         cmd = [sys.executable, "-m", "engine.cli", "status", str(tmp_path)]
         env = {**os.environ, "COLUMNS": "160"}  # room for every column of the churn table (model, chain, ...)
-        first = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+        first = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
         store.add(rows[4:])
         store.commit()
-    later = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    later = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert first.returncode == 0 and later.returncode == 0, first.stderr + later.stderr
-    assert "4 done, 0 failed, 2 pending" in first.stdout and "live churn" in first.stdout
+    assert "4 done, 0 failed, 2 pending" in first.stdout and "live churn" in first.stdout, first.stdout + first.stderr
     assert "6 done, 0 failed, 0 pending" in later.stdout
     # text->f4 over a and b: one rescue (a), b stays wrong: net +0.500
     assert "+0.500" in later.stdout
