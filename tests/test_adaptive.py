@@ -21,7 +21,7 @@ from engine.adaptive.cascade_report import online_decisions
 from engine.results.store import scan_results
 from engine.spec import parse_spec
 from engine.sweep import Sweep, start_backends
-from engine.sweep import scheduler as scheduler_module
+from engine.datasets import registry as registry_module
 
 STAGES = ["f2-nested", "f4-nested", "f8-nested"]
 
@@ -58,8 +58,8 @@ def test_online_cascade_stage_paths_costs_and_offline_agreement(tmp_path: Path, 
             online = CascadeSweep(spec.with_out_dir(tmp_path / "solo"), spec.budgets[1:], tau, backends=backends)
             await online.run()
             report = await run_cascade(spec, STAGES, tau, tmp_path / "session", backends=backends, repeats=2)
-            real = scheduler_module.build_adapter
-            monkeypatch.setattr(scheduler_module, "build_adapter", lambda ds: _Clipped(real(ds)))
+            real = registry_module.build_adapter  # load_items builds every dataset's adapter through it
+            monkeypatch.setattr(registry_module, "build_adapter", lambda ds: _Clipped(real(ds)))
             await CascadeSweep(spec.with_out_dir(tmp_path / "clipped"), spec.budgets[1:], tau, backends=backends).run()
             return tau, online, report
         finally:

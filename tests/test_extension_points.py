@@ -29,7 +29,7 @@ from engine.datasets.registry import register_adapter
 from engine.frames.plan import POLICIES, register_policy
 from engine.items import Item
 from engine.results.store import scan_results
-from engine.spec import SpecError, parse_spec, register_dataset_spec
+from engine.spec import SpecError, parse_spec, register_dataset_spec, unregister_dataset_spec
 from engine.spec.datasets import StrictModel
 from engine.sweep import Sweep
 
@@ -98,6 +98,7 @@ def registered() -> Iterator[None]:
         POLICIES.pop("every_third", None)
         FAMILIES.pop("marked_family", None)
         dataset_registry._REGISTRY.pop("two_questions", None)
+        unregister_dataset_spec(TwoQuestionsSpec)
 
 
 def _spec(out: Path, family: str = "marked_family", policy: str = "every_third") -> dict:

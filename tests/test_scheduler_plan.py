@@ -32,5 +32,5 @@ def test_plan_jobs_skips_committed_and_over_ceiling(tmp_path: Path) -> None:
     spec = parse_spec(d)
     items = [_job(0).item]
     jobs = plan_jobs(spec, items, done={("tiny", "d", "i", "text")})
-    assert [j.budget.budget_id for j in jobs["v"]] == ["f2", "f4"]  # f8 is above the model's ceiling
-    assert np.array_equal([j.budget.frames for j in jobs["v"]], [2, 4])
+    assert [j.budget.budget_id for j in jobs["d/v"]] == ["f2", "f4"]  # f8 is above the model's ceiling
+    assert np.array_equal([j.budget.frames for j in jobs["d/v"]], [2, 4])

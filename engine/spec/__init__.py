@@ -37,6 +37,7 @@ __all__ = [
     "load_spec",
     "parse_spec",
     "register_dataset_spec",
+    "unregister_dataset_spec",
 ]
 
 
@@ -508,12 +509,22 @@ def register_dataset_spec(cls: type[StrictModel]) -> type[StrictModel]:
         raise ValueError(f"a dataset spec named {name!r} is registered twice")
     if name not in known:
         _DATASET_SPECS.append(cls)
-        union = Union[tuple(_DATASET_SPECS)]  # noqa: UP007 - a union built at run time
-        one = SweepSpec.model_fields["dataset"]
-        one.annotation = Annotated[union, Field(discriminator="name")] | None
-        SweepSpec.model_fields["datasets"].annotation = list[Annotated[union, Field(discriminator="name")]]
-        SweepSpec.model_rebuild(force=True)
+        _rebuild_dataset_fields()
     return cls
+
+
+def unregister_dataset_spec(cls: type[StrictModel]) -> None:
+    """Forget a registered dataset spec class (tests that register one for a while)."""
+    if cls in _DATASET_SPECS:
+        _DATASET_SPECS.remove(cls)
+        _rebuild_dataset_fields()
+
+
+def _rebuild_dataset_fields() -> None:
+    union = Union[tuple(_DATASET_SPECS)]  # noqa: UP007 - a union built at run time
+    SweepSpec.model_fields["dataset"].annotation = Annotated[union, Field(discriminator="name")] | None
+    SweepSpec.model_fields["datasets"].annotation = list[Annotated[union, Field(discriminator="name")]]
+    SweepSpec.model_rebuild(force=True)
 
 
 def _format_error(source: str, err: ValidationError) -> str:
