@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.resources
+import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
@@ -91,7 +93,11 @@ def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
              "ignored (their rows count for nothing here): " + ", ".join(Path(p).name for p in summary.foreign_shards))
     if summary.stopped:
         warn("stopped early; rerun the same command to finish")
-        return 130
+        # a signal stopped the run and every finished row is committed: leave at once, since Ray's own
+        # SIGTERM handler in this process turns its exit-time shutdown into an abort (-6 instead of 130)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
     if summary.jobs_failed:
         warn(f"{summary.jobs_failed} job(s) failed (error rows); rerun the same command to retry them")
         return EXIT_FAILED_JOBS
