@@ -16,7 +16,7 @@ from engine.metrics.status import sweep_status
 from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
 from engine.results.store import scan_results
 from engine.spec import SpecError, parse_spec
-from engine.sweep import Sweep
+from engine.sweep import Sweep, start_backends
 
 
 def _spec_dict(out: Path) -> dict:
@@ -32,8 +32,16 @@ def test_two_datasets_run_in_one_sweep(tmp_path: Path) -> None:
     import ray
 
     spec = parse_spec(_spec_dict(tmp_path / "out"))
+
+    async def go() -> tuple:
+        backends = await start_backends(spec)  # started here, on the main thread, like every engine test
+        try:
+            return await Sweep(spec, backends=backends).run(), await Sweep(spec, backends=backends).run()
+        finally:
+            await asyncio.gather(*(b.close() for b in backends.values()))
+
     try:
-        summary = asyncio.run(Sweep(spec).run())
+        summary, again = asyncio.run(go())
     finally:
         ray.shutdown()
     assert summary.jobs_failed == 0 and summary.jobs_ok == 2 * 6 * 2  # 2 datasets x 6 items x 2 budgets
@@ -58,7 +66,6 @@ def test_two_datasets_run_in_one_sweep(tmp_path: Path) -> None:
     doc = summary_document(summary_tables(load_rows(tmp_path / "out"), opts), opts)
     assert sorted(g["dataset"] for g in doc["groups"]) == ["syn_slow", "synthetic"]
     # a rerun has nothing to do
-    again = asyncio.run(Sweep(spec).run())
     assert again.jobs_skipped == 24 and again.jobs_ok == 0
 
 
