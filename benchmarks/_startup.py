@@ -16,37 +16,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+from engine.spec.toml_out import write_spec_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
-    raise TypeError(type(v))
-
-
-def write_spec_toml(data: dict[str, Any], path: Path) -> Path:
-    """A spec dict as TOML (scalars, tables, arrays of tables; deeper levels inline)."""
-    head, tables = [], []
-    for k, v in data.items():
-        if isinstance(v, dict):
-            tables.append(f"\n[{k}]\n" + "\n".join(f"{a} = {_toml_value(b)}" for a, b in v.items()))
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            tables += [f"\n[[{k}]]\n" + "\n".join(f"{a} = {_toml_value(b)}" for a, b in x.items()) for x in v]
-        else:
-            head.append(f"{k} = {_toml_value(v)}")
-    path.write_text("\n".join(head) + "\n" + "\n".join(tables) + "\n")
-    return path
+__all__ = ["engines_up", "private_cache", "timed_run", "write_spec_toml"]
 
 
 @contextlib.contextmanager

@@ -42,31 +42,8 @@ def small_spec_dict(out_dir: Path, **over: object) -> dict:
     return spec
 
 
-def _toml_value(v: object) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
-    raise TypeError(type(v))
-
-
 def write_toml(path: Path, data: dict) -> Path:
-    """A minimal TOML writer for test specs (scalars, inline tables, arrays of tables)."""
-    lines: list[str] = []
-    tables: list[str] = []
-    for k, v in data.items():
-        if isinstance(v, dict):
-            tables.append(f"\n[{k}]\n" + "\n".join(f"{a} = {_toml_value(b)}" for a, b in v.items()))
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            for x in v:
-                tables.append(f"\n[[{k}]]\n" + "\n".join(f"{a} = {_toml_value(b)}" for a, b in x.items()))
-        else:
-            lines.append(f"{k} = {_toml_value(v)}")
-    path.write_text("\n".join(lines) + "\n" + "\n".join(tables) + "\n")
-    return path
+    """A test spec as TOML (the project's own writer)."""
+    from engine.spec.toml_out import write_spec_toml
+
+    return write_spec_toml(data, path)
