@@ -18,10 +18,10 @@ from conftest import small_spec_dict
 
 from engine.adaptive.cascade import CascadeSweep, cascade_budget_id, run_cascade
 from engine.adaptive.cascade_report import online_decisions
+from engine.datasets import registry as registry_module
 from engine.results.store import scan_results
 from engine.spec import parse_spec
 from engine.sweep import Sweep, start_backends
-from engine.datasets import registry as registry_module
 
 STAGES = ["f2-nested", "f4-nested", "f8-nested"]
 

@@ -76,6 +76,12 @@ def _kill_session(pid: int) -> None:
             pass
 
 
+def _refresh_ray_config() -> None:
+    from ray._raylet import Config
+
+    Config.initialize("")
+
+
 @pytest.fixture(scope="module")
 def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
     """A one-node Ray cluster on 127.0.0.1 that declares 4 GPUs (none are real); this process joins it."""
@@ -92,6 +98,7 @@ def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
     saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")}
     os.environ["RAY_AUTH_MODE"] = "disabled"  # a throwaway test cluster; real clusters share the token
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # keep the node on 127.0.0.1
+    _refresh_ray_config()  # Ray read RAY_AUTH_MODE at import: a driver still on `token` has its actors cancelled
     log = tmp_path_factory.mktemp("gpu-cluster") / "head.log"
     head = subprocess.Popen(
         [RAY, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-gpus={DECLARED_GPUS}",
@@ -121,6 +128,7 @@ def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        _refresh_ray_config()
         current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
         if current.exists() and current.read_text().strip() == address:
             current.unlink()

@@ -11,7 +11,9 @@ from pathlib import Path
 
 def test_gpu_placement_module_passes_in_a_fresh_interpreter() -> None:
     module = Path(__file__).with_name("test_gpu_placement.py")
-    env = {**os.environ, "FRAMESWEEP_GPU_PLACEMENT_ISOLATED": "1"}
+    # fresh: none of the Ray settings this process made for its own clusters (RAY_AUTH_MODE=token and others)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["FRAMESWEEP_GPU_PLACEMENT_ISOLATED"] = "1"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=native", str(module)],
                           env=env, capture_output=True, text=True, timeout=1800, check=False,
                           cwd=Path(__file__).parent.parent)

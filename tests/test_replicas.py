@@ -43,6 +43,18 @@ def test_least_busy_member_gets_each_call() -> None:
     assert sorted(asyncio.run(go())) == ["a", "a", "b", "b", "c", "c"]
 
 
+def test_idle_members_take_turns_when_calls_come_one_at_a_time() -> None:
+    # a sweep whose batches arrive one after another finds every member idle each time: without turns the
+    # first member would answer everything and the others (a second node's engine) would sit idle
+    a, b, c = Member("a"), Member("b"), Member("c")
+
+    async def go():
+        pool = _pool([a, b, c], revive=lambda m: asyncio.sleep(0, m))
+        return [await pool.call(lambda m: m.work(0)) for _ in range(7)]
+
+    assert asyncio.run(go()) == ["a", "b", "c", "a", "b", "c", "a"]
+
+
 def test_dead_member_leaves_rotation_until_revived() -> None:
     a, b = Member("a"), Member("b")
     back = asyncio.Event()

@@ -37,7 +37,12 @@ class EnginePool(BackendBase):
         return len(self.replicas)
 
     async def start(self) -> dict[str, Any]:
-        infos = await asyncio.gather(*(r.start() for r in self.replicas))
+        started = await asyncio.gather(*(r.start() for r in self.replicas), return_exceptions=True)
+        failed = [r for r in started if isinstance(r, BaseException)]
+        if failed:  # the replicas that came up are closed: their GPUs go back before the error is raised
+            await asyncio.gather(*(r.close() for r in self.replicas), return_exceptions=True)
+            raise failed[0]
+        infos: list[dict[str, Any]] = list(started)  # type: ignore[arg-type]
         self._pool = ReplicaPool(list(self.replicas), self._revive, name=f"engines of {self.replicas[0].model_path}")
         self.info = {**infos[0], "replicas": list(infos)}
         return self.info

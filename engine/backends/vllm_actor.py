@@ -367,20 +367,30 @@ class VLLMActorBackend(BackendBase):
         import ray
 
         need = await asyncio.to_thread(_placement, self.engine)
-        if self._pg is None:  # kept across restarts: a revived engine gets its GPUs back
+        placed_now = self._pg is None
+        if placed_now:  # kept across restarts: a revived engine gets its GPUs back
             self._pg = await place(need, f"an engine for {self.model_path}", self.engine.placement_timeout_s,
                                    detached=self.detached)
         cls = ray.remote(self.worker_cls)
         t0 = time.perf_counter()
         named = {"name": self.warm_name, "namespace": NAMESPACE, "lifetime": "detached"} \
             if self.detached else {}
-        self._actor = cls.options(
-            **actor_options(need, self._pg),
-            **named,
-            max_restarts=self.max_restarts,
-            max_task_retries=0,
-        ).remote(self.model_path, self.engine, self.seed, self.family_kwargs)
-        self.info = await self._actor.info.remote()
+        try:
+            self._actor = cls.options(
+                **actor_options(need, self._pg),
+                **named,
+                max_restarts=self.max_restarts,
+                max_task_retries=0,
+            ).remote(self.model_path, self.engine, self.seed, self.family_kwargs)
+            self.info = await self._actor.info.remote()
+        except BaseException:
+            if placed_now:  # an engine that never came up gives its GPUs back at once
+                if self._actor is not None:
+                    ray.kill(self._actor, no_restart=True)
+                    self._actor = None
+                release(self._pg)
+                self._pg = None
+            raise
         self.info["ready_s"] = time.perf_counter() - t0  # from asking Ray for the actor to a loaded engine
         if self.detached:
             self.info["warm"] = self.warm_name

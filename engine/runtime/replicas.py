@@ -86,6 +86,8 @@ class ReplicaPool(Generic[T]):
         self._is_death = is_death
         self._healthy: list[T] = list(members)
         self._inflight: dict[int, int] = {id(m): 0 for m in members}
+        self._last_call: dict[int, int] = {}  # id(member) -> the number of its latest call
+        self._calls = 0
         self._reviving: set[asyncio.Task[None]] = set()
         self._changed = asyncio.Event()
         self.lost = 0
@@ -110,10 +112,13 @@ class ReplicaPool(Generic[T]):
             await self._changed.wait()
 
     async def call(self, fn: Callable[[T], Awaitable[R]]) -> R:
-        """`fn(member)` on the least busy healthy member; a member that dies during it is revived
-        in the background and the error is raised (retry with another `call`)."""
+        """`fn(member)` on the least busy healthy member (among equals, the one called longest ago, so idle
+        members take turns); a member that dies during it is revived in the background and the error is
+        raised (retry with another `call`)."""
         await self.wait_healthy()
-        member = min(self._healthy, key=lambda m: self._inflight.get(id(m), 0))
+        member = min(self._healthy, key=lambda m: (self._inflight.get(id(m), 0), self._last_call.get(id(m), -1)))
+        self._calls += 1
+        self._last_call[id(member)] = self._calls
         self._inflight[id(member)] = self._inflight.get(id(member), 0) + 1
         try:
             return await fn(member)
