@@ -61,6 +61,17 @@ class StandInBackend(VLLMActorBackend):
     worker_cls = StandIn
 
 
+class NoEngine(StandIn):
+    """An engine whose start fails (as a model that does not load would)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("this engine does not load")
+
+
+class NoEngineBackend(VLLMActorBackend):
+    worker_cls = NoEngine
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -209,6 +220,17 @@ def test_engine_no_node_can_hold_fails_at_once_naming_the_resource(gpu_cluster: 
                                              r"\(GPU per alive node: 127\.0\.0\.1: 4\)"):
         _run(StandInBackend("big", engine).start())  # default timeout 300 s: it must not be waited for
     assert _free_gpus() == DECLARED_GPUS
+
+
+def test_replica_that_fails_to_start_gives_every_gpu_back(gpu_cluster: str) -> None:
+    # one replica's engine does not load: the pool's start fails, and the replica that came up is closed and
+    # both placement groups removed, so a failed start holds no GPU until the driver exits
+    engine = EngineSpec(num_gpus=1, placement_timeout_s=120)
+    pool = EnginePool([StandInBackend("m", engine), NoEngineBackend("m", engine)])
+    with pytest.raises(Exception, match="this engine does not load"):
+        _run(pool.start())
+    assert _free_gpus() == DECLARED_GPUS
+    assert all(r._pg is None and r.actor is None for r in pool.replicas)
 
 
 def test_auto_is_the_cpu_build_where_declared_gpus_have_no_cuda(gpu_cluster: str) -> None:
