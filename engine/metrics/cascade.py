@@ -84,13 +84,28 @@ def cascade_items(m: pl.LazyFrame, taus: Sequence[float] = DEFAULT_TAUS, by: Seq
         *by, item_id, tau, stop_budget, correct, frames, unique_frames, stages.
     """
     keys = [*list(by), "item_id"]
-    confident = pl.when(pl.col("confidence") >= pl.col("tau")).then(pl.col("rank"))
-    stops = (
-        m.select([*keys, "rank", "confidence"]).join(_taus(taus), how="cross")
-        .group_by([*keys, "tau"]).agg(pl.coalesce(confident.min(), pl.col("rank").max()).alias("rank"))
+    grid = sorted({float(t) for t in taus})
+    # Each stage's taus, as a range of positions in the sorted taus, instead of a row per (stage, tau):
+    # the stage stops the taus it is confident for (tau <= confidence: positions [0, reach)) that no
+    # earlier stage stopped (positions from the earlier stages' largest reach on); the last stage takes
+    # every tau left. A null confidence reaches no tau.
+    reach = pl.sum_horizontal([(pl.col("confidence") >= t).fill_null(False).cast(pl.Int64) for t in grid]) \
+        if grid else pl.lit(0, dtype=pl.Int64)
+    earlier = pl.col("_reach").cum_max().shift(1).over(keys, order_by="rank").fill_null(0)
+    last = pl.col("rank") == pl.col("rank").max().over(keys)
+    bounds = (
+        m.select([*keys, "rank", "confidence"])
+        .with_columns(reach.alias("_reach"))
+        .with_columns(earlier.alias("_lo"))
+        .with_columns(pl.when(last).then(pl.lit(len(grid), dtype=pl.Int64))
+                      .otherwise(pl.max_horizontal("_lo", "_reach")).alias("_hi"))
+        .filter(pl.col("_hi") > pl.col("_lo"))
+        .select([*keys, "rank", pl.int_ranges("_lo", "_hi").alias("_j")])
     )
     return (
-        stops.join(cascade_prefixes(m, by), on=[*keys, "rank"], how="inner", nulls_equal=True)
+        bounds.join(cascade_prefixes(m, by), on=[*keys, "rank"], how="inner", nulls_equal=True)
+        .explode("_j")
+        .with_columns(pl.lit(pl.Series("tau", grid, dtype=pl.Float64)).gather(pl.col("_j")).alias("tau"))
         .select([*keys, "tau", "stop_budget", "correct", "frames", "unique_frames", "stages"])
         .sort([*keys, "tau"])
     )

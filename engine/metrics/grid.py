@@ -42,6 +42,8 @@ __all__ = [
     "chain_rows",
     "grid_budgets",
     "grid_summary",
+    "group_chunks",
+    "in_groups",
     "matched",
     "off_chain_budgets",
     "protocol_id",
@@ -251,3 +253,31 @@ def grid_summary(rows: pl.LazyFrame, *, track: Track = "correct",
         .select([*GROUP, "grid", "n_items", "n_excluded"])
         .sort(GROUP)
     )
+
+
+def group_chunks(frames: Sequence[pl.LazyFrame | pl.DataFrame | None], max_rows: int,
+                 by: Sequence[str] = GROUP) -> list[pl.DataFrame]:
+    """The groups (keys `by`) of some frames, sorted (nulls last), cut into consecutive chunks of about
+    `max_rows` rows of the frames together; a group larger than that is a chunk of its own.
+
+    For computing a group-local metric a chunk at a time (`in_groups`): its memory then follows a chunk,
+    not the dataset, and the chunks' results concatenated are the one-pass result in group order.
+
+    Returns:
+        One frame of group keys per chunk (one empty frame when the frames have no rows).
+    """
+    by = list(by)
+    counts = [f.lazy().group_by(by).agg(pl.len().cast(pl.Int64).alias("_n")) for f in frames if f is not None]
+    if not counts:
+        return [pl.DataFrame(schema=dict.fromkeys(by, pl.String))]
+    sizes = (pl.concat(counts, how="vertical_relaxed").group_by(by).agg(pl.col("_n").sum())
+             .sort(by, nulls_last=True).collect())
+    if not sizes.height:
+        return [sizes.drop("_n")]
+    return (sizes.with_columns(((pl.col("_n").cum_sum() - 1) // max(max_rows, 1)).alias("_chunk")).drop("_n")
+            .partition_by("_chunk", include_key=False, maintain_order=True))
+
+
+def in_groups(frame: pl.LazyFrame, keys: pl.DataFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
+    """The rows of `frame` in the groups listed in `keys` (a chunk of `group_chunks`)."""
+    return frame.join(keys.lazy(), on=list(by), how="semi", nulls_equal=True)

@@ -22,11 +22,13 @@ import polars as pl
 from engine.metrics.bootstrap import REP, count_matrices, percentile_interval
 from engine.metrics.features import METRIC_ORDER, correct_features, score_features
 from engine.metrics.generation import DEFAULT_EPS
-from engine.metrics.grid import GROUP
+from engine.metrics.grid import GROUP, group_chunks, in_groups
 
 __all__ = ["aggregate_features", "rate_intervals", "rate_table"]
 
 _KEYS = ["metric", "key", "korder"]
+BOOTSTRAP_CHUNK_ROWS = 250_000
+"""Rows of the matched frames whose groups' intervals are computed at a time (`rate_intervals`)."""
 
 
 def _ratio(frame: pl.LazyFrame) -> pl.LazyFrame:
@@ -197,13 +199,25 @@ def rate_intervals(m: pl.LazyFrame | None, *, alt: pl.LazyFrame | None = None, m
     """
     by = list(by)
     keys = [*by, *_KEYS]
-    parts = []
-    for feats in _features(m, alt, m_score, by, eps):
-        ci = _intervals(feats, by, n_boot, seed, level).lazy()
-        parts.append(aggregate_features(feats, by).join(ci, on=keys, how="left", nulls_equal=True,
-                                                        maintain_order="left"))
-    if not parts:
+    # a chunk of groups at a time (the per-item features of every group at once are the audit's largest
+    # table); the draws are group-local, so the chunks give the one-pass intervals. Chunks follow the
+    # output's order only when `by` starts with the group keys: otherwise one chunk.
+    chunked = by[:len(GROUP)] == GROUP
+    chunks = group_chunks([m, alt, m_score], BOOTSTRAP_CHUNK_ROWS) if chunked else [None]
+    per_set: list[list[pl.DataFrame]] = []
+    for chunk in chunks:
+        sub = [f if f is None or chunk is None else in_groups(f, chunk) for f in (m, alt, m_score)]
+        for i, feats in enumerate(_features(*sub, by, eps)):
+            feats = feats.collect().lazy()
+            ci = _intervals(feats, by, n_boot, seed, level).lazy()
+            est = aggregate_features(feats, by).join(ci, on=keys, how="left", nulls_equal=True,
+                                                     maintain_order="left").collect()
+            if len(per_set) <= i:
+                per_set.append([])
+            per_set[i].append(est)
+    if not per_set:
         return rate_table(None, by=by).with_columns(
             pl.lit(None, pl.Float64).alias("lo"), pl.lit(None, pl.Float64).alias("hi"),
             pl.lit(None, pl.Int64).alias("n_boot"))
-    return pl.concat(parts, how="vertical_relaxed").drop("korder")
+    return pl.concat([pl.concat(frames, how="vertical_relaxed") for frames in per_set],
+                     how="vertical_relaxed").drop("korder").lazy()

@@ -99,3 +99,25 @@ def test_savings_against_a_text_only_baseline_are_undefined() -> None:
                           "fixed_frames": [0.0], "fixed_unique_frames": [0.0]})
     got = collect_both(match_fixed(curve, fixed))
     assert got.select("tau", "frames_saved", "unique_frames_saved").rows() == [(0.5, None, None)]
+
+
+def test_stops_match_the_rule_item_by_item_on_random_confidences_with_ties_and_nulls() -> None:
+    # the stop rule read literally (first stage whose confidence >= tau, else the last), item by item,
+    # against cascade_items on confidences drawn from the taus themselves (ties) and nulls, with taus given
+    # unsorted and repeated (each distinct tau once in the result, in order)
+    import random
+
+    rng = random.Random(7)
+    taus = [0.5, 0.0, 0.95, 0.25, 0.5, 1.0, 0.7]
+    grid = sorted(set(taus))
+    pool = [None, 0.0, 0.25, 0.5, 0.7, 0.95, 1.0, 0.3, 0.6, 0.99]
+    items = {f"i{k:02d}": [(rng.choice("01"), rng.choice(pool)) for _ in STAGES] for k in range(60)}
+    got = collect_both(cascade_items(_m(items), taus))
+    budgets = list(STAGES)
+    want = []
+    for item, cells in sorted(items.items()):
+        for tau in grid:
+            stop = next((s for s, (_, c) in enumerate(cells) if c is not None and c >= tau), len(cells) - 1)
+            want.append((item, tau, budgets[stop], cells[stop][0] == "1", stop + 1))
+    assert got.select("item_id", "tau", "stop_budget", "correct", "stages").rows() == want
+    assert collect_both(cascade_items(_m(items), [])).height == 0

@@ -200,3 +200,20 @@ def test_metrics_command_restricts_to_chains_and_reads_the_primary_protocol(swee
     assert [(g["protocol_id"], g["primary"]) for g in doc["groups"] if (g["model_id"], g["dataset"]) == ("m", "d")] \
         == [("random-seed3", True), ("default", False)]
     assert "robustness" in res.output
+
+
+def test_chunked_cascade_and_intervals_equal_one_pass(sweep_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the cascade and the bootstrap run a chunk of groups at a time; with one group per chunk (a budget of
+    # one row) every table must equal the one-pass tables (several models, datasets, chains, an open
+    # dataset, a text-only group, alternate rows)
+    from engine.metrics import rates, summary
+
+    opts = SummaryOptions(n_boot=40, seed=1, taus=(0.0, 0.5, 1.0))
+    whole = summary_tables(load_rows(sweep_dir), opts)
+    monkeypatch.setattr(summary, "CASCADE_CHUNK_ROWS", 1)
+    monkeypatch.setattr(rates, "BOOTSTRAP_CHUNK_ROWS", 1)
+    chunked = summary_tables(load_rows(sweep_dir), opts)
+    assert whole.keys() == chunked.keys()
+    assert whole["intervals"]["model_id"].n_unique() > 1 and whole["cascade_curve"].height > 3
+    for name, table in whole.items():
+        assert table.equals(chunked[name], null_equal=True), name
