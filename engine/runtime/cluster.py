@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 from engine.runtime.local_cluster import local_cluster_env, recorded_cluster
 from engine.runtime.secrets import register_secret_env
@@ -15,6 +18,37 @@ __all__ = ["ensure_ray"]
 log = logging.getLogger(__name__)
 
 _LOCK = threading.Lock()
+_KEEPER_LOCK = threading.Lock()
+_keeper: queue.Queue[tuple[Callable[[], Any], Future[Any]]] | None = None
+T = TypeVar("T")
+
+
+def _on_keeper(fn: Callable[[], T]) -> T:
+    """Run `fn` on a daemon thread that lives as long as the process.
+
+    Ray starts a local instance's processes (GCS, raylet, workers) with PR_SET_PDEATHSIG, which on
+    Linux kills them when the *thread* that started them ends, not the process. A local cluster started
+    from a short-lived thread (asyncio's `to_thread` workers end with their event loop) would die with
+    it, and the driver's exit-time `ray.shutdown` would then wait out its timeouts on a dead cluster.
+    """
+    global _keeper
+    with _KEEPER_LOCK:
+        if _keeper is None:
+            jobs: queue.Queue[tuple[Callable[[], Any], Future[Any]]] = queue.Queue()
+
+            def serve() -> None:
+                while True:
+                    job, done = jobs.get()
+                    try:
+                        done.set_result(job())
+                    except BaseException as err:  # noqa: BLE001 - handed to the caller
+                        done.set_exception(err)
+
+            threading.Thread(target=serve, name="ray-keeper", daemon=True).start()
+            _keeper = jobs
+    done: Future[T] = Future()
+    _keeper.put((fn, done))
+    return done.result()
 
 
 def ensure_ray(address: str | None = None, *, num_cpus: int | None = None,
@@ -48,14 +82,22 @@ def _init(ray: Any, address: str | None, num_cpus: int | None, object_store_mb: 
         log.info("joining the local Ray cluster at %s (started by `framesweep engines up`)", recorded["address"])
         ray.init(address=recorded["address"], log_to_driver=False, configure_logging=False)
         return
-    ray.init(
-        address="local",  # a new instance, even where `ray start` left a cluster address behind
-        num_cpus=num_cpus,
-        include_dashboard=False,
-        object_store_memory=object_store_mb * 1024 * 1024 if object_store_mb else None,
-        log_to_driver=False,
-        configure_logging=False,
-    )
+    def start() -> None:
+        ray.init(
+            address="local",  # a new instance, even where `ray start` left a cluster address behind
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            object_store_memory=object_store_mb * 1024 * 1024 if object_store_mb else None,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+
+    # the processes of a new instance live as long as the thread that starts them: the main thread, or
+    # else the keeper thread (see `_on_keeper`)
+    if threading.current_thread() is threading.main_thread():
+        start()
+    else:
+        _on_keeper(start)
 
 
 def _no_sigterm_notice(record: logging.LogRecord) -> bool:
