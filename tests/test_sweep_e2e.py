@@ -25,9 +25,11 @@ from engine.spec import parse_spec
 FRAMESWEEP = [sys.executable, "-m", "engine.cli"]
 
 
-def _spec(tmp_path: Path, out: Path, n_videos: int) -> Path:
+def _spec(tmp_path: Path, out: Path, n_videos: int, commit_interval_s: float | None = None) -> Path:
     d = small_spec_dict(out)
     d["dataset"]["n_videos"] = n_videos
+    if commit_interval_s is not None:
+        d["store"]["commit_interval_s"] = commit_interval_s
     parse_spec(d)  # valid before it goes to the CLI
     return write_toml(tmp_path / "spec.toml", d)
 
@@ -68,9 +70,12 @@ def _keys(df: pl.DataFrame) -> list[tuple]:
 
 def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    spec = _spec(tmp_path, out, n_videos=16)
+    # enough work that each of three interruptions, a commit (0.25 s) after a start, leaves most of it
+    # undone even where the tiny engine answers 100 jobs a second
+    n_videos = 60
+    spec = _spec(tmp_path, out, n_videos=n_videos, commit_interval_s=0.25)
     expected = {("tiny", "synthetic", f"syn0-{v:04d}/{q}", b)
-                for v in range(16) for q in ("flash_count", "first_colour", "static_shape")
+                for v in range(n_videos) for q in ("flash_count", "first_colour", "static_shape")
                 for b in ("text", "f2", "f4", "f8")}
 
     # 1) SIGTERM: stops cleanly after committing what finished

@@ -182,14 +182,18 @@ def _pid(worker: str | None) -> int | None:
 def test_second_node_killed_mid_sweep_loses_nothing(tmp_path: Path, two_nodes: TwoNodes, tiny_qwen25: Path) -> None:
     out = tmp_path / "out"
     d = small_spec_dict(out)
-    d["dataset"]["n_videos"] = 24
+    # the second node's first answer lands seconds after the head's (its engine's first call, frames sent
+    # across nodes) while the head's engine answers ~70 rows a second: the sweep is long enough that the
+    # node answers (and is killed) with most of it still to do (~20% done on an idle 2-core machine)
+    d["dataset"].update(n_videos=96, width=320, height=240)
+    d["budgets"] = [{"frames": 0}, {"frames": 4}, {"frames": 8}, {"frames": 16}]
     d["models"][0]["engine"]["replicas"] = 2
     d["decode"] = {"actors": 2, "actor_cpus": 0.5, "max_videos_in_flight": 2}
     d["store"]["commit_interval_s"] = 0.5
     spec = parse_spec(d)
     items = list(build_adapter(spec.dataset).items())
     expected = {(m.id, it.item_id, b.budget_id) for m in spec.models for b in spec.budgets for it in items}
-    assert len(expected) == 24 * 3 * 4
+    assert len(expected) == 96 * 3 * 4
     path = write_toml(tmp_path / "spec.toml", d)
     env = {**two_nodes.env, "FRAMESWEEP_CACHE": os.environ["FRAMESWEEP_CACHE"]}
     proc = subprocess.Popen([*FRAMESWEEP, "run", str(path), "--address", two_nodes.address],
@@ -207,7 +211,10 @@ def test_second_node_killed_mid_sweep_loses_nothing(tmp_path: Path, two_nodes: T
             node_pids |= two_nodes.node_pids()
             time.sleep(0.2)
         before = rows.height
-        assert before < len(expected) / 2, "the node must die with most of the sweep still to do"
+        timeline = rows.group_by("worker").agg(pl.len(), pl.col("engine_s").max().alias("slowest_engine_s"),
+                                               pl.col("finished_at").min().alias("first"),
+                                               pl.col("finished_at").max().alias("last"))
+        assert before < len(expected) / 2, f"the node must die with most of the sweep still to do:\n{timeline}"
         killed = two_nodes.kill_node()
         killed_at = datetime.now(UTC)
         assert killed > 0

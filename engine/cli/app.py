@@ -22,6 +22,7 @@ from engine.cli.engines import register as register_engine_commands
 from engine.cli.export import register as register_export_command
 from engine.datasets.errors import DatasetError
 from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
+from engine.runtime.placement import PlacementError
 from engine.spec import SpecError, SweepSpec, load_spec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -74,7 +75,7 @@ def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
         except StoreLockedError as err:
             fail(err)
             return 3
-        except (DatasetError, SpecError, ForeignSweepError, CorruptShardError) as err:
+        except (DatasetError, SpecError, ForeignSweepError, CorruptShardError, PlacementError) as err:
             fail(err)
             return 2
         except StoreFullError as err:
@@ -264,7 +265,7 @@ def cascade(
     session = spec.store.out_dir / "cascade" / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     try:
         rep = asyncio.run(run_cascade(spec, stages.split(","), tau, session, fixed, repeats=repeats))
-    except ValueError as err:
+    except (ValueError, PlacementError) as err:
         fail(err)
         raise typer.Exit(2) from None
     t = Table(title=f"cascade {' -> '.join(rep.stages)} at tau {rep.tau:g} ({rep.n_items} items)")
@@ -334,7 +335,11 @@ def predict(
         finally:
             await asyncio.gather(*(b.close() for b in backends.values()), return_exceptions=True)
 
-    preds, summary = asyncio.run(go())
+    try:
+        preds, summary = asyncio.run(go())
+    except PlacementError as err:
+        fail(err)
+        raise typer.Exit(2) from None
     counts = preds.group_by("predicted_frames").len().sort("predicted_frames")
     t = Table(title=f"{predictor}: predicted frame counts ({preds.height} items)")
     t.add_column("frames", justify="right")

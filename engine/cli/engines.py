@@ -19,6 +19,7 @@ import typer
 from rich.table import Table
 
 from engine.cli._console import console, fail, setup_logging, warn
+from engine.runtime.placement import PlacementError
 from engine.spec import SpecError, load_spec
 
 __all__ = ["register"]
@@ -121,7 +122,11 @@ def up(
             console.print(f"{mid}: {len(replicas) - reused} started, {reused} already up")
         return await list_engines()
 
-    _print(asyncio.run(go()))
+    try:
+        _print(asyncio.run(go()))
+    except PlacementError as err:
+        fail(err)
+        raise typer.Exit(2) from None
 
 
 @engines_app.command("down")

@@ -15,8 +15,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Placement", "PlacementError", "actor_options", "check_feasible", "cluster_cuda_visible", "place",
-           "release", "resolve_gpus"]
+__all__ = ["Placement", "PlacementError", "actor_options", "check_cpu_capacity", "check_feasible",
+           "cluster_cuda_visible", "place", "release", "resolve_gpus"]
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,28 @@ def check_feasible(need: Placement, what: str, nodes: list[dict[str, Any]] | Non
                 "(num_gpus = 0, or \"auto\" on a cluster without CUDA)." if res == "GPU" else "")
         raise PlacementError(f"cannot place {what}: it needs {amount:g} {res} on one node, and no node of the "
                              f"cluster has that many ({res} per alive node: {have}).{hint}")
+
+
+def check_cpu_capacity(engines: dict[str, tuple[int, Placement]], decode_cpus: float, total_cpus: float) -> None:
+    """Raise `PlacementError` when the CPU-build engines and decode actors of one run ask for more CPU than
+    the cluster has in all (such an engine would wait for a CPU forever: it is not held by a placement
+    group with a timeout, as a GPU engine is).
+
+    Args:
+        engines: model id -> (replicas, what each replica asks); GPU engines are not counted.
+        decode_cpus: The CPU the run's decode actors take.
+        total_cpus: The CPU the cluster declares (every node, alive).
+    """
+    parts = [(mid, n, need.cpus) for mid, (n, need) in engines.items() if not need.gpus and n]
+    wanted = sum(n * c for _, n, c in parts) + decode_cpus
+    if not parts or wanted <= total_cpus + 1e-9:
+        return
+    listed = "; ".join(f"{mid}: {n} engine(s) x {c:g} CPU" for mid, n, c in parts)
+    decode = f"; decode actors: {decode_cpus:g} CPU" if decode_cpus else ""
+    raise PlacementError(
+        f"cannot place the run's CPU engines: they need {wanted:g} CPU ({listed}{decode}) and the cluster has "
+        f"{total_cpus:g} CPU in all. Lower models.N.engine.replicas (or decode.actors / decode.actor_cpus), "
+        "or run on a cluster with more CPU (`--address`).")
 
 
 async def place(need: Placement, what: str, timeout_s: float, detached: bool = False) -> Any:

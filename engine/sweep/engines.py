@@ -20,6 +20,7 @@ from engine.backends.tiny import resolve_model_path
 from engine.backends.vllm_actor import VLLMActorBackend
 from engine.backends.warm import engine_key, engine_settings, list_engines, warm_name
 from engine.runtime.cluster import ensure_ray
+from engine.runtime.placement import Placement, check_cpu_capacity, resolve_gpus
 from engine.spec import ModelSpec, SweepSpec
 
 __all__ = ["start_backends"]
@@ -34,6 +35,20 @@ async def _vllm_backend(m: ModelSpec, detached: bool) -> Backend:
     replicas = [VLLMActorBackend(path, m.engine, family_kwargs=family_kwargs, warm_name=warm_name(key, i),
                                  detached=detached) for i in range(m.engine.replicas)]
     return replicas[0] if len(replicas) == 1 else EnginePool(replicas)
+
+
+def _check_capacity(spec: SweepSpec, engines_only: bool) -> None:
+    """CPU engines that the cluster could never hold all at once (beside the run's decode actors, unless
+    only the engines start: `engines up`) fail here, before any of them starts."""
+    import ray
+
+    engines = {m.id: (m.engine.replicas, Placement(gpus=resolve_gpus(m.engine.num_gpus, m.engine.world_size)))
+               for m in spec.models if m.backend != "openai"}
+    d = spec.decode
+    n_decode = d.actors if d.actors is not None else (
+        sum(1 for n in ray.nodes() if n.get("Alive")) if spec.ray_address else 0)
+    decode_cpus = n_decode * d.actor_cpus if any(b.frames for b in spec.budgets) and not engines_only else 0.0
+    check_cpu_capacity(engines, decode_cpus, ray.cluster_resources().get("CPU", 0.0))
 
 
 def _log_start(model_id: str, b: Backend) -> None:
@@ -57,6 +72,7 @@ async def start_backends(spec: SweepSpec, *, detached: bool = False) -> dict[str
     try:
         if any(m.backend != "openai" for m in spec.models):
             await asyncio.to_thread(ensure_ray, spec.ray_address)
+            await asyncio.to_thread(_check_capacity, spec, detached)
         for m in spec.models:
             if m.backend == "openai":
                 assert m.http is not None

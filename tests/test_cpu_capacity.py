@@ -1,0 +1,59 @@
+"""CPU-build engines the cluster can never hold at once fail before any starts, naming what they need.
+
+A CPU engine is not held by a placement group with a timeout (a GPU engine is): without this check, a
+run asking for more CPU engines (beside its decode actors) than the cluster has CPUs waited forever on
+an actor that Ray could never place.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import small_spec_dict, write_toml
+
+from engine.runtime.placement import Placement, PlacementError, check_cpu_capacity
+from engine.spec import parse_spec
+
+FRAMESWEEP = [sys.executable, "-m", "engine.cli"]
+
+
+def test_engines_and_decode_actors_beyond_the_cluster_cpus_are_refused() -> None:
+    with pytest.raises(PlacementError) as err:
+        check_cpu_capacity({"a": (2, Placement(gpus=0)), "b": (1, Placement(gpus=0, cpus=0.5))},
+                           decode_cpus=1.0, total_cpus=3.0)
+    msg = str(err.value)
+    assert "need 3.5 CPU" in msg and "has 3 CPU" in msg
+    assert "a: 2 engine(s) x 1 CPU" in msg and "b: 1 engine(s) x 0.5 CPU" in msg and "decode actors: 1 CPU" in msg
+    assert "models.N.engine.replicas" in msg
+
+
+def test_what_fits_exactly_and_gpu_engines_pass() -> None:
+    check_cpu_capacity({"a": (2, Placement(gpus=0))}, decode_cpus=1.0, total_cpus=3.0)  # exactly full
+    check_cpu_capacity({"g": (8, Placement(gpus=1))}, decode_cpus=0.0, total_cpus=1.0)  # GPUs: placement groups
+    check_cpu_capacity({}, decode_cpus=4.0, total_cpus=1.0)  # no engine: nothing to wait for
+
+
+def test_run_with_more_cpu_engines_than_the_local_cluster_holds_exits_2_naming_them(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    d = small_spec_dict(out)
+    n_cpus = os.cpu_count() or 2  # Ray's local cluster declares at most this many
+    d["models"][0]["engine"]["replicas"] = n_cpus
+    d["decode"] = {"actors": 2, "actor_cpus": 0.5, "max_videos_in_flight": 1}
+    parse_spec(d)
+    spec = write_toml(tmp_path / "spec.toml", d)
+    t0 = time.monotonic()
+    done = subprocess.run([*FRAMESWEEP, "run", str(spec)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    took = time.monotonic() - t0
+    text = done.stdout + done.stderr
+    assert done.returncode == 2, text
+    assert "cannot place the run's CPU engines" in text and f"tiny: {n_cpus} engine(s) x 1 CPU" in text, text
+    assert "decode actors: 1 CPU" in text, text
+    assert "Traceback" not in text, text
+    assert not list(out.glob("results/part-*.parquet")), "nothing was answered"
+    print(f"refused in {took:.1f}s")
