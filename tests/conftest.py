@@ -47,3 +47,111 @@ def write_toml(path: Path, data: dict) -> Path:
     from engine.spec.toml_out import write_spec_toml
 
     return write_spec_toml(data, path)
+
+
+# ---------------------------------------------------------------------------------------------------
+# One warm engine for the suite.
+#
+# Tests that only need *an* engine of the small spec (not a fresh one) ask for `warm_engine`: the
+# first of them runs `framesweep engines up` on the small spec in a cache folder of its own (its
+# recorded local cluster), and every one of them runs with FRAMESWEEP_CACHE pointing there, so their
+# sweeps join that cluster and reuse the engine exactly as a user's runs do. The tests that prove cold
+# start, crash and fault behaviour never ask for it and keep starting their own engines.
+#
+# The tests that use it run first (`pytest_collection_modifyitems`), and the engine and its cluster
+# stop right after the last test that uses it, so it never holds memory beside the later modules'
+# engines. Each such test checks afterwards that the warm engine did answer it (its cache was reset
+# by the reuse): a settings drift that quietly starts a new engine fails here.
+# ---------------------------------------------------------------------------------------------------
+
+WARM_FIXTURE = "warm_engine_cache"  # in the fixture closure of every test that uses the warm engine
+
+
+@pytest.fixture(scope="session")
+def warm_engine_cache(fs_cache: Path, tiny_qwen25: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The cache folder whose recorded local cluster runs the small spec's engine (started once)."""
+    import subprocess
+    import sys
+
+    cache = tmp_path_factory.mktemp("warmcache")
+    (cache / "checkpoints").symlink_to(fs_cache / "checkpoints", target_is_directory=True)
+    work = tmp_path_factory.mktemp("warmspec")
+    spec = write_toml(work / "spec.toml", small_spec_dict(work / "out"))
+    env = dict(os.environ, FRAMESWEEP_CACHE=str(cache))
+    _WARM["cache"] = cache
+    r = subprocess.run([sys.executable, "-m", "engine.cli", "engines", "up", str(spec)], check=False,
+                       capture_output=True, text=True, timeout=600, env=env)
+    if r.returncode != 0:
+        _stop_warm()
+        pytest.fail(f"`framesweep engines up` failed (exit {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+    yield cache
+    _stop_warm()
+
+
+_WARM: dict[str, Path | None] = {"cache": None}
+
+
+def _stop_warm() -> None:
+    """Stop the warm engine's cluster (every process of it); a no-op once done."""
+    cache = _WARM["cache"]
+    if cache is None:
+        return
+    _WARM["cache"] = None
+    import ray
+
+    from engine.backends.warm import stop_engines
+    from engine.runtime.cluster import ensure_ray
+    from engine.runtime.local_cluster import recorded_cluster, stop_local_cluster
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FRAMESWEEP_CACHE", str(cache))
+        if recorded_cluster() is not None:  # as `framesweep engines down`: the engines first (the cluster
+            ray.shutdown()                  # then stops in seconds, not after its kill timeout)
+            ensure_ray()
+            stop_engines()
+            ray.shutdown()
+        stop_local_cluster()
+
+
+def _warm_cache_resets() -> int:
+    """How often the warm engine's caches were reset (once per reuse), asked over Ray."""
+    import asyncio
+
+    import ray
+
+    from engine.backends.warm import list_engines
+    from engine.runtime.cluster import ensure_ray
+
+    ray.shutdown()  # a test may leave its driver connected
+    ensure_ray()
+    try:
+        (engine,) = asyncio.run(list_engines())
+        return int(engine["cache_resets"])
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture
+def warm_engine(warm_engine_cache: Path, monkeypatch: pytest.MonkeyPatch):
+    """Run the test against the suite's warm engine; fail if the test's sweep did not reuse it."""
+    monkeypatch.setenv("FRAMESWEEP_CACHE", str(warm_engine_cache))
+    before = _warm_cache_resets()
+    yield warm_engine_cache
+    assert _warm_cache_resets() > before, "the test started its own engine instead of reusing the warm one"
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    """The tests that use the warm engine run first (in their collected order), then all the others."""
+    items.sort(key=lambda item: WARM_FIXTURE not in getattr(item, "fixturenames", ()))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """After the last test that uses the warm engine (and its fixtures' teardown), stop it."""
+    yield
+    if _WARM["cache"] is None or WARM_FIXTURE not in getattr(item, "fixturenames", ()):
+        return
+    later = item.session.items[item.session.items.index(item) + 1:]
+    if not any(WARM_FIXTURE in getattr(it, "fixturenames", ()) for it in later):
+        _stop_warm()

@@ -105,7 +105,7 @@ def _by_hand(rows: pl.DataFrame) -> dict[tuple[str, str, str, str, str | None], 
 
 
 @pytest.mark.slow
-def test_checkpoint_study_end_to_end(tmp_path: Path) -> None:
+def test_checkpoint_study_end_to_end(tmp_path: Path, warm_engine: Path) -> None:
     import ray
 
     spec = parse_spec(_spec(tmp_path))

@@ -52,24 +52,27 @@ def _spec_dict(root: Path, out: Path, **over: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory, fs_cache: Path):
-    """(spec, backends, loop): the tiny Qwen2.5-VL engine, started once."""
+def engine(tmp_path_factory: pytest.TempPathFactory, warm_engine_cache: Path):
+    """(spec, backends, loop): the suite's warm tiny Qwen2.5-VL engine (conftest), reused for the module."""
     import ray
 
     from engine.sweep import start_backends
 
     root = tmp_path_factory.mktemp("p178k")
     spec = parse_spec(_spec_dict(root, root / "out"))
-    loop = asyncio.new_event_loop()
-    backends = loop.run_until_complete(start_backends(spec))
-    yield spec, backends, loop
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FRAMESWEEP_CACHE", str(warm_engine_cache))
+        loop = asyncio.new_event_loop()
+        backends = loop.run_until_complete(start_backends(spec))
+        assert backends["tiny"].reused, "the module started its own engine instead of reusing the warm one"
+        yield spec, backends, loop
 
-    async def close() -> None:
-        await asyncio.gather(*(b.close() for b in backends.values()))
+        async def close() -> None:
+            await asyncio.gather(*(b.close() for b in backends.values()))
 
-    loop.run_until_complete(close())
-    loop.close()
-    ray.shutdown()
+        loop.run_until_complete(close())
+        loop.close()
+        ray.shutdown()
 
 
 def test_options_and_prompt_ask_for_the_minimum(engine) -> None:

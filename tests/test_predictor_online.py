@@ -16,7 +16,7 @@ from engine.spec import parse_spec
 from engine.sweep import Sweep, start_backends
 
 
-def test_predict_run_evaluate_export(tmp_path: Path) -> None:
+def test_predict_run_evaluate_export(tmp_path: Path, warm_engine: Path) -> None:
     import ray
 
     spec = parse_spec(small_spec_dict(tmp_path / "out"))

@@ -28,7 +28,7 @@ def _spec_dict(out: Path) -> dict:
     return d
 
 
-def test_two_datasets_run_in_one_sweep(tmp_path: Path) -> None:
+def test_two_datasets_run_in_one_sweep(tmp_path: Path, warm_engine: Path) -> None:
     import ray
 
     spec = parse_spec(_spec_dict(tmp_path / "out"))

@@ -131,7 +131,7 @@ def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
     assert st.returncode == 0 and f"{len(expected)} done, 0 failed, 0 pending" in st.stdout
 
 
-def test_each_video_decoded_once_and_cached_pipeline_reuses_frames(tmp_path: Path) -> None:
+def test_each_video_decoded_once_and_cached_pipeline_reuses_frames(tmp_path: Path, warm_engine: Path) -> None:
     """In-process sweeps: every video is decoded in one pass for all its budgets; with the cached
     pipeline a second sweep (another results dir) decodes nothing and gets the same answers."""
     import asyncio
@@ -174,7 +174,7 @@ def test_each_video_decoded_once_and_cached_pipeline_reuses_frames(tmp_path: Pat
     assert rows_a["prompt_hash"].to_list() == rows_b["prompt_hash"].to_list()
 
 
-def test_raw_and_cached_budgets_run_side_by_side_in_one_sweep(tmp_path: Path) -> None:
+def test_raw_and_cached_budgets_run_side_by_side_in_one_sweep(tmp_path: Path, warm_engine: Path) -> None:
     """One spec with raw and cached budgets: both are keys of one sweep, each decoded through its own
     pipeline (one raw pass and one cache pass per video), and the metrics give each its own chain."""
     import asyncio
