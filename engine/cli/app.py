@@ -14,6 +14,7 @@ import polars as pl
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from engine.cli._console import console, err_console, fail, setup_logging, warn
 from engine.cli.analysis import register as register_analysis_commands
@@ -129,7 +130,9 @@ def _print_tables(out_dir: Path) -> None:
     flows = transitions(rows).collect()
     for (model_id, dataset, protocol), part in acc.group_by(["model_id", "dataset", "protocol_id"],
                                                              maintain_order=True):
-        t = Table(title=f"{model_id} on {dataset}, chain {protocol}: accuracy per budget")
+        # a line of its own: a table title would wrap to the (narrow) table's width
+        console.print(Text(f"\n{model_id} on {dataset}, chain {protocol}", style="bold"))
+        t = Table(title="accuracy per budget")
         t.add_column("budget")
         t.add_column("items", justify="right")
         t.add_column("accuracy", justify="right")
