@@ -193,14 +193,19 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
         warn(f"{len(st.foreign_shards)} shard(s) hold rows of another sweep and are not counted: "
              + ", ".join(Path(p).name for p in st.foreign_shards))
     if st.churn.height:
-        c = Table(title="live churn (items answered at every budget so far)")
-        for col in ("model", "dataset", "chain", "from", "to", "n", "rescue", "harm", "net", "churn", "acc(to)"):
-            c.add_column(col, justify="left" if col in ("model", "dataset", "chain", "from", "to") else "right")
-        for r in st.churn.iter_rows(named=True):
-            acc = "n/a" if r["accuracy_to"] is None else f"{r['accuracy_to']:.3f}"
-            c.add_row(r["model_id"], str(r["dataset"]), r["protocol_id"], r["from"], r["to"], str(r["n"]),
-                      str(r["rescue"]), str(r["harm"]), f"{r['net']:+.3f}", f"{r['churn']:.3f}", acc)
-        console.print(c)
+        console.print("live churn (items answered at every budget so far)")
+        for (model_id, dataset, protocol), part in st.churn.group_by(["model_id", "dataset", "protocol_id"],
+                                                                     maintain_order=True):
+            # the chain as a heading line: as columns it squeezed the numbers out of an 80-column terminal
+            console.print(Text(f"{model_id} on {dataset}, chain {protocol}", style="bold"))
+            c = Table()
+            for col in ("from", "to", "n", "rescue", "harm", "net", "churn", "acc(to)"):
+                c.add_column(col, justify="left" if col in ("from", "to") else "right", no_wrap=True)
+            for r in part.iter_rows(named=True):
+                acc = "n/a" if r["accuracy_to"] is None else f"{r['accuracy_to']:.3f}"
+                c.add_row(r["from"], r["to"], str(r["n"]), str(r["rescue"]), str(r["harm"]), f"{r['net']:+.3f}",
+                          f"{r['churn']:.3f}", acc)
+            console.print(c)
     else:
         console.print("live churn: no item answered at every budget yet")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from engine.metrics.flows import transitions
-from engine.metrics.grid import GROUP, matched
+from engine.metrics.grid import BASE_GROUP, GROUP, matched
 from engine.results.store import foreign_shards, latest_rows, scan_results
 
 __all__ = ["SweepStatus", "sweep_status"]
@@ -38,14 +38,15 @@ def _expected(manifest: dict) -> pl.DataFrame:
     """Expected jobs per (model, dataset, budget): the manifest's per-dataset counts, or (a manifest of
     one dataset written before them) its per-model counts under its one dataset."""
     if "expected_by_dataset" in manifest:
-        cells = [{"model_id": m, "dataset": ds, "budget_id": b, "expected": n}
+        cells = [{"model_id": m, "dataset": ds, "budget_id": b, "expected": n, "order": i}
                  for ds, per_model in manifest["expected_by_dataset"].items()
-                 for m, per in per_model.items() for b, n in per.items()]
+                 for m, per in per_model.items() for i, (b, n) in enumerate(per.items())]
     else:
-        cells = [{"model_id": m, "dataset": manifest.get("dataset"), "budget_id": b, "expected": n}
-                 for m, per in manifest.get("expected_jobs", {}).items() for b, n in per.items()]
+        cells = [{"model_id": m, "dataset": manifest.get("dataset"), "budget_id": b, "expected": n, "order": i}
+                 for m, per in manifest.get("expected_jobs", {}).items() for i, (b, n) in enumerate(per.items())]
+    # `order`: the budget's place in the manifest (the spec's cost order), for listing
     return pl.DataFrame(cells, schema={"model_id": pl.String, "dataset": pl.String, "budget_id": pl.String,
-                                       "expected": pl.Int64})
+                                       "expected": pl.Int64, "order": pl.Int64})
 
 
 def sweep_status(out_dir: str | Path) -> SweepStatus:
@@ -78,7 +79,8 @@ def sweep_status(out_dir: str | Path) -> SweepStatus:
         expected.join(counts, on=_CELL, how="left" if expected.height else "full", coalesce=True)
         .with_columns(pl.col("expected", "done", "failed").fill_null(0).cast(pl.Int64))
         .with_columns((pl.col("expected") - pl.col("done") - pl.col("failed")).clip(0).alias("pending"))
-        .sort(_CELL)
+        .sort(["model_id", "dataset", "order", "budget_id"], nulls_last=True)  # budgets in the spec's cost order
+        .drop("order")
     )
     done, failed, pending = (int(per[c].sum()) for c in ("done", "failed", "pending"))
     times = latest.filter(pl.col("status") == "ok").select(
@@ -98,7 +100,10 @@ def live_churn(latest: pl.LazyFrame) -> pl.DataFrame:
     m = matched(latest)
     acc = m.group_by([*GROUP, "budget_id"]).agg(pl.col("c").mean().alias("accuracy_to"))
     return (
-        transitions(m)
-        .join(acc.rename({"budget_id": "to"}), on=[*GROUP, "to"], how="left")
+        transitions(m)  # in chain order; the join keeps it, and chains are listed with `default` first
+        .join(acc.rename({"budget_id": "to"}), on=[*GROUP, "to"], how="left", maintain_order="left")
+        .with_row_index("_order")
+        .sort([*BASE_GROUP, pl.col("protocol_id") != "default", "protocol_id", "_order"])
+        .drop("_order")
         .collect()
     )

@@ -45,13 +45,38 @@ def test_status_command_prints_the_churn_table(tmp_path: Path) -> None:
         store.add(rows[:4])  # a complete; b text only
         store.commit()
         cmd = [sys.executable, "-m", "engine.cli", "status", str(tmp_path)]
-        env = {**os.environ, "COLUMNS": "160"}  # room for every column of the churn table (model, chain, ...)
-        first = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+        env = {**os.environ, "COLUMNS": "80"}
+        first = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600, env=env)
         store.add(rows[4:])
         store.commit()
-    later = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    later = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600, env=env)
     assert first.returncode == 0 and later.returncode == 0, first.stderr + later.stderr
     assert "4 done, 0 failed, 2 pending" in first.stdout and "live churn" in first.stdout, first.stdout + first.stderr
     assert "6 done, 0 failed, 0 pending" in later.stdout
     # text->f4 over a and b: one rescue (a), b stays wrong: net +0.500
     assert "+0.500" in later.stdout
+
+
+def test_budgets_and_transitions_listed_in_cost_order_default_chain_first(tmp_path: Path) -> None:
+    # budget ids that sort differently as text (f16 < f4 < text; "cached" < "default"), with two chains
+    budgets = {"text": 0, "f4": 4, "f16": 16}
+    rows = frame({"a": "011", "b": "110"}, budgets=budgets)
+    rows += frame({"a": "01", "b": "10"}, budgets={"f4-cached": 4, "f16-cached": 16},
+                  per_item={"a": {"pipeline": "cached"}, "b": {"pipeline": "cached"}})
+    with ResultStore(tmp_path) as store:
+        order = ["text", "f4", "f4-cached", "f16", "f16-cached"]  # the spec's cost order, as the manifest lists it
+        store.write_manifest({"sweep_id": "t", "expected_by_dataset": {"d": {"m": {b: 2 for b in order}}}})
+        store.add(rows)
+        store.commit()
+    st = sweep_status(tmp_path)
+    assert st.per_budget["budget_id"].to_list() == order
+    assert [(r["protocol_id"], r["from"], r["to"]) for r in st.churn.iter_rows(named=True)] == [
+        ("default", "text", "f4"), ("default", "f4", "f16"),
+        ("cached", "text", "f4-cached"), ("cached", "f4-cached", "f16-cached")]
+    cmd = [sys.executable, "-m", "engine.cli", "status", str(tmp_path)]
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "COLUMNS": "80"}).stdout
+    lines = out.splitlines()
+    # each chain under a heading line, every number whole in 80 columns (a: text->f4 rescue: +0.500)
+    assert lines.index("m on d, chain default") < lines.index("m on d, chain cached")
+    assert "+0.500" in out and "…" not in out, out
