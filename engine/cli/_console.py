@@ -14,10 +14,16 @@ from rich.logging import RichHandler
 
 from engine.runtime.secrets import RedactingFilter, redact
 
-__all__ = ["console", "err_console", "fail", "setup_logging", "warn"]
+__all__ = ["console", "err_console", "fail", "heading", "setup_logging", "warn"]
 
 console = Console(markup=False)
 err_console = Console(stderr=True, markup=False)
+
+
+def heading(text: str) -> None:
+    """A table's subject as a bold line of its own, unwrapped (as a rich table title it would wrap to the
+    table's width, which in an 80-column terminal splits it over several lines)."""
+    console.print(text, style="bold", soft_wrap=True)
 
 
 def fail(message: object) -> None:

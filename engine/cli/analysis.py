@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from engine.cli._console import console, fail
+from engine.cli._console import console, fail, heading
 from engine.cli.checkpoints import checkpoint_doc, checkpoints, manifest_spec
 
 if TYPE_CHECKING:
@@ -102,8 +102,8 @@ def _pts(v: float | None, signed: bool = False) -> str:
 
 def _print_group(g: dict[str, Any]) -> None:
     chain = f"chain {g['protocol_id']}{' (primary)' if g['primary'] else ''}"
-    t = Table(title=f"{g['model_id']} on {g['dataset']}, {chain}: {g['n_items']} matched items, "
-                    f"{g['n_excluded']} excluded")
+    heading(f"{g['model_id']} on {g['dataset']}, {chain}: {g['n_items']} matched items, {g['n_excluded']} excluded")
+    t = Table(title="accuracy per budget")
     for c in ("budget", "accuracy", "CI"):
         t.add_column(c, justify="right")
     cis = g["confidence_intervals"].get("fixed_accuracy", {})
@@ -149,7 +149,8 @@ def _print_across_chains(doc: dict[str, Any]) -> None:
         return out
 
     for (model, dataset), pairs in per(doc["robustness"]).items():
-        t = Table(title=f"{model} on {dataset}: robustness across chains (items matched in both)")
+        heading(f"{model} on {dataset}: robustness across chains (items matched in both)")
+        t = Table()
         for c in ("chain a", "chain b", "items", "confused a / b / both", "jaccard", "harmed a / b / both",
                   "headroom a / b", "confusion a / b"):
             t.add_column(c, justify="right")
@@ -262,9 +263,10 @@ def _write_json(path: Path | None, doc: dict[str, Any]) -> None:
 
 
 def _print_predictor(g: dict[str, Any]) -> None:
-    t = Table(title=f"predictor {g['predictor_id']} for {g['model_id']} on {g['dataset']}: {g['n_items']} items "
-                    f"({g['n_unsolvable']} right nowhere, {g['n_unparsed']} unparsed, {g['n_off_grid']} off the grid "
-                    f"-> {g['fallback_budget']})")
+    heading(f"predictor {g['predictor_id']} for {g['model_id']} on {g['dataset']}: {g['n_items']} items "
+            f"({g['n_unsolvable']} right nowhere, {g['n_unparsed']} unparsed, {g['n_off_grid']} off the grid "
+            f"-> {g['fallback_budget']})")
+    t = Table()
     for c in ("strategy", "accuracy", "mean frames", "predictor - it (pts)", "frames saved"):
         t.add_column(c, justify="right")
     t.add_row("predictor", _pts(g["accuracy"]), f"{g['mean_frames']:.1f}", "", "")

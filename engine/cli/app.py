@@ -14,9 +14,8 @@ import polars as pl
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
-from rich.text import Text
 
-from engine.cli._console import console, err_console, fail, setup_logging, warn
+from engine.cli._console import console, err_console, fail, heading, setup_logging, warn
 from engine.cli.analysis import register as register_analysis_commands
 from engine.cli.datasets import register as register_dataset_commands
 from engine.cli.engines import register as register_engine_commands
@@ -130,8 +129,8 @@ def _print_tables(out_dir: Path) -> None:
     flows = transitions(rows).collect()
     for (model_id, dataset, protocol), part in acc.group_by(["model_id", "dataset", "protocol_id"],
                                                              maintain_order=True):
-        # a line of its own: a table title would wrap to the (narrow) table's width
-        console.print(Text(f"\n{model_id} on {dataset}, chain {protocol}", style="bold"))
+        console.print()
+        heading(f"{model_id} on {dataset}, chain {protocol}")
         t = Table(title="accuracy per budget")
         t.add_column("budget")
         t.add_column("items", justify="right")
@@ -197,7 +196,7 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
         for (model_id, dataset, protocol), part in st.churn.group_by(["model_id", "dataset", "protocol_id"],
                                                                      maintain_order=True):
             # the chain as a heading line: as columns it squeezed the numbers out of an 80-column terminal
-            console.print(Text(f"{model_id} on {dataset}, chain {protocol}", style="bold"))
+            heading(f"{model_id} on {dataset}, chain {protocol}")
             c = Table()
             for col in ("from", "to", "n", "rescue", "harm", "net", "churn", "acc(to)"):
                 c.add_column(col, justify="left" if col in ("from", "to") else "right", no_wrap=True)

@@ -14,7 +14,8 @@ group's chain (the text-only budget plus the protocol's budgets by frames; see
         primary,                                   # true for the chain the report leads with
         grid: [the chain's budget ids in cost order], off_grid: [budgets of adaptive runs, on no chain],
         budget_frames: {budget_id: frames},
-        n_items, n_excluded,                       # matched items / items missing a budget
+        n_items, n_excluded,                       # matched items / the model's other items on the dataset
+                                                   # (missing a budget of the chain; the sum is every chain's)
         fixed_accuracy: {budget_id: acc}, best_fixed: {budget_id, accuracy},
         oracle_accuracy, oracle_headroom,
         transitions: [{from, to, rescue, harm, net, churn}],         # consecutive budgets
@@ -23,6 +24,7 @@ group's chain (the text-only budget plus the protocol's budgets by frames; see
         visual_confusion, visual_confusion_visual_only,
         text_overwrite: {n_text_correct, any: {share_all, share_text_correct}, all: {...},
                          by_budget: {budget_id: {share_all, share_text_correct}}},   # null: no text budget
+                                                                                     # or no matched item
         terminal_regression: {max_budget, n_terminal, share,   # wrong at max, right at a cheaper visual budget
                               sampling_recovery: [{alt_budget_id, n_with_alt, n_missing_alt, n_recovered,
                                                    share,            # over all terminal regressions

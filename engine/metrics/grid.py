@@ -233,20 +233,21 @@ def grid_summary(rows: pl.LazyFrame, *, track: Track = "correct",
                  budgets: Sequence[str] | None = None) -> pl.LazyFrame:
     """Per group: the grid (budget ids in cost order), matched items and excluded items.
 
-    An item of the track counts as excluded when the group has at least one row for it
-    but it lacks a usable result at some budget of the grid.
+    An item of the track counts as excluded from a chain when the model has a row for it on the dataset
+    (at any budget of any chain) but it lacks a usable result at some budget of the chain, even at all
+    of them: so ``n_items + n_excluded`` is the same for every chain of a model and dataset.
 
     Returns:
         model_id, dataset, protocol_id, grid (list of budget ids), n_items, n_excluded.
     """
     grid = grid_budgets(rows, budgets).group_by(GROUP).agg(pl.col("budget_id").sort_by("rank").alias("grid"))
-    seen = track_rows(chain_rows(rows), track).group_by(GROUP).agg(pl.col("item_id").n_unique().alias("_seen"))
+    seen = track_rows(chain_rows(rows), track).group_by(BASE_GROUP).agg(pl.col("item_id").n_unique().alias("_seen"))
     done = (
         matched(rows, track=track, budgets=budgets)
         .group_by(GROUP).agg(pl.col("item_id").n_unique().alias("n_items"))
     )
     return (
-        grid.join(seen, on=GROUP, how="inner")
+        grid.join(seen, on=BASE_GROUP, how="inner")
         .join(done, on=GROUP, how="left")
         .with_columns(pl.col("n_items").fill_null(0).cast(pl.Int64))
         .with_columns((pl.col("_seen") - pl.col("n_items")).cast(pl.Int64).alias("n_excluded"))

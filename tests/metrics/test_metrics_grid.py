@@ -76,6 +76,26 @@ def test_matched_keeps_complete_items_and_counts_the_excluded() -> None:
          "n_items": 3, "n_excluded": 3}]
 
 
+def test_an_item_with_no_row_on_a_chain_is_excluded_from_it_too() -> None:
+    # x has no text row and no px50176 row: it is on the default chain (f4, f8) and on no row of the px chain;
+    # it is missing budgets of both chains, so both count it as excluded (6 + 1 items on each chain)
+    rows = sweep_a() + [row("m", "d", "x", "f4", 4, "1"), row("m", "d", "x", "f8", 8, "1")]
+    rows += [row("m", "d", i, "f8-px50176", 8, "1", max_pixels=50176) for i in "abce"]
+    summary = collect_both(grid_summary(lazy(rows)))
+    assert summary.select("protocol_id", "n_items", "n_excluded").rows() == [("default", 4, 3),
+                                                                            ("px50176", 4, 3)]
+
+
+def test_a_budget_with_its_own_id_keeps_the_protocol_of_its_settings() -> None:
+    # "mid": 12 frames, default settings, its own id: on the default chain between f8 and f16, no chain of its own
+    rows = frame({"a": "1010", "b": "0110", "c": "1101"}, budgets={"text": 0, "f8": 8, "mid": 12, "f16": 16})
+    summary = collect_both(grid_summary(lazy(rows)))
+    assert summary.select("protocol_id", "grid").rows() == [("default", ["text", "f8", "mid", "f16"])]
+    flows = collect_both(transitions(lazy(rows)))
+    assert flows.select("from", "to", "rescue", "harm").rows() == [("text", "f8", 1, 1), ("f8", "mid", 1, 1),
+                                                                  ("mid", "f16", 1, 2)]
+
+
 def test_a_budget_nobody_finished_excludes_everyone() -> None:
     rows = frame({"a": "1e", "b": "0e"}, budgets={"text": 0, "f4": 4})
     summary = collect_both(grid_summary(lazy(rows)))
