@@ -139,7 +139,8 @@ def cascade_curve(m: pl.LazyFrame, taus: Sequence[float] = DEFAULT_TAUS, by: Seq
 
 def pareto_front(curve: pl.LazyFrame, by: Sequence[str] = GROUP, *, cost: str = "mean_frames",
                  value: str = "accuracy") -> pl.LazyFrame:
-    """The points of `curve` no other point beats (lower or equal cost and strictly higher value).
+    """The points of `curve` that no other point dominates: a point is kept when every other point of lower or
+    equal cost has a strictly lower value (so a dearer point of the same value is dropped).
 
     Of points with equal cost and value the one with the smallest tau is kept.
 

@@ -50,7 +50,8 @@ group's chain (the text-only budget plus the protocol's budgets by frames; see
      robustness: [{model_id, dataset, protocol_a, protocol_b, n_items,     # items matched in both chains
                    confused_a, confused_b, confused_both, jaccard,        # jaccard null when a + b = 0
                    harmed_a, harmed_b, harmed_both, headroom_a, headroom_b, confusion_rate_a, confusion_rate_b}],
-     iso_compute: [{model_id, dataset, cost,       # cost: the set's median pixels sent per item
+     iso_compute: [{model_id, dataset, cost,       # cost: names the set, the median pixels sent per item of
+                                                   # the run of costs it was cut from (engine.metrics.iso_compute)
                     allocations: [{budget_id, protocol_id, frames, budget_cost, accuracy, n_best, n_sole_best}],
                     n_items, best_allocation, best_accuracy, oracle_accuracy, oracle_headroom,
                     n_all_right, n_none_right}],   # across the chains (engine.metrics.iso_compute)
