@@ -217,3 +217,36 @@ def test_raw_and_cached_budgets_run_side_by_side_in_one_sweep(tmp_path: Path, wa
     assert [(g["protocol_id"], g["grid"], g["n_items"]) for g in doc["groups"]] == [
         ("default", ["text", "f2", "f4"], 9), ("cached", ["text", "f2-cached", "f4-cached"], 9)]
     assert [(r["protocol_a"], r["protocol_b"], r["n_items"]) for r in doc["robustness"]] == [("cached", "default", 9)]
+
+
+def test_two_sweeps_of_other_videos_under_the_same_names_share_no_cache_entry(tmp_path: Path,
+                                                                              warm_engine: Path) -> None:
+    """Two synthetic sets with the same video ids but other videos (size, length), one after the other on one
+    engine: their media uuids differ (vLLM keys its processor, encoder and prefix caches by them; a shared
+    uuid served the first set's vision embeddings to the second, which came back as NaN letter scores or,
+    worse, as answers about the wrong video), and every row is ok."""
+    import asyncio
+
+    import ray
+
+    from engine.sweep import Sweep, start_backends
+
+    small = parse_spec(small_spec_dict(tmp_path / "small", budgets=[{"frames": 0}, {"frames": 8}]))
+    d = small_spec_dict(tmp_path / "large", budgets=[{"frames": 0}, {"frames": 8}])
+    d["dataset"].update(seconds=6.0, width=128, height=96)
+    large = parse_spec(d)
+
+    async def go():
+        backends = await start_backends(small)
+        try:
+            return [await Sweep(s, backends=backends).run() for s in (small, large)]
+        finally:
+            await asyncio.gather(*(x.close() for x in backends.values()))
+            ray.shutdown()
+
+    for summary in asyncio.run(go()):
+        assert summary.jobs_ok == 3 * 3 * 2 and summary.jobs_failed == 0
+    a, b = (scan_results(tmp_path / n).filter(pl.col("frames") > 0).collect() for n in ("small", "large"))
+    assert set(a["video_id"]) == set(b["video_id"])  # the same names ...
+    assert not set(a["media_uuid"]) & set(b["media_uuid"])  # ... never the same cache entries
+    assert a["media_uuid"].n_unique() == b["media_uuid"].n_unique() == 3  # one per video: its questions share it

@@ -224,12 +224,16 @@ class VLLMWorker:
         os._exit(_ENGINE_DIED_EXIT)
 
     def reset_caches(self) -> int:
-        """Empty the prefix cache and the multimodal processor cache (timed strategies start cold).
+        """Empty the prefix cache, the multimodal processor cache and the encoder cache (vision embeddings
+        kept across requests by media uuid, which `reset_mm_cache` leaves), so timed strategies start cold.
 
         Returns how many resets this engine has done (a fact the timing reports record).
         """
         self.llm.reset_prefix_cache()
         self.llm.reset_mm_cache()
+        reset_encoder = getattr(self.llm.llm_engine, "reset_encoder_cache", None)
+        if reset_encoder is not None:  # vLLM releases before the encoder cache could be reset have none
+            reset_encoder()
         self.cache_resets = getattr(self, "cache_resets", 0) + 1
         return self.cache_resets
 

@@ -2,23 +2,46 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MediaView", "media_uuid"]
+__all__ = ["MediaView", "media_fingerprint", "media_uuid"]
+
+
+def media_fingerprint(path: str | Path | None, *parts: object) -> str:
+    """A short digest of what a media item's frames are made of: the source file's identity (resolved
+    path, size, modification time) and `parts` (e.g. the decoder, the frame indices, the output size)."""
+    h = hashlib.blake2b(digest_size=6)
+    if path is not None:
+        try:
+            st = os.stat(path)
+            h.update(f"{Path(path).resolve()}|{st.st_size}|{st.st_mtime_ns}".encode())
+        except OSError:
+            h.update(str(path).encode())
+    for p in parts:
+        h.update(b"|")
+        h.update(p.tobytes() if isinstance(p, np.ndarray) else repr(p).encode())
+    return h.hexdigest()
 
 
 def media_uuid(video_id: str, budget_id: str, *, image: bool = False, clip: tuple[float, float] | None = None,
-               namespace: str | None = None) -> str:
+               namespace: str | None = None, content: str | None = None) -> str:
     """The one name of a media item: `video:budget` (`video:image` for a still, `@a-b` for a clip).
 
-    vLLM keys its multimodal caches by this id, so two different frame sets must never share it
-    (a budget id names its frames, policy, resolution and pipeline) and the same frames always do.
-    `namespace` (``ns/`` prefix) keeps runs that must not share cache entries apart, e.g. the
-    policies a cascade timing compares.
+    vLLM keys its multimodal caches (processor, encoder outputs, prefix blocks) by this id, so two
+    different frame sets must never share it and the same frames always do. A budget id names the
+    frames, policy, resolution and pipeline within one sweep; `content` (`media_fingerprint`, as
+    ``~digest`` after the video id) tells apart what a name cannot: another file under the same
+    dataset and video id, as two sweeps sharing a warm engine may have. `namespace` (``ns/`` prefix)
+    keeps runs that must not share cache entries apart, e.g. the policies a cascade timing compares.
     """
     prefix = f"{namespace}/" if namespace else ""
+    if content:
+        video_id = f"{video_id}~{content}"
     if image:
         return f"{prefix}{video_id}:image"
     uuid = f"{prefix}{video_id}:{budget_id}"

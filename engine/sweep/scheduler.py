@@ -41,7 +41,7 @@ from engine.frames.decode import (
 )
 from engine.frames.plan import FramePlan
 from engine.frames.resize import size_for
-from engine.frames.view import MediaView, media_uuid
+from engine.frames.view import MediaView, media_fingerprint, media_uuid
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
@@ -427,8 +427,9 @@ class Sweep:
         frames = decoded.view(ctx.indices, size, shared=True)  # type: ignore[arg-type]
         jpeg = decoded.view_jpeg(ctx.indices, size) if decoded.pipeline == "cached" else None  # type: ignore[arg-type]
         item = ctx.job.item
+        content = media_fingerprint(item.video_path, decoded.decoder, decoded.pipeline, ctx.indices, size)
         uuid = media_uuid(item.media_key, ctx.job.budget.budget_id, image=item.media_kind == "image", clip=item.clip,
-                          namespace=self.media_namespace)
+                          namespace=self.media_namespace, content=content)
         return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder,
                          jpeg_frames=jpeg)
 
