@@ -99,18 +99,14 @@ def _stop_warm() -> None:
     _WARM["cache"] = None
     import ray
 
-    from engine.backends.warm import stop_engines
-    from engine.runtime.cluster import ensure_ray
-    from engine.runtime.local_cluster import recorded_cluster, stop_local_cluster
+    from engine.backends.warm import engines_down
+    from engine.runtime.local_cluster import stop_local_cluster
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FRAMESWEEP_CACHE", str(cache))
-        if recorded_cluster() is not None:  # as `framesweep engines down`: the engines first (the cluster
-            ray.shutdown()                  # then stops in seconds, not after its kill timeout)
-            ensure_ray()
-            stop_engines()
-            ray.shutdown()
-        stop_local_cluster()
+        ray.shutdown()  # a test may leave its driver connected
+        engines_down()  # as `framesweep engines down`
+        stop_local_cluster()  # whatever that left (a no-op after it)
 
 
 def _warm_cache_resets() -> int:

@@ -32,10 +32,22 @@ def test_engines_and_decode_actors_beyond_the_cluster_cpus_are_refused() -> None
     assert "models.N.engine.replicas" in msg
 
 
+def _refused(engines: dict, decode_cpus: float, total_cpus: float) -> bool:
+    try:
+        check_cpu_capacity(engines, decode_cpus=decode_cpus, total_cpus=total_cpus)
+    except PlacementError:
+        return True
+    return False
+
+
 def test_what_fits_exactly_and_gpu_engines_pass() -> None:
-    check_cpu_capacity({"a": (2, Placement(gpus=0))}, decode_cpus=1.0, total_cpus=3.0)  # exactly full
-    check_cpu_capacity({"g": (8, Placement(gpus=1))}, decode_cpus=0.0, total_cpus=1.0)  # GPUs: placement groups
-    check_cpu_capacity({}, decode_cpus=4.0, total_cpus=1.0)  # no engine: nothing to wait for
+    # each case beside the one just over it: the line is drawn where the cluster is full, not before
+    assert not _refused({"a": (2, Placement(gpus=0))}, 1.0, 3.0)  # exactly full
+    assert _refused({"a": (2, Placement(gpus=0))}, 1.5, 3.0)
+    assert not _refused({"g": (8, Placement(gpus=1))}, 0.0, 1.0)  # GPUs: placement groups, not counted here
+    assert _refused({"g": (8, Placement(gpus=0))}, 0.0, 1.0)
+    assert not _refused({}, 4.0, 1.0)  # no engine: nothing to wait for
+    assert _refused({"a": (1, Placement(gpus=0))}, 4.0, 1.0)
 
 
 def test_run_with_more_cpu_engines_than_the_local_cluster_holds_exits_2_naming_them(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from typing import Any
 
 from engine.spec import EngineSpec
 
-__all__ = ["NAMESPACE", "engine_key", "engine_settings", "find_engine", "list_engines", "stop_engines",
-           "warm_name"]
+__all__ = ["NAMESPACE", "engine_key", "engine_settings", "engines_down", "find_engine", "join_engines_cluster",
+           "list_engines", "stop_engines", "warm_name"]
 
 log = logging.getLogger(__name__)
 
@@ -104,3 +104,35 @@ def stop_engines(timeout_s: float = 10.0) -> list[str]:
             remove_placement_group(pg)
         stopped.append(name)
     return stopped
+
+
+def join_engines_cluster(address: str | None = None) -> bool:
+    """Join the warm engines' cluster (`address`, else the recorded local one); False when there is none
+    to join (nothing was started)."""
+    from engine.runtime.cluster import ensure_ray
+    from engine.runtime.local_cluster import recorded_cluster
+
+    if address is None and recorded_cluster() is None:
+        return False
+    ensure_ray(address)
+    return True
+
+
+def engines_down(address: str | None = None, *, keep_cluster: bool = False) -> tuple[list[str] | None, bool]:
+    """`framesweep engines down`: stop every warm engine of the cluster at `address` (else of the recorded
+    local cluster), then, unless `keep_cluster` or `address` is given, that local cluster (the engines
+    first: the cluster then stops in seconds rather than after its kill timeout).
+
+    Returns the names stopped (None: no cluster to join) and whether a local cluster was stopped.
+    """
+    import ray
+
+    from engine.runtime.local_cluster import stop_local_cluster
+
+    if not join_engines_cluster(address):
+        return None, False
+    stopped = stop_engines()
+    if address is not None or keep_cluster:
+        return stopped, False
+    ray.shutdown()
+    return stopped, stop_local_cluster()

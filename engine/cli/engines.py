@@ -30,17 +30,6 @@ Address = Annotated[str | None, typer.Option("--address", help="Ray cluster of t
                                              "cluster `engines up` started).")]
 
 
-def _connect(address: str | None) -> bool:
-    """Join the engines' cluster; False when there is none to join (nothing was started)."""
-    from engine.runtime.cluster import ensure_ray
-    from engine.runtime.local_cluster import recorded_cluster
-
-    if address is None and recorded_cluster() is None:
-        return False
-    ensure_ray(address)
-    return True
-
-
 def _settings_line(settings: dict[str, Any]) -> str:
     e = settings.get("engine", {})
     keys = ("dtype", "max_model_len", "max_num_seqs", "kv_cache_gib", "num_gpus", "engine_core")
@@ -72,9 +61,9 @@ def engines(ctx: typer.Context, address: Address = None,
     """List the warm engines: name (carrying the settings' key), model, settings, memory."""
     if ctx.invoked_subcommand is not None:
         return
-    from engine.backends.warm import list_engines
+    from engine.backends.warm import join_engines_cluster, list_engines
 
-    found = asyncio.run(list_engines()) if _connect(address) else []
+    found = asyncio.run(list_engines()) if join_engines_cluster(address) else []
     if json_out:
         typer.echo(json.dumps(found, indent=2, default=str))
     elif not found:
@@ -135,20 +124,15 @@ def down(
     keep_cluster: Annotated[bool, typer.Option("--keep-cluster", help="Leave the local cluster running.")] = False,
 ) -> None:
     """Stop every warm engine, and the local cluster `engines up` started."""
-    from engine.backends.warm import stop_engines
-    from engine.runtime.local_cluster import stop_local_cluster
+    from engine.backends.warm import engines_down
 
-    if not _connect(address):
+    stopped, cluster_stopped = engines_down(address, keep_cluster=keep_cluster)
+    if stopped is None:
         console.print("no warm engines (no local cluster runs)")
         return
-    stopped = stop_engines()
     console.print(f"stopped {len(stopped)} warm engine(s)" + (": " + ", ".join(stopped) if stopped else ""))
-    if address is None and not keep_cluster:
-        import ray
-
-        ray.shutdown()
-        if stop_local_cluster():
-            console.print("local Ray cluster stopped")
+    if cluster_stopped:
+        console.print("local Ray cluster stopped")
 
 
 def register(app: typer.Typer) -> None:
