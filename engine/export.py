@@ -23,13 +23,16 @@ budget), ``transition`` (this budget against the chain's previous one: ``rescue`
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
+import platform
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from engine import __version__
 from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP, chain_rows, grid_budgets, matched
 from engine.metrics.overwrite import text_items
@@ -67,13 +70,14 @@ COLUMNS: dict[str, str] = {
     "terminal_regression": "wrong at the chain's dearest budget, right at a cheaper visual one",
     "oracle_budgets": "the chain budgets at which the item is right",
     "sweep_id": "the sweep", "dataset_version": "the adapter's version", "engine_version": "the engine's version",
-    "decoder": "the video decoder", "pipeline": "raw (decoded) or cached (frame cache)",
+    "decoder": "the video decoder", "decoder_version": "its package and version (e.g. av 14.2.0)",
+    "pipeline": "raw (decoded) or cached (frame cache)",
     "model_path": "the model's path as the spec gives it", "model_hash": "SHA-256 of its config and weight index",
 }
 _ROW_COLUMNS = ["video_id", "frames", "frames_sent", "frame_indices", "width", "height", "pixels_total", "task_kind",
                 "task_type", "category", "duration", "response", "pred", "answer", "correct", "score", "confidence",
                 "option_probs", "status", "error_type", "sweep_id", "dataset_version", "engine_version", "decoder",
-                "pipeline"]
+                "decoder_version", "pipeline"]
 
 
 def _model_dir(path: str) -> Path | None:
@@ -81,17 +85,31 @@ def _model_dir(path: str) -> Path | None:
         found = sorted(cache_dir("tiny").glob(f"{path.removeprefix('tiny:')}*"))
         return found[0] if found else None
     p = Path(path).expanduser()
-    return p if p.is_dir() else None
+    if p.is_dir():
+        return p
+    if path.count("/") == 1 and not path.startswith((".", "/", "~")):  # a hub id: its local snapshot, if cached
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
+
+        try:
+            return Path(snapshot_download(path, local_files_only=True))
+        except (LocalEntryNotFoundError, HFValidationError, OSError):  # not cached, or not a hub id: no hash
+            return None
+    return None
 
 
 def model_hash(path: str) -> str | None:
-    """SHA-256 over the model's config.json and its weight index (file names and sizes), None if not found."""
+    """SHA-256 over the model's config.json and its weight index (file names and sizes), None if not found.
+
+    `path` is a folder, ``tiny:NAME`` (the local tiny build) or a hub id, read from the local hub
+    cache's snapshot of its default revision (nothing is downloaded)."""
     folder = _model_dir(path)
     if folder is None or not (folder / "config.json").is_file():
         return None
-    h = hashlib.sha256((folder / "config.json").read_bytes())
-    for index in sorted(folder.glob("*.index.json")):
-        h.update(index.read_bytes())
+    h = hashlib.sha256()
+    for part in [folder / "config.json", *sorted(folder.glob("*.index.json"))]:
+        with part.open("rb") as f:
+            h.update(hashlib.file_digest(f, "sha256").digest())
     for weights in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
         h.update(f"{weights.name}:{weights.stat().st_size}".encode())
     return h.hexdigest()
@@ -124,8 +142,21 @@ def _provenance(out_dir: Path) -> dict[str, Any]:
     spec = manifest.get("spec") or {}
     models = {m["id"]: {"path": m.get("path"), "family": m.get("family"), "hash": model_hash(m.get("path") or "")}
               for m in spec.get("models", [])}
-    return {"sweep_id": manifest.get("sweep_id"), "exported_at": datetime.now(UTC).isoformat(), "spec": spec,
-            "models": models}
+    return {"sweep_id": manifest.get("sweep_id"), "exported_at": datetime.now(UTC).isoformat(),
+            "framesweep_version": manifest.get("framesweep_version"), "exported_by": exporter_versions(),
+            "spec": spec, "models": models}
+
+
+def exporter_versions() -> dict[str, str | None]:
+    """The versions of framesweep and of the packages that read and wrote the artifact."""
+    def version(dist: str) -> str | None:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {"framesweep": __version__, "python": platform.python_version(), "polars": version("polars"),
+            "pyarrow": version("pyarrow")}
 
 
 def _datacard(frame: pl.DataFrame, prov: dict[str, Any]) -> str:

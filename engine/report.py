@@ -299,6 +299,10 @@ def _cascade_online_section(sessions: list[dict[str, Any]]) -> str:
                      num(off.get("mean_frames")), num(off.get("mean_unique_frames")), ""])
     timing = []
     for k, r in enumerate(sessions):
+        left = r.get("skipped_models") or {}
+        if left:
+            timing.append('<p class="note">' + e("left out (stages above the model's max_frames): " + "; ".join(
+                f"{m}: {', '.join(ids)}" for m, ids in left.items())) + "</p>")
         per = [[x["round"], x["order"][0], num(x["fixed_wall_s"]), num(x["cascade_wall_s"]), f"{x['ratio']:.3f}"]
                for x in r.get("rounds") or []]
         if per:

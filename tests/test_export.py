@@ -71,3 +71,49 @@ def test_export_annotations_and_round_trip(tmp_path: Path) -> None:
 def test_export_refuses_a_folder_without_results(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["export", str(tmp_path), "--to", str(tmp_path / "art")])
     assert res.exit_code == 2 and not (tmp_path / "art").exists()
+
+
+def test_provenance_versions_and_a_hub_model_hashed_from_the_local_cache(tmp_path: Path, monkeypatch) -> None:
+    """A model named by hub id is hashed from the hub cache's snapshot (the cache's own layout: refs/main
+    names the snapshot), the same bytes as a folder give the same hash, and an id not in the cache has
+    none (nothing is downloaded: the hub is unreachable here). Rows carry the decoder's package and
+    version; provenance.json the framesweep version the sweep ran with and the exporter's."""
+    from engine.export import model_hash
+
+    hub = tmp_path / "hub"
+    snap = hub / "models--org--tiny-vl" / "snapshots" / "0123abcd"
+    snap.mkdir(parents=True)
+    (hub / "models--org--tiny-vl" / "refs").mkdir()
+    (hub / "models--org--tiny-vl" / "refs" / "main").write_text("0123abcd")
+    (snap / "config.json").write_text('{"hidden_size": 64}')
+    (snap / "model.safetensors").write_bytes(b"\0" * 10)
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"hidden_size": 64}')
+    (folder / "model.safetensors").write_bytes(b"\0" * 10)
+    got = model_hash("org/tiny-vl")
+    assert got is not None and got == model_hash(str(folder))
+    (folder / "model.safetensors").write_bytes(b"\0" * 11)  # a weight of another size: another hash
+    assert model_hash(str(folder)) != got
+    assert model_hash("org/not-cached") is None
+
+    out = tmp_path / "out"
+    rows = frame({"a": "11"}, budgets={"text": 0, "f4": 4}, per_item={"a": {"decoder": "pyav",
+                                                                           "decoder_version": "av 1.2.3"}})
+    with ResultStore(out) as store:
+        store.add(rows)
+        store.commit()
+        store.write_manifest({"sweep_id": "t", "framesweep_version": "0.0.9", "spec": {"sweep_id": "t", "models": [
+            {"id": "m", "family": "qwen2_5_vl", "path": "org/tiny-vl"}]}})
+    res = CliRunner().invoke(app, ["export", str(out), "--to", str(tmp_path / "art")])
+    assert res.exit_code == 0, res.output
+    items = pl.read_parquet(tmp_path / "art" / "items.parquet")
+    assert set(items["decoder_version"]) == {"av 1.2.3"} and set(items["model_hash"]) == {got}
+    prov = json.loads((tmp_path / "art" / "provenance.json").read_text())
+    assert prov["framesweep_version"] == "0.0.9" and prov["exported_by"]["framesweep"]
+    assert prov["exported_by"]["polars"] == pl.__version__

@@ -7,6 +7,7 @@ CPU engine, so killing it is a real crash.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -167,6 +168,13 @@ def test_each_video_decoded_once_and_cached_pipeline_reuses_frames(tmp_path: Pat
     rows_b = scan_results(tmp_path / "b").collect().sort(["item_id", "budget_id"])
     visual = rows_a.filter(pl.col("frames") > 0)
     assert set(visual["pipeline"]) == {"cached"} and (visual["video_frames"] == 32).all()
+    import av
+
+    assert set(visual["decoder"]) == {"pyav"} and set(visual["decoder_version"]) == {f"av {av.__version__}"}
+    assert rows_a.filter(pl.col("frames") == 0)["decoder_version"].is_null().all()  # text-only: nothing decoded
+    import engine
+
+    assert json.loads((tmp_path / "a" / "manifest.json").read_text())["framesweep_version"] == engine.__version__
     # the union of 2, 4 and 8 uniform frames of a 32-frame clip, decoded once per video
     per_video = visual.group_by("video_id").agg(pl.col("frame_indices").list.explode().unique())
     assert per_video["frame_indices"].list.len().to_list() == [a.frames_decoded // 3] * 3

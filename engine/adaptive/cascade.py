@@ -7,6 +7,11 @@ decodes only the frames no earlier round holds (with the `nested` policy each
 stage's frames contain the previous stage's, so nothing is decoded twice), and
 every request goes through the sweep's coalescing, retries and replica failover.
 
+A model runs the cascade only when every stage is within its context ceiling
+(`max_frames`): a cascade cut short at a ceiling would stop where the others go on,
+and neither the fixed budget nor the offline simulation (which needs every stage's
+row) would have that model to compare with. `run_cascade` names the models left out.
+
 Rows: every stage an item visits is a normal result row under that stage's
 budget id, and the cascade's decision is one more row per item under
 ``cascade-tau<tau>`` with `stage_path`, `frames_processed` (sum over visited
@@ -28,7 +33,7 @@ import numpy as np
 from engine.adaptive.cascade_report import CascadeReport, TimedRound, cascade_budget_id, cascade_report
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
-from engine.spec import BudgetPoint, SweepSpec
+from engine.spec import BudgetPoint, ModelSpec, SweepSpec
 from engine.sweep import Sweep, start_backends
 from engine.sweep.policy import Key
 
@@ -49,16 +54,24 @@ class CascadePolicy:
         self._stage = {b.budget_id: k for k, b in enumerate(stages)}
         self._visited: dict[tuple[str, str, str], list[ResultRow]] = {}
 
+    def beyond_ceiling(self, model: ModelSpec) -> list[str]:
+        """The stages above `model`'s `max_frames` (empty: the model runs the cascade)."""
+        return [b.budget_id for b in self.stages if model.max_frames is not None and b.frames > model.max_frames]
+
+    def models(self, spec: SweepSpec) -> list[ModelSpec]:
+        """The spec's models that run the cascade: every stage within their ceiling."""
+        return [m for m in spec.models if not self.beyond_ceiling(m)]
+
     def plan(self, spec: SweepSpec, items: list[Item], done: set[Key]) -> dict[str, list[Job]]:
         by_video: dict[str, list[Job]] = {}
         for item in items:
-            for m in spec.models:
+            for m in self.models(spec):
                 if (m.id, item.dataset, item.item_id, self.decision_id) not in done:
                     by_video.setdefault(item.media_key, []).append(Job(m.id, item, self.stages[0]))
         return by_video
 
     def expected(self, spec: SweepSpec, items: list[Item]) -> dict[str, dict[str, int]]:
-        return {m.id: {self.decision_id: len(items)} for m in spec.models}
+        return {m.id: {self.decision_id: len(items)} for m in self.models(spec)}
 
     def next_round(self, finished: list[tuple[Job, ResultRow]]) -> tuple[list[Job], list[ResultRow]]:
         escalate: list[Job] = []
@@ -125,12 +138,24 @@ async def run_cascade(spec: SweepSpec, stage_ids: list[str], tau: float, session
     multimodal caches of every engine are reset just before it (outside its timed span), and
     its media uuids carry a namespace of their own (``fixed-r1/...``, ``cascade-r1/...``), so
     no policy can hit entries another one left. Each run writes a fresh store under
-    `session_dir`/round<r>/ (fixed/, online/).
+    `session_dir`/round<r>/ (fixed/, online/). A model with a stage or the fixed budget above
+    its `max_frames` is swept on the grid but left out of the timed runs and the offline
+    simulation (the report's `skipped_models` names it and those budgets); if no model is
+    left, a ValueError says why before any work.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     stages = stage_budgets(spec, stage_ids)
     fixed = stage_budgets(spec, [fixed_id or stage_ids[-1]])[0]
+    policy = CascadePolicy(stages, tau)
+    skipped = {m.id: policy.beyond_ceiling(m) + ([fixed.budget_id] if m.max_frames is not None
+                                                 and fixed.frames > m.max_frames else [])
+               for m in spec.models}
+    skipped = {m: sorted(set(ids)) for m, ids in skipped.items() if ids}
+    if len(skipped) == len(spec.models):
+        raise ValueError("no model of the spec can run the cascade: "
+                         + "; ".join(f"{m}: {', '.join(ids)} above its max_frames" for m, ids in skipped.items()))
+    timed = spec.model_copy(update={"models": [m for m in spec.models if m.id not in skipped]})
     own = backends is None
     backends = backends or await start_backends(spec)
     session = Path(session_dir)
@@ -143,18 +168,18 @@ async def run_cascade(spec: SweepSpec, stage_ids: list[str], tau: float, session
             order = ["fixed", "cascade"] if r % 2 else ["cascade", "fixed"]
             walls: dict[str, float] = {}
             resets: dict[str, int] = {}
-            for policy in order:
-                resets[policy] = await reset_caches(backends)
-                if policy == "fixed":
-                    fixed_spec = spec.model_copy(update={"budgets": [fixed]})
+            for name in order:
+                resets[name] = await reset_caches(backends)
+                if name == "fixed":
+                    fixed_spec = timed.model_copy(update={"budgets": [fixed]})
                     sweep: Sweep = Sweep(fixed_spec.with_out_dir(session / f"round{r}" / "fixed"), backends=backends)
                 else:
-                    sweep = CascadeSweep(spec.with_out_dir(session / f"round{r}" / "online"), stages, tau,
+                    sweep = CascadeSweep(timed.with_out_dir(session / f"round{r}" / "online"), stages, tau,
                                          backends=backends)
-                sweep.media_namespace = f"{policy}-r{r}"
+                sweep.media_namespace = f"{name}-r{r}"
                 t0 = time.perf_counter()
                 await sweep.run()
-                walls[policy] = time.perf_counter() - t0
+                walls[name] = time.perf_counter() - t0
                 if isinstance(sweep, CascadeSweep) and r == 1:
                     decode_passes = sweep.decode_passes
             rounds.append(TimedRound(round=r, order=order, fixed_wall_s=walls["fixed"],
@@ -162,7 +187,8 @@ async def run_cascade(spec: SweepSpec, stage_ids: list[str], tau: float, session
     finally:
         if own:
             await asyncio.gather(*(b.close() for b in backends.values()), return_exceptions=True)
-    return cascade_report(spec.store.out_dir, session, stage_ids, tau, fixed.budget_id, rounds, decode_passes)
+    return cascade_report(spec.store.out_dir, session, stage_ids, tau, fixed.budget_id, rounds, decode_passes,
+                          skipped_models=skipped)
 
 
 async def reset_caches(backends: dict[str, Any]) -> int:

@@ -66,6 +66,8 @@ class CascadeReport:
     ratio_median: float | None = None
     ratio_min: float | None = None
     ratio_max: float | None = None
+    skipped_models: dict[str, list[str]] = field(default_factory=dict)
+    """Models left out of the timed runs and the simulation: the stages/fixed budget above their max_frames."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,7 +89,8 @@ def _mean(df: pl.DataFrame, col: str) -> float | None:
 
 
 def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str], tau: float, fixed_budget: str,
-                   rounds: list[TimedRound], decode_passes: int) -> CascadeReport:
+                   rounds: list[TimedRound], decode_passes: int,
+                   skipped_models: dict[str, list[str]] | None = None) -> CascadeReport:
     """Summarise an online cascade session (see `engine.adaptive.cascade.run_cascade`).
 
     Answers and costs come from round 1's stores (greedy decoding: every round answers alike);
@@ -97,7 +100,9 @@ def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str
     online = online_decisions(session / "round1" / "online", tau).collect()
     fixed = scan_results(session / "round1" / "fixed").filter(pl.col("status") == "ok").collect()
     ratios = [r.ratio for r in rounds]
-    sim = cascade_items(matched(latest_rows(scan_results(out_dir)), budgets=stage_ids), taus=[tau]).collect()
+    skipped_models = skipped_models or {}
+    rows = latest_rows(scan_results(out_dir)).filter(~pl.col("model_id").is_in(list(skipped_models)))
+    sim = cascade_items(matched(rows, budgets=stage_ids), taus=[tau]).collect()
     agree = online.join(sim.select("model_id", "dataset", "item_id", pl.col("stop_budget").alias("offline_stop")),
                         on=["model_id", "dataset", "item_id"], how="inner")
     return CascadeReport(
@@ -114,4 +119,5 @@ def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str
                                  "a") if agree.height else None,
         rounds=[{**asdict(r), "ratio": r.ratio} for r in rounds],
         ratio_median=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
+        skipped_models=skipped_models,
     )

@@ -275,6 +275,8 @@ def cascade(
     except (ValueError, PlacementError) as err:
         fail(err)
         raise typer.Exit(2) from None
+    for model_id, ids in rep.skipped_models.items():
+        warn(f"{model_id} left out of the cascade: {', '.join(ids)} above its max_frames")
     t = Table(title=f"cascade {' -> '.join(rep.stages)} at tau {rep.tau:g} ({rep.n_items} items)")
     for c in ("policy", "accuracy", "mean frames", "frames decoded", "wall s"):
         t.add_column(c, justify="left" if c == "policy" else "right")

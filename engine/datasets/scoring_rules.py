@@ -185,17 +185,29 @@ def pope_metrics(rows: pl.LazyFrame, by: Sequence[str] = ("category",)) -> pl.La
 
 
 def mme_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
-    """Per category: acc (questions right) and acc+ (images with both questions right), x100; score = sum."""
+    """Per category: acc (questions right) and acc+ (images with both questions right), x100; score = sum.
+
+    acc is over the ok rows, as every accuracy here; acc+ is over the *complete* images, those
+    with an ok row for every question of the image (its group in `groups`): an image with a
+    question still unanswered (an error row, or no row) is neither right nor wrong yet, as an
+    MMBench question with a rotation missing. Columns: n (ok rows), n_images (images with an
+    ok row), n_complete, acc, acc_plus, score.
+    """
     keys = [*KEYS, "category"]
+    members = groups.lazy().select("dataset", "item_id", "group_id")
+    sizes = members.group_by("dataset", "group_id").agg(n_questions=pl.len())
     scored = (
         _ok_for_groups(rows)
-        .join(groups.lazy().select("dataset", "item_id", "group_id"), on=["dataset", "item_id"], how="left")
+        .join(members, on=["dataset", "item_id"], how="left")
         .with_columns(pl.col("correct").fill_null(False), pl.coalesce("group_id", "item_id").alias("group_id"))
     )
     acc = scored.group_by(keys).agg(n=pl.len(), acc=pl.col("correct").mean() * 100)
     plus = (
-        scored.group_by([*keys, "group_id"]).agg(all_right=pl.col("correct").all())
-        .group_by(keys).agg(n_images=pl.len(), acc_plus=pl.col("all_right").mean() * 100)
+        scored.group_by([*keys, "group_id"]).agg(n_answered=pl.len(), all_right=pl.col("correct").all())
+        .join(sizes, on=["dataset", "group_id"], how="left")  # an item of no group is an image of one question
+        .with_columns(complete=pl.col("n_answered") >= pl.col("n_questions").fill_null(1))
+        .group_by(keys).agg(n_images=pl.len(), n_complete=pl.col("complete").sum(),
+                            acc_plus=pl.col("all_right").filter(pl.col("complete")).mean() * 100)
     )
     return (
         acc.join(plus, on=keys, how="left")
@@ -205,14 +217,18 @@ def mme_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyFrame) -> pl.La
 
 
 def mme_totals(scores: pl.LazyFrame) -> pl.LazyFrame:
-    """MME's perception and cognition totals: sums of category scores (max 2000 and 800)."""
+    """MME's perception and cognition totals: sums of category scores (max 2000 and 800).
+
+    A total is null while one of its categories has no score (no complete image yet): a sum
+    that silently skipped a category would read as a low score.
+    """
+    def total(names: tuple[str, ...] | list[str]) -> pl.Expr:
+        part = pl.col("score").filter(pl.col("category").is_in(list(names)))
+        return pl.when(part.null_count() == 0).then(part.sum())
+
     return (
         scores.group_by(KEYS)
-        .agg(
-            perception=pl.col("score").filter(pl.col("category").is_in(list(PERCEPTION))).sum(),
-            cognition=pl.col("score").filter(pl.col("category").is_in(list(COGNITION))).sum(),
-            n_categories=pl.len(),
-        )
+        .agg(perception=total(PERCEPTION), cognition=total(COGNITION), n_categories=pl.len())
         .sort(KEYS)
     )
 

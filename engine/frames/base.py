@@ -7,6 +7,8 @@ unique frame indices, optionally downscaled while decoding).
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ __all__ = [
     "Decoder",
     "FrameBatch",
     "VideoInfo",
+    "decoder_version",
     "get_decoder",
     "register_decoder",
 ]
@@ -109,6 +112,8 @@ class Decoder(Protocol):
     """One decoding backend (registered by name)."""
 
     name: str
+    package: str
+    """The Python distribution that decodes (e.g. "av"): rows record it with its version."""
 
     def probe(self, path: Path) -> VideoInfo:
         """The video's facts; raises `DecodeError` for unreadable media."""
@@ -144,6 +149,16 @@ def register_decoder(name: str) -> Callable[[Callable[[], Decoder]], Callable[[]
         return factory
 
     return deco
+
+
+@functools.cache
+def decoder_version(name: str) -> str:
+    """The decoding package of decoder `name` and its installed version, e.g. "av 14.2.0"."""
+    package = get_decoder(name).package
+    try:
+        return f"{package} {importlib.metadata.version(package)}"
+    except importlib.metadata.PackageNotFoundError:
+        return f"{package} (version unknown)"
 
 
 def get_decoder(name: str) -> Decoder:

@@ -27,6 +27,7 @@ from engine.frames.base import (
     Decoder,
     FrameBatch,
     VideoInfo,
+    decoder_version,
     get_decoder,
     register_decoder,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "VideoInfo",
     "decode_size",
     "decode_union",
+    "decoder_version",
     "get_decoder",
     "register_decoder",
     "resize_frame",

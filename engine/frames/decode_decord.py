@@ -42,6 +42,7 @@ class DecordDecoder:
     """decord's `VideoReader.get_batch` over the union indices."""
 
     name = "decord"
+    package = "decord"
 
     def __init__(self, num_threads: int = 0) -> None:
         self.num_threads = num_threads

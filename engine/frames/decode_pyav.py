@@ -215,6 +215,7 @@ class PyAVDecoder:
     """PyAV (FFmpeg): one forward pass over the needed frames, in decode order."""
 
     name = "pyav"
+    package = "av"
 
     def __init__(self, thread_type: str = "SLICE", min_skip: int = 8, pipeline_min_frames: int | None = None,
                  skip_unneeded: bool = True) -> None:

@@ -37,6 +37,7 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "pixels_total": pl.Int64(),
     "pipeline": pl.String(),
     "decoder": pl.String(),
+    "decoder_version": pl.String(),
     "scoring": pl.String(),
     "media_uuid": pl.String(),
     "prompt_hash": pl.String(),
@@ -103,6 +104,7 @@ class ResultRow:
     pixels_total: int | None = None
     pipeline: str = "raw"
     decoder: str | None = None
+    decoder_version: str | None = None
     scoring: str | None = None
     media_uuid: str | None = None
     prompt_hash: str | None = None

@@ -10,6 +10,7 @@ import numpy as np
 
 from engine.backends.base import EngineRequest, EngineResult
 from engine.backends.prompts import prompt_hash
+from engine.frames.decode import decoder_version
 from engine.items import Job
 from engine.results.schema import ResultRow
 from engine.runtime.secrets import redact
@@ -72,6 +73,7 @@ def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
         pixels_total=n * (ctx.width or 0) * (ctx.height or 0) if n else 0,
         pipeline=ctx.pipeline,
         decoder=ctx.decoder if n else None,
+        decoder_version=decoder_version(ctx.decoder) if n and ctx.decoder else None,
         scoring=spec.prompt.scoring if spec.prompt.extraction == "official" else
         f"{spec.prompt.scoring}:{spec.prompt.extraction}",
         media_uuid=ctx.request.media_uuid if ctx.request else None,

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from engine import __version__ as framesweep_version
 from engine.backends.base import Backend, EngineRequest
 from engine.backends.coalesce import CoalescingBackend
 from engine.backends.families import get_family
@@ -194,6 +195,7 @@ class Sweep:
                     expected.setdefault(mid, {})[bid] = expected.get(mid, {}).get(bid, 0) + n
         store.write_manifest({
             "sweep_id": self.spec.sweep_id,
+            "framesweep_version": framesweep_version,
             "dataset": ", ".join(per_dataset),
             "datasets": sorted(set(old.get("datasets", [])) | set(per_dataset)),
             "spec": self.spec.model_dump(mode="json"),
@@ -319,8 +321,7 @@ class Sweep:
         if item.video_path is None:
             raise DecodeError(f"item {item.item_id} has no video but the grid asks for frames")
         loop = asyncio.get_running_loop()
-        # decord cannot open still images; PyAV decodes them (EXIF rotation applied)
-        decoder = get_decoder("pyav" if item.media_kind == "image" else self.spec.decode.decoder)
+        decoder = get_decoder(self._decoder_name(item))
         info = (next(iter(held.values())).info if held else
                 await loop.run_in_executor(self._pool, decoder.probe, item.video_path))
         plans, failed = self._plan_each(jobs, info.n_frames, info.fps)
@@ -404,11 +405,16 @@ class Sweep:
         self.summary.jobs_failed += len(rows) - ok
         self.progress("done", len(rows))
 
+    def _decoder_name(self, item: Item) -> str:
+        """The decoder of an item's media: the spec's, except still images (decord cannot open them;
+        PyAV decodes them, EXIF rotation applied)."""
+        return "pyav" if item.media_kind == "image" else self.spec.decode.decoder
+
     def _ctx(self, job: Job, decoded: DecodedVideo | None, plan: FramePlan | None) -> JobContext:
         model = self._models[job.model_id]
         indices = plan.indices if plan is not None else np.empty(0, dtype=np.int64)
-        ctx = JobContext(job, model.family, indices, None, None, self.spec.decode.decoder,
-                         None, self._attempt(job))
+        ctx = JobContext(job, model.family, indices, None, None, self._decoder_name(job.item), None,
+                         self._attempt(job))
         if plan is not None:
             ctx.repeated = plan.repeated
         if not job.budget.is_text_only:

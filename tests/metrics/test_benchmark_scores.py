@@ -122,3 +122,31 @@ def test_error_rows_are_not_answers() -> None:
     rows = [*mmstar_rows(), _img("mmstar", "mmstar-val.fs1", "9", "e")]
     assert _values(collect_both(benchmark_scores(lazy(rows))), "mmstar")[("mmstar_accuracy", None)] == \
         pytest.approx(2 / 3)
+
+
+def test_mme_acc_plus_counts_complete_images_only_and_a_total_waits_for_every_category() -> None:
+    """existence: x (right, right), y (right, error row): acc 3/3 = 100 over ok rows; acc+ over the one
+    complete image x = 100 (y's error row is no answer: counting y as both right, as a rule over the ok
+    rows would, or as wrong, would both be guesses) -> 200. count: z (right, error): no complete image,
+    no score, so no perception total (a total skipping a category would read as a low score).
+    code_reasoning w (right, wrong): 50 + 0 -> cognition 50."""
+    rows = [_yn("mme", "mme.fs1", f"existence/x.jpg#{k}", "yes", "yes", category="existence") for k in (0, 1)]
+    rows += [_yn("mme", "mme.fs1", "existence/y.jpg#0", "yes", "yes", category="existence"),
+             _img("mme", "mme.fs1", "existence/y.jpg#1", "e", category="existence", task_kind="yesno"),
+             _yn("mme", "mme.fs1", "count/z.jpg#0", "no", "no", category="count"),
+             _img("mme", "mme.fs1", "count/z.jpg#1", "e", category="count", task_kind="yesno"),
+             _yn("mme", "mme.fs1", "code_reasoning/w.png#0", "yes", "yes", category="code_reasoning"),
+             _yn("mme", "mme.fs1", "code_reasoning/w.png#1", "yes", "no", category="code_reasoning")]
+    mme = _values(collect_both(benchmark_scores(lazy(rows))), "mme")
+    assert mme[("mme_acc", "existence")] == pytest.approx(100.0)
+    assert mme[("mme_acc_plus", "existence")] == pytest.approx(100.0)
+    assert mme[("mme_score", "existence")] == pytest.approx(200.0)
+    assert mme[("mme_acc", "count")] == pytest.approx(100.0)
+    assert mme.get(("mme_acc_plus", "count")) is None and mme.get(("mme_score", "count")) is None
+    assert ("mme_perception", None) not in mme
+    assert mme[("mme_cognition", None)] == pytest.approx(50.0)
+    # once y's second question is answered wrong, y is complete and not both right: acc+ 50
+    rows[3] = _yn("mme", "mme.fs1", "existence/y.jpg#1", "no", "yes", category="existence")
+    mme = _values(collect_both(benchmark_scores(lazy(rows))), "mme")
+    assert mme[("mme_acc", "existence")] == pytest.approx(75.0)
+    assert mme[("mme_acc_plus", "existence")] == pytest.approx(50.0)
