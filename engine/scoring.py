@@ -6,7 +6,7 @@ import math
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -78,27 +78,51 @@ def letter_logprobs(alternatives: Iterable[tuple[str, float | None]], letters: S
 
 
 def score_at_answer(letters: list[str], pred: str | None,
-                    positions: Sequence[tuple[str, dict[str, float]]] | None) -> LetterScore | None:
+                    positions: Sequence[tuple[str, dict[str, float]]] | None,
+                    text: str | None = None, read: Callable[[str], str | None] | None = None) -> LetterScore | None:
     """The option distribution at the answer position of a generated text (generate scoring).
 
-    The answer position is the first generated token that spells the extracted letter `pred` on
-    its own (`spelled_letter`); the letters returned there are renormalised and the confidence is
-    the probability of `pred` (not of the most probable letter). None when no letter was
-    extracted or no token spells it (e.g. the official rule read the "A" of "Answer").
+    The answer position is the generated token that spells the extracted letter `pred` on its
+    own (`spelled_letter`) where the extraction rule read it: given the text and the rule
+    (`read`: text -> letter), among several tokens spelling `pred` it is the one whose letter,
+    masked, changes what the rule reads ("B or C? The answer is C." read by an answer-phrase
+    rule: the second "C"); otherwise, or when the tokens do not spell the text, the first such
+    token. The letters returned there are renormalised and the confidence is the probability of
+    `pred` (not of the most probable letter). None when no letter was extracted or no token
+    spells it (e.g. the official rule read the "A" of "Answer").
 
     Args:
         letters: The item's option letters.
         pred: The extracted letter.
         positions: Per generated token: its text and the letters' log-probabilities there.
+        text: The generated text (the tokens' texts joined).
+        read: The extraction rule that gave `pred`.
     """
     if pred is None or not positions:
         return None
-    for token, lps in positions:
-        if spelled_letter(token, letters) == pred:
-            ls = score_letters(letters, lps)
-            conf = ls.probs[letters.index(pred)] if pred in letters else None
-            return LetterScore(ls.probs, pred, conf)
-    return None
+    spelling = [k for k, (token, _) in enumerate(positions) if spelled_letter(token, letters) == pred]
+    if not spelling:
+        return None
+    k = _read_at(spelling, positions, pred, text, read)
+    ls = score_letters(letters, positions[k][1])
+    conf = ls.probs[letters.index(pred)] if pred in letters else None
+    return LetterScore(ls.probs, pred, conf)
+
+
+def _read_at(spelling: list[int], positions: Sequence[tuple[str, dict[str, float]]], pred: str,
+             text: str | None, read: Callable[[str], str | None] | None) -> int:
+    """Which of the tokens `spelling` (each spells `pred`) the rule `read` took its letter from."""
+    tokens = [token for token, _ in positions]
+    if len(spelling) == 1 or read is None or text is None or "".join(tokens) != text:
+        return spelling[0]
+    starts = [0]
+    for token in tokens:
+        starts.append(starts[-1] + len(token))
+    for k in spelling:
+        at = starts[k] + tokens[k].index(pred)
+        if read(text[:at] + "#" + text[at + 1:]) != pred:
+            return k
+    return spelling[0]
 
 
 _VIDEOMME_PREFIXES = [

@@ -122,6 +122,23 @@ def test_generate_confidence_follows_the_rule_and_is_null_without_a_letter(tmp_p
     assert (row.pred, row.correct, row.confidence) == (None, False, None)
 
 
+def test_generate_confidence_is_read_where_the_rule_read_the_letter(tmp_path: Path) -> None:
+    """ "B or C? The answer is C.": C is spelled twice. The strict rule reads the answer phrase, so the
+    answer position is the second C (.99), not the first one mentioned while weighing options (.5);
+    the official rule reads the first letter of the text, B, at token 1."""
+    text = "B or C? The answer is C."
+    positions = [("B", _lp(B=0.6, C=0.4)), (" or", {}), (" C", _lp(B=0.5, C=0.5)), ("?", {}), (" The", {}),
+                 (" answer", {}), (" is", {}), (" C", _lp(B=0.01, C=0.99)), (".", {})]
+    row = _row(tmp_path, text, positions, extraction="strict")
+    assert (row.pred, row.correct) == ("C", True)
+    assert row.confidence == pytest.approx(0.99)
+    row = _row(tmp_path, text, positions)
+    assert (row.pred, row.confidence) == ("B", pytest.approx(0.6))
+    # tokens that do not spell the text (a detokenizer's spacing): the first token spelling the letter
+    row = _row(tmp_path, text, [(t.strip(), lp) for t, lp in positions], extraction="strict")
+    assert (row.pred, row.confidence) == ("C", pytest.approx(0.5))
+
+
 def test_letter_logprobs_pool_spellings() -> None:
     got = letter_logprobs([(" C", math.log(0.2)), ("C", math.log(0.1)), ("(B", math.log(0.3)), ("Cat", -0.1),
                            ("D", None)], "ABCD")

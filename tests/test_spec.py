@@ -154,6 +154,22 @@ def test_budget_pipeline_defaults_to_the_decode_setting_and_both_run_in_one_spec
                                                                  ("f2", "raw")]
 
 
+
+def test_a_grid_budget_takes_the_decode_pipeline_before_it_is_matched_with_a_hand_given_one(tmp_path: Path) -> None:
+    """With [decode] pipeline = "cached", a grid's 4-frame budget is f4-cached: a hand-given raw f4 is
+    another budget (both run), and a hand-given cached f4 is the same budget (given twice, run once)."""
+    cached = {"pipeline": "cached", "cache_dir": str(tmp_path / "c")}
+    d = small_spec_dict(tmp_path, budgets=[{"frames": 0}, {"frames": 4, "pipeline": "raw"}], grids=[{"frames": [4, 8]}],
+                        decode=cached)
+    assert [(b.budget_id, b.pipeline) for b in parse_spec(d).budgets] == [
+        ("text", None), ("f4", "raw"), ("f4-cached", "cached"), ("f8-cached", "cached")]
+    d = small_spec_dict(tmp_path, budgets=[{"frames": 0}, {"frames": 4, "pipeline": "cached"}],
+                        grids=[{"frames": [4, 8]}], decode=cached)
+    assert [b.budget_id for b in parse_spec(d).budgets] == ["text", "f4-cached", "f8-cached"]
+    d = small_spec_dict(tmp_path, budgets=[{"frames": 0}, {"frames": 4}], grids=[{"frames": [4, 8]}])
+    assert [b.budget_id for b in parse_spec(d).budgets] == ["text", "f4", "f8"]
+
+
 def test_two_budgets_of_one_protocol_with_the_same_frames_are_an_error(tmp_path: Path) -> None:
     d = small_spec_dict(tmp_path, budgets=[{"frames": 4}, {"frames": 4, "id": "four"}])
     same = r"budgets f4 and four have the same frame count \(4\) and protocol \(default\)"
@@ -176,3 +192,21 @@ def test_iso_compute_tables_expand_into_budgets_at_load(tmp_path: Path) -> None:
     d["iso_compute"] = [{"total_pixels": 9_700_000}]
     assert [b.budget_id for b in parse_spec(d).budgets] == ["text", "f32-px303125", "f64-px151562",
                                                             "f128-px75781"]
+
+
+def test_inspect_needs_no_store_table_and_run_still_asks_for_one(tmp_path: Path) -> None:
+    """A spec written for `run --out DIR` has no [store]: inspect (which writes nothing) reads it; a
+    command that writes results without --out names the missing field."""
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    d = small_spec_dict(tmp_path / "out")
+    del d["store"]
+    d["dataset"]["root"] = str(tmp_path / "synthetic")
+    path = write_toml(tmp_path / "spec.toml", d)
+    res = CliRunner().invoke(app, ["inspect", str(path)])
+    assert res.exit_code == 0, res.output
+    assert "synthetic" in res.output and not (tmp_path / "out").exists()
+    res = CliRunner().invoke(app, ["run", str(path)])
+    assert res.exit_code == 2 and "store" in res.output

@@ -92,7 +92,7 @@ def inspect(
     from engine.spec import SpecError, load_spec
 
     try:
-        spec = load_spec(spec_path)
+        spec = load_spec(spec_path, writes=False)  # [store] may be left to the run's --out
         surveys = survey(spec)
     except (SpecError, DatasetError) as err:
         fail(err)  # messages hold paths with [brackets]: printed literally

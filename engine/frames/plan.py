@@ -177,7 +177,7 @@ def fixed_fps(n_frames: int, fps: float, budget: int, seed: int, param: float | 
     """One frame every 1/r seconds (r = `param`, default 1), at most N of them spread evenly."""
     _check_fps(param, budget)
     rate = 1.0 if param is None else param
-    step = (fps or rate) / rate  # frames between samples
+    step = max(1.0, (fps or rate) / rate)  # frames between samples; faster than the video's rate: every frame
     grid = np.unique(np.minimum(np.floor(np.arange(0, n_frames, step)), n_frames - 1).astype(np.int64))
     return grid if grid.size <= budget else grid[_spread(grid.size, budget)]
 

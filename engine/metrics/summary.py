@@ -166,10 +166,15 @@ def summary_tables(rows: pl.LazyFrame, opts: SummaryOptions | None = None) -> di
     """
     opts = opts or SummaryOptions()
     engine: Any = opts.engine
-    snap = restrict_protocols(rows.select(SNAPSHOT_COLUMNS), opts.protocols).collect(engine=engine).lazy()
+    full = rows.select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
+    snap = restrict_protocols(full, opts.protocols)
     m = matched(snap).collect(engine=engine).lazy()
     ms = matched(snap, track="score").collect(engine=engine).lazy()
-    alt = alternate_rows(snap).collect(engine=engine).lazy()
+    # a kept chain's alternates may be budgets of chains left out: its sampling recovery is the same
+    alt = alternate_rows(full)
+    if opts.protocols is not None:
+        alt = alt.filter(pl.col("protocol_id").is_in(list(opts.protocols)))
+    alt = alt.collect(engine=engine).lazy()
     mi = iso_matched(snap, opts.iso_tolerance).collect(engine=engine).lazy()
     plans = {
         "grid": grid_summary(snap), "grid_score": grid_summary(snap, track="score"),

@@ -419,26 +419,28 @@ class SweepSpec(_Strict):
 
     @model_validator(mode="after")
     def _expand_grids(self) -> SweepSpec:
+        """Add the budgets of [[iso_compute]] and [[grids]]; every visual budget without a pipeline takes
+        the [decode] one first, so a budget given twice (by hand and by a grid) is one budget only when
+        it is the same budget, pipeline included."""
+        def resolved(b: BudgetPoint) -> BudgetPoint:
+            if b.pipeline is None and not b.is_text_only:
+                return b.model_copy(update={"pipeline": self.decode.pipeline})
+            return b
+
+        self.budgets[:] = [resolved(b) for b in self.budgets]
         ids = {b.budget_id for b in self.budgets}
-        for iso in self.iso_compute:
-            for b in iso.expand():
-                if b.budget_id not in ids:
-                    ids.add(b.budget_id)
-                    self.budgets.append(b)
-        for g in self.grids:
-            for b in g.expand():
-                if b.budget_id not in ids:  # a budget given twice, by hand and by a grid, is one budget
-                    ids.add(b.budget_id)
-                    self.budgets.append(b)
+        for added in [*(b for iso in self.iso_compute for b in iso.expand()), *(b for g in self.grids for b in g.expand())]:
+            b = resolved(added)
+            if b.budget_id not in ids:
+                ids.add(b.budget_id)
+                self.budgets.append(b)
         if not self.budgets:
             raise ValueError("no budgets: give [[budgets]] or [[grids]]")
         return self
 
     @model_validator(mode="after")
     def _protocols(self) -> SweepSpec:
-        """Visual budgets without a pipeline take the [decode] one; one frame count per protocol."""
-        self.budgets[:] = [b.model_copy(update={"pipeline": self.decode.pipeline})
-                           if b.pipeline is None and not b.is_text_only else b for b in self.budgets]
+        """One frame count per protocol (visual budgets took the [decode] pipeline in `_expand_grids`)."""
         seen: dict[tuple[str, int], str] = {}
         for b in self.budgets:
             if b.is_text_only:
@@ -543,9 +545,10 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
         raise SpecError(_format_error(source, err)) from None
 
 
-def load_spec(path: str | Path, out_dir: str | Path | None = None) -> SweepSpec:
+def load_spec(path: str | Path, out_dir: str | Path | None = None, *, writes: bool = True) -> SweepSpec:
     """Load and validate a TOML sweep spec; `out_dir` (the CLI's --out) sets `store.out_dir`, so a spec
-    needs no [store] table when it is given."""
+    needs no [store] table when it is given. A command that writes no results (`writes=False`:
+    inspect, engines) needs neither: its spec gets a store in the current folder that it never uses."""
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -555,4 +558,6 @@ def load_spec(path: str | Path, out_dir: str | Path | None = None) -> SweepSpec:
         raise SpecError(f"{p}: not valid TOML: {err}") from None
     if out_dir is not None and isinstance(data.get("store", {}), dict):
         data["store"] = {**data.get("store", {}), "out_dir": str(out_dir)}
+    elif not writes and "store" not in data:
+        data["store"] = {"out_dir": "."}
     return parse_spec(data, str(p))

@@ -92,7 +92,7 @@ def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
 def error_row(spec: SweepSpec, ctx: JobContext, error_type: str, message: str, worker: str | None = None) -> ResultRow:
     """A job that failed: kept as data, retried by a rerun."""
     row = _base(spec, ctx)
-    row.status, row.error_type, row.error, row.worker = "error", error_type, redact(message[:2000]), worker
+    row.status, row.error_type, row.error, row.worker = "error", error_type, redact(message)[:2000], worker
     return row
 
 
@@ -124,8 +124,8 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scor
     reading of the text is kept as `pred_extracted`). Otherwise the dataset adapter's official
     rule (`scorer`, see `engine.datasets.DatasetAdapter.score`), or for MCQ items the spec's
     `prompt.extraction` rule, reads the generated text; an MCQ item's confidence is then the
-    renormalised probability of the *extracted* letter at the answer position (the first token
-    spelling it; `engine.scoring.score_at_answer`), null when no letter was extracted.
+    renormalised probability of the *extracted* letter at the answer position (the token spelling
+    it where the rule read it; `engine.scoring.score_at_answer`), null when no letter was extracted.
     """
     if not res.ok:
         return error_row(spec, ctx, res.error_type or "EngineError", res.error or "", res.worker)
@@ -152,7 +152,8 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scor
     row.pred, row.correct, row.score = judged.pred or None, judged.correct, float(judged.score)
     if item.kind == "mcq":
         row.pred_extracted = row.pred
-        at = score_at_answer(list(item.letters), row.pred, res.token_letters)
+        at = score_at_answer(list(item.letters), row.pred, res.token_letters, text=res.text,
+                             read=lambda t: _judge(spec, item, t, scorer).pred or None)
         row.option_probs, row.confidence = (at.probs, at.confidence) if at is not None else (None, None)
     elif res.mean_logprob is not None:
         row.confidence = float(np.exp(res.mean_logprob))

@@ -56,6 +56,10 @@ def test_fixed_fps() -> None:
     assert idx("fps@2", 300, 64, fps=30) == list(range(0, 300, 15))
     # 20 frames at 2 fps exceed a budget of 8: 8 of them, spread as linspace(0, 19, 8) rounded
     assert idx("fps@2", 300, 8, fps=30) == [0, 45, 75, 120, 165, 210, 240, 285]
+    # a rate above the video's own is every frame: the same plan as fps@30, and no array of
+    # n_frames x rate / fps candidates (fps@3e9 would have asked for 3e10 of them)
+    assert idx("fps@3e9", 3000, 16, fps=30) == idx("fps@30", 3000, 16, fps=30)
+    assert idx("fps@1e7", 12, 64, fps=30) == list(range(12))
 
 
 def test_nested_dyadic_order() -> None:

@@ -151,3 +151,18 @@ def test_the_protocol_option_restricts_every_table_and_the_primary_option_leads(
     assert [(g["protocol_id"], g["primary"]) for g in small["groups"]] == [("px50176", True), ("cached", False)]
     assert [(r["protocol_a"], r["protocol_b"]) for r in small["robustness"]] == [("cached", "px50176")]
     assert _groups(small)["px50176"]["fixed_accuracy"] == _groups(doc)["px50176"]["fixed_accuracy"]
+
+
+def test_a_kept_chain_has_the_same_values_whatever_else_the_protocol_option_leaves_out() -> None:
+    """The default chain's f32 has an alternate in another chain (f32-random-seed1: same frames, size and
+    pipeline): its sampling recovery, intervals included, must not change when only the default chain is
+    asked for. Only the other groups, their robustness pairs and the option itself may differ."""
+    opts = SummaryOptions(n_boot=40, seed=7, taus=(1.0,), primary_protocol="default")
+    whole = summary_document(summary_tables(_rows(), opts), opts)
+    only = SummaryOptions(**{**opts.__dict__, "protocols": ("default",)})
+    alone = summary_document(summary_tables(_rows(), only), only)
+    kept = _groups(whole)["default"]
+    assert [g["protocol_id"] for g in alone["groups"]] == ["default"]
+    recovery = kept["terminal_regression"]["sampling_recovery"]
+    assert [r["alt_budget_id"] for r in recovery] == ["f32-random-seed1", "any"]  # not vacuous
+    assert json.dumps(_groups(alone)["default"], sort_keys=True) == json.dumps(kept, sort_keys=True)
