@@ -37,8 +37,8 @@ from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP, chain_rows, grid_budgets, matched
 from engine.metrics.overwrite import text_items
 from engine.metrics.regression import terminal_items
-from engine.results.store import latest_rows, scan_results
-from engine.runtime.atomic import atomic_write
+from engine.results.store import own_rows
+from engine.runtime.atomic import atomic_write, file_sha256
 from engine.runtime.paths import cache_dir
 
 __all__ = ["COLUMNS", "export"]
@@ -108,8 +108,7 @@ def model_hash(path: str) -> str | None:
         return None
     h = hashlib.sha256()
     for part in [folder / "config.json", *sorted(folder.glob("*.index.json"))]:
-        with part.open("rb") as f:
-            h.update(hashlib.file_digest(f, "sha256").digest())
+        h.update(file_sha256(part).encode())
     for weights in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
         h.update(f"{weights.name}:{weights.stat().st_size}".encode())
     return h.hexdigest()
@@ -185,7 +184,7 @@ def export(out_dir: Path | str, to: Path | str) -> dict[str, Any]:
     """
     out_dir, to = Path(out_dir), Path(to)
     prov = _provenance(out_dir)
-    rows = latest_rows(scan_results(out_dir)).collect().lazy()
+    rows = own_rows(out_dir)[0].collect().lazy()
     on_chain = chain_rows(rows).join(grid_budgets(rows), on=[*GROUP, "budget_id"], how="semi")
     models = pl.LazyFrame({"model_id": list(prov["models"]) or [""],
                            "model_path": [v["path"] for v in prov["models"].values()] or [None],

@@ -44,6 +44,7 @@ from engine.metrics.html import (
     text,
 )
 from engine.metrics.registry import registered_metrics
+from engine.runtime.atomic import atomic_write
 
 __all__ = ["render_report", "write_report"]
 
@@ -390,6 +391,6 @@ def render_report(doc: dict[str, Any], title: str = "framesweep report") -> str:
 def write_report(doc: dict[str, Any], path: str | Path, title: str = "framesweep report") -> Path:
     """Write `render_report` to `path` (UTF-8) and return it."""
     out = Path(path)
-    out.write_text(render_report(doc, title), encoding="utf-8")
+    atomic_write(out, render_report(doc, title).encode("utf-8"))
     log.info("wrote %s", out)
     return out

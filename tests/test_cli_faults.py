@@ -140,3 +140,105 @@ def test_a_sweep_stops_loudly_when_the_disk_is_full(tmp_path: Path) -> None:
         scan_results(mnt / "out").collect()  # what was committed still reads
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+@pytest.mark.parametrize("command", [["cascade", "SPEC", "--stages", "f2,f4"],
+                                     ["predict", "SPEC", "--predictor", "tiny", "--no-run"],
+                                     ["engines", "up", "SPEC"]], ids=["cascade", "predict", "engines-up"])
+@pytest.mark.parametrize("fault", ["family", "path"])
+def test_cascade_predict_and_engines_up_run_the_preflight_before_ray(
+        command: list[str], fault: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Like `run`: an unknown family or a missing checkpoint is named (exit 2) before Ray, a cluster or an
+    engine starts (they had started Ray first, then failed with a KeyError or inside the actor)."""
+    import ray
+
+    from engine.runtime import local_cluster
+    from engine.sweep import engines as sweep_engines
+
+    def started(*_: object, **__: object) -> None:
+        raise AssertionError("Ray was started before the preflight")
+
+    monkeypatch.setattr(sweep_engines, "ensure_ray", started)
+    monkeypatch.setattr(local_cluster, "start_local_cluster", started)
+    monkeypatch.setenv("FRAMESWEEP_CACHE", str(tmp_path / "cache"))
+    d = small_spec_dict(tmp_path / "out")
+    if fault == "family":
+        d["models"][0]["family"] = "nope"
+        field, why = "models.0.family", "unknown model family 'nope'"
+    else:
+        d["models"][0]["path"] = str(tmp_path / "no-such-checkpoint")
+        field, why = "models.0.path", "no such checkpoint directory"
+    if command[0] == "engines":
+        del d["store"]  # engines write no results: their spec needs no [store] (the fault is named, not it)
+    spec = str(write_toml(tmp_path / "s.toml", d))
+    res = runner.invoke(app, [spec if a == "SPEC" else a for a in command], env={"COLUMNS": "200"})
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert f"{field}: " in res.output and why in res.output, res.output
+    assert not ray.is_initialized()
+    assert not (tmp_path / "cache").exists()  # no local cluster recorded
+    assert not (tmp_path / "out").exists()
+
+
+class WrongEngine(SureEngine):
+    """Answers "B" with certainty: another sweep's rows that would change every number they were mixed into."""
+
+    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        return [EngineResult(r.request_id, text="B", letter_logprobs={"B": 0.0}) for r in requests]
+
+
+def test_metrics_and_report_leave_out_a_shard_of_another_sweep(tmp_path: Path) -> None:
+    import json
+
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    other = small_spec_dict(theirs, sweep_id="other", budgets=[{"frames": 0}, {"frames": 2}, {"frames": 16}])
+    asyncio.run(Sweep(parse_spec(other), backends={"tiny": WrongEngine()}).run())
+    spec = parse_spec(small_spec_dict(mine, sweep_id="mine", budgets=[{"frames": 0}, {"frames": 2}]))
+    asyncio.run(Sweep(spec, backends={"tiny": SureEngine()}).run())
+
+    def metrics(name: str) -> tuple[dict[str, Any], str]:
+        res = runner.invoke(app, ["metrics", str(mine), "--n-boot", "0", "--json", str(tmp_path / name)],
+                            env={"COLUMNS": "200"})
+        assert res.exit_code == 0, res.output
+        return json.loads((tmp_path / name).read_text()), res.output
+
+    clean, out = metrics("clean.json")
+    assert "another sweep" not in out
+    copied = [Path(shutil.copy(p, mine / "results")) for p in sorted((theirs / "results").glob("part-*.parquet"))]
+    mixed, out = metrics("mixed.json")
+    assert mixed == clean  # their rows (other answers, another budget) count for nothing
+    assert f"{len(copied)} shard(s) hold rows of another sweep and are not counted" in out
+    assert all(p.name in out for p in copied), out
+    res = runner.invoke(app, ["report", str(mine), "--n-boot", "0", "-o", str(tmp_path / "r.html")],
+                        env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert res.output.count("hold rows of another sweep") == 1 and all(p.name in res.output for p in copied)
+    assert "f16" not in (tmp_path / "r.html").read_text()  # their budget is not in my report
+    # without a manifest (a directory made by `import-lmms-eval`) every row counts, as before
+    (mine / "manifest.json").unlink()
+    alone, out = metrics("alone.json")
+    assert "another sweep" not in out and alone != clean
+    assert any("f16" in g["grid"] for g in alone["groups"])
+
+
+def test_predict_without_answering_starts_the_predictors_engine_only(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`predict --no-run` asks for one engine, the predictor's; with --run every model's (they answer).
+    The engine start is replaced by one that records what it was asked for and stops there (a placement
+    failure), so no engine starts: the test is about what is asked for."""
+    import engine.sweep
+    from engine.runtime.placement import PlacementError
+
+    asked: list[list[str]] = []
+
+    async def record(spec: Any, **_: object) -> dict:
+        asked.append([m.id for m in spec.models])
+        raise PlacementError("stop here")
+
+    monkeypatch.setattr(engine.sweep, "start_backends", record)
+    d = small_spec_dict(tmp_path / "out")
+    d["models"].append({**d["models"][0], "id": "other"})
+    spec = str(write_toml(tmp_path / "s.toml", d))
+    for flag in ("--no-run", "--run"):
+        res = runner.invoke(app, ["predict", spec, "--predictor", "tiny", flag])
+        assert res.exit_code == 2 and "stop here" in res.output, res.output
+    assert asked == [["tiny"], ["tiny", "other"]]

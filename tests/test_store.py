@@ -154,3 +154,89 @@ def test_disk_full_fails_loudly_and_keeps_committed_shards(tmp_path: Path) -> No
             st._buffer.clear()
             st.close()
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_wider_or_unsigned_integer_columns_are_named_and_quarantined(tmp_path: Path) -> None:
+    """An integer column that cannot be read losslessly as the schema's (wider, as pandas writes `frames` as
+    Int64; or unsigned of the same width) is named like any unreadable shard, not a Polars SchemaError."""
+    from typer.testing import CliRunner
+
+    from engine.cli.app import app
+    from engine.results.store import CorruptShardError
+
+    with ResultStore(tmp_path) as st:
+        st.add([row("a", "text")])
+    (tmp_path / "manifest.json").write_text('{"sweep_id": "s"}')
+    results = tmp_path / "results"
+    # narrower, and unsigned strictly narrower, still read (upcast)
+    rows_to_frame([row("n", "text")]).with_columns(pl.col("seed").cast(pl.UInt32), pl.col("frames").cast(pl.UInt16)) \
+        .write_parquet(results / "part-narrow.parquet")
+    wide = results / "part-wide.parquet"
+    rows_to_frame([row("w", "text")]).with_columns(pl.col("frames").cast(pl.Int64)).write_parquet(wide)
+    with pytest.raises(CorruptShardError, match=r"part-wide.parquet: unreadable result shard \(column frames is "
+                                                r"Int64, not Int32\).*framesweep doctor"):
+        scan_results(tmp_path)
+    wide.unlink()
+    unsigned = results / "part-unsigned.parquet"
+    rows_to_frame([row("u", "text")]).with_columns(pl.col("seed").cast(pl.UInt64)).write_parquet(unsigned)
+    with pytest.raises(CorruptShardError, match=r"part-unsigned.parquet: .*column seed is UInt64, not Int64"):
+        scan_results(tmp_path)
+    rows_to_frame([row("w", "text")]).with_columns(pl.col("frames").cast(pl.Int64)).write_parquet(wide)
+    runner = CliRunner()
+    for cmd in (["status", str(tmp_path)], ["metrics", str(tmp_path), "--n-boot", "0"]):
+        res = runner.invoke(app, cmd)
+        assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+        assert "part-unsigned.parquet" in res.output or "part-wide.parquet" in res.output, res.output
+    res = runner.invoke(app, ["doctor", str(tmp_path)])
+    assert res.exit_code == 0 and "2 bad shard(s) moved to quarantine/" in res.output, res.output
+    assert "column frames is Int64, not Int32" in res.output and "column seed is UInt64, not Int64" in res.output
+    assert sorted(p.name for p in (tmp_path / "quarantine").iterdir()) == ["part-unsigned.parquet", "part-wide.parquet"]
+    df = scan_results(tmp_path).collect()
+    assert sorted(df["item_id"]) == ["a", "n"] and df.schema["seed"] == pl.Int64 and df.schema["frames"] == pl.Int32
+    assert runner.invoke(app, ["status", str(tmp_path)]).exit_code == 0
+
+
+def _corrupt_data_pages(path: Path) -> None:
+    """Flip every byte between the leading magic and the footer: the footer (schema, row groups) still reads."""
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    for i in range(4, len(data) - 8 - footer):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+def test_corrupt_data_pages_behind_a_valid_footer_are_named(tmp_path: Path) -> None:
+    """The footer check passes; the first collect fails. Every command names the shard (exit 2, as for a bad
+    footer) instead of a raw Polars error naming no file; doctor quarantines it."""
+    from typer.testing import CliRunner
+
+    from engine.cli.app import app
+    from engine.results.store import CorruptShardError, shard_problem
+
+    with ResultStore(tmp_path) as st:
+        st.add([row("a", "text")])
+        st.commit()
+        st.add([row("b", "text"), row("c", "text", status="error")])
+    good, bad = sorted((tmp_path / "results").glob("part-*.parquet"))
+    _corrupt_data_pages(bad)
+    (tmp_path / "manifest.json").write_text('{"sweep_id": "s"}')
+    assert shard_problem(bad) is None and shard_problem(bad, full=True)  # the footer reads, the pages do not
+    scan_results(tmp_path)  # the footer check passes
+    # what `run` reads before any work
+    with ResultStore(tmp_path, lock=False) as st:
+        for read in (st.done_keys, st.attempts, lambda: st.foreign_shards("s")):
+            with pytest.raises(CorruptShardError, match=rf"{bad.name}: unreadable result shard .*framesweep doctor"):
+                read()
+    runner = CliRunner()
+    for cmd in (["status", str(tmp_path)], ["metrics", str(tmp_path), "--n-boot", "0"],
+                ["report", str(tmp_path), "--n-boot", "0", "-o", str(tmp_path / "r.html")]):
+        res = runner.invoke(app, cmd, env={"COLUMNS": "200"})
+        assert res.exit_code == 2, (cmd, res.output)
+        assert bad.name in res.output and "framesweep doctor" in res.output and good.name not in res.output
+        assert "Traceback" not in res.output and isinstance(res.exception, SystemExit)  # exited, did not raise
+    res = runner.invoke(app, ["doctor", str(tmp_path)])
+    assert res.exit_code == 0 and "1 bad shard(s) moved to quarantine/" in res.output, res.output
+    assert (tmp_path / "quarantine" / bad.name).exists() and good.exists()
+    res = runner.invoke(app, ["status", str(tmp_path)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "1 done" in res.output, res.output
+    assert runner.invoke(app, ["metrics", str(tmp_path), "--n-boot", "0"]).exit_code == 0

@@ -45,6 +45,35 @@ def test_engine_key_changes_with_every_setting_but_replicas(tmp_path: Path) -> N
     assert warm_name(key, 1) == f"fs-engine-{key}-r1"
 
 
+def test_engine_key_follows_the_checkpoint_content(tmp_path: Path) -> None:
+    """A checkpoint rebuilt at the same path is another engine: its config or index bytes, or a weight
+    file's size or mtime, change the key; an unchanged folder keeps it (no engine needed)."""
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text('{"hidden_size": 8}')
+    (ckpt / "model.safetensors.index.json").write_text('{"weight_map": {}}')
+    weights = ckpt / "model-00001-of-00001.safetensors"
+    weights.write_bytes(b"\0" * 64)
+    os.utime(weights, ns=(1_000_000_000, 1_000_000_000))
+    base = EngineSpec(max_model_len=4096, dtype="float32")
+
+    def key() -> str:
+        return engine_key(engine_settings(ckpt, base, {}))
+
+    first = key()
+    assert key() == first and engine_settings(ckpt, base, {})["checkpoint"]  # nothing changed
+    weights.write_bytes(b"\1" * 65)  # rebuilt: another size and mtime
+    rebuilt = key()
+    assert rebuilt != first
+    os.utime(weights, ns=(2_000_000_000, 2_000_000_000))  # the same size, another mtime
+    assert key() != rebuilt
+    touched = key()
+    (ckpt / "config.json").write_text('{"hidden_size": 16}')
+    assert key() != touched
+    # a hub id (no such local folder) keys as before: no fingerprint
+    assert "checkpoint" not in engine_settings("org/no-such-model", base, {})
+
+
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory: pytest.TempPathFactory, tiny_qwen25: Path) -> Iterator[Path]:
     """`framesweep engines up` on the small spec; `engines down` (and the cluster stopped) at the end."""

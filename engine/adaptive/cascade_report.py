@@ -11,7 +11,7 @@ import polars as pl
 
 from engine.metrics.cascade import cascade_items
 from engine.metrics.grid import matched
-from engine.results.store import latest_rows, scan_results
+from engine.results.store import own_rows, scan_results
 
 __all__ = ["CascadeReport", "TimedRound", "cascade_budget_id", "cascade_report", "online_decisions"]
 
@@ -101,7 +101,7 @@ def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str
     fixed = scan_results(session / "round1" / "fixed").filter(pl.col("status") == "ok").collect()
     ratios = [r.ratio for r in rounds]
     skipped_models = skipped_models or {}
-    rows = latest_rows(scan_results(out_dir)).filter(~pl.col("model_id").is_in(list(skipped_models)))
+    rows = own_rows(out_dir)[0].filter(~pl.col("model_id").is_in(list(skipped_models)))
     sim = cascade_items(matched(rows, budgets=stage_ids), taus=[tau]).collect()
     agree = online.join(sim.select("model_id", "dataset", "item_id", pl.col("stop_budget").alias("offline_stop")),
                         on=["model_id", "dataset", "item_id"], how="inner")

@@ -78,6 +78,18 @@ class Backend(Protocol):
     """Facts from `start` (engine version, worker, replicas); recorded in the run summary."""
 
     @property
+    def replicas(self) -> Sequence[Backend]:
+        """The engines behind this backend, one per replica: itself for a single engine or server, the
+        pool's members for an engine pool."""
+        ...
+
+    @property
+    def reused(self) -> bool:
+        """True when `start` joined a live warm engine instead of starting one (`close` leaves it running);
+        False for anything else, a pool included (its `replicas` say which of them were reused)."""
+        ...
+
+    @property
     def concurrency(self) -> int:
         """Engine calls worth having in flight at once (one per replica)."""
         ...
@@ -104,10 +116,21 @@ class Backend(Protocol):
 
 class BackendBase:
     """Defaults for the optional parts of `Backend`: one call at a time, nothing to start, recover, reset or
-    close."""
+    close, a single engine (`replicas` is itself) that no run reused."""
 
     name = "backend"
     info: dict[str, Any] = {}  # noqa: RUF012 - replaced, never mutated, by `start`
+    reused = False
+    _replicas: Sequence[Any] | None = None
+
+    @property
+    def replicas(self) -> Sequence[Any]:
+        """Itself, unless a subclass sets its replicas (an engine pool)."""
+        return [self] if self._replicas is None else self._replicas
+
+    @replicas.setter
+    def replicas(self, value: Sequence[Any]) -> None:
+        self._replicas = value
 
     @property
     def concurrency(self) -> int:

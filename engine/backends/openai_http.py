@@ -204,7 +204,7 @@ class OpenAIHTTPBackend(BackendBase):
                 for m in r.messages]
 
     def _error(self, r: EngineRequest, error_type: str, message: str) -> EngineResult:
-        return EngineResult(r.request_id, error_type=error_type, error=redact(message[:2000]),
+        return EngineResult(r.request_id, error_type=error_type, error=redact(message)[:2000],
                             worker=self.http.base_url, engine_version=self.info.get("engine_version"))
 
     async def _one(self, r: EngineRequest) -> EngineResult:

@@ -132,7 +132,8 @@ class VLLMWorker:
                  family_kwargs: dict[str, Any] | None = None) -> None:
         t_enter = time.perf_counter()
         os.environ.update(engine_env(engine))
-        self._settings = (model_path, engine, seed, family_kwargs)
+        # the settings (checkpoint fingerprint included) as they were when this engine loaded them
+        self._settings = engine_settings(model_path, engine, family_kwargs, seed)
         cuda = _cuda_visible()
         self.engine_core = "in_process" if in_process_core(engine, cuda) else "process"
         # read by vLLM when the engine starts: the core runs in this process, with its model (no second
@@ -188,7 +189,7 @@ class VLLMWorker:
 
     def describe(self) -> dict[str, Any]:
         """What `framesweep engines` lists: the key and settings, engine facts, memory, resets so far."""
-        settings = engine_settings(*self._settings[:2], self._settings[3], self._settings[2])
+        settings = self._settings
         return {"key": engine_key(settings), "settings": settings, **self.info(), "rss_mb": _tree_rss_mb(),
                 "cache_resets": getattr(self, "cache_resets", 0)}
 

@@ -1,10 +1,12 @@
 """Warm engines: named, detached engine actors that outlive a run, found again by their settings.
 
 An engine's key is a hash of everything that makes it answer the way it does: the model path,
-every engine setting of the spec (except `replicas`, the number of such engines), the model
-family's engine arguments, the seed, and the code of the actor itself (`vllm_actor.py`: a warm
-engine started by other code is not the same engine). A run reuses a live engine only when the
-key matches exactly; anything else starts a new one, and the log says which and why.
+a fingerprint of a local checkpoint's content (its config and index files, each weight file's
+name, size and mtime: a checkpoint rebuilt at the same path is another engine), every engine
+setting of the spec (except `replicas`, the number of such engines), the model family's engine
+arguments, the seed, and the code of the actor itself (`vllm_actor.py`: a warm engine started by
+other code is not the same engine). A run reuses a live engine only when the key matches exactly;
+anything else starts a new one, and the log says which and why.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from engine.runtime.atomic import file_sha256
 from engine.spec import EngineSpec
 
-__all__ = ["NAMESPACE", "engine_key", "engine_settings", "engines_down", "find_engine", "join_engines_cluster",
-           "list_engines", "stop_engines", "warm_name"]
+__all__ = ["NAMESPACE", "checkpoint_fingerprint", "engine_key", "engine_settings", "engines_down", "find_engine",
+           "join_engines_cluster", "list_engines", "stop_engines", "warm_name"]
 
 log = logging.getLogger(__name__)
 
@@ -27,18 +30,46 @@ NAMESPACE = "framesweep"
 """The Ray namespace of warm engines."""
 _PREFIX = "fs-engine-"
 _CODE = Path(__file__).with_name("vllm_actor.py")
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+
+
+def checkpoint_fingerprint(folder: Path) -> str | None:
+    """A cheap fingerprint of a checkpoint folder's content: the bytes of `config.json` and of every
+    `*.index.json`, and each weight file's name, size and mtime (weights are never read); None when
+    `folder` is not a local folder (a hub id that vLLM resolves itself)."""
+    if not folder.is_dir():
+        return None
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = f.relative_to(folder).as_posix()
+        try:
+            if rel == "config.json" or f.name.endswith(".index.json"):
+                h.update(f"{rel}\0sha256 {file_sha256(f)}\n".encode())
+            elif f.name.endswith(_WEIGHT_SUFFIXES):
+                st = f.stat()
+                h.update(f"{rel}\0{st.st_size} {st.st_mtime_ns}\n".encode())
+        except OSError as err:  # unreadable, or gone meanwhile: part of the fingerprint all the same
+            h.update(f"{rel}\0{type(err).__name__}\n".encode())
+    return h.hexdigest()[:16]
 
 
 def engine_settings(model_path: str | Path, engine: EngineSpec, family_kwargs: dict[str, Any] | None,
                     seed: int = 0) -> dict[str, Any]:
-    """What an engine's key is made of (also what `framesweep engines` lists)."""
-    return {
-        "model_path": str(Path(model_path).expanduser().resolve()),
+    """What an engine's key is made of (also what `framesweep engines` lists).
+
+    A local checkpoint folder adds its content fingerprint (`checkpoint_fingerprint`): a checkpoint
+    rebuilt at the same path is another engine."""
+    path = Path(model_path).expanduser().resolve()
+    settings: dict[str, Any] = {
+        "model_path": str(path),
         "engine": engine.model_dump(mode="json", exclude={"replicas"}),
         "family_kwargs": json.loads(json.dumps(family_kwargs or {}, sort_keys=True, default=str)),
         "seed": seed,
-        "code": hashlib.sha256(_CODE.read_bytes()).hexdigest()[:12],
+        "code": file_sha256(_CODE)[:12],
     }
+    if (fingerprint := checkpoint_fingerprint(path)) is not None:
+        settings["checkpoint"] = fingerprint
+    return settings
 
 
 def engine_key(settings: dict[str, Any]) -> str:

@@ -6,14 +6,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from engine.cli._console import console, fail, heading
+from engine.cli._console import console, fail, heading, warn
 from engine.cli.checkpoints import checkpoint_doc, checkpoints, manifest_spec
+from engine.runtime.atomic import atomic_write
 
 if TYPE_CHECKING:
     from engine.metrics.summary import SummaryOptions
@@ -81,16 +84,35 @@ def _document(out_dir: Path, opts: SummaryOptions) -> dict[str, Any]:
         raise typer.Exit(2)
     if opts.primary_protocol is None:
         opts = dataclasses.replace(opts, primary_protocol=_primary_protocol(out_dir))
-    return summary_document(summary_tables(_rows(out_dir), opts), opts, source=str(out_dir))
+    rows = _rows(out_dir)
+    with _shards_named(out_dir):
+        return summary_document(summary_tables(rows, opts), opts, source=str(out_dir))
 
 
-def _rows(out_dir: Path) -> Any:
-    """The results of DIR; an unreadable shard is named (exit 2) instead of a Polars traceback."""
-    from engine.metrics.summary import load_rows
-    from engine.results.store import CorruptShardError
+def _rows(out_dir: Path, warn_foreign: bool = True) -> Any:
+    """The results of DIR (one row per key); an unreadable shard is named (exit 2) instead of a Polars traceback.
+
+    Rows of another sweep (a shard copied into results/) are left out (`engine.results.store.own_rows`), as
+    `status` leaves them out, and (with `warn_foreign`) each such shard is named on stderr."""
+    from engine.results.store import own_rows
+
+    with _shards_named(out_dir):
+        rows, foreign = own_rows(out_dir)
+    if foreign and warn_foreign:
+        warn(f"{len(foreign)} shard(s) hold rows of another sweep and are not counted: "
+             + ", ".join(p.name for p in foreign))
+    return rows
+
+
+@contextmanager
+def _shards_named(out_dir: Path) -> Iterator[None]:
+    """Inside: an unreadable shard of DIR (a bad footer, or corrupt data pages that fail a collect) is named and
+    the command exits 2, instead of a Polars traceback naming no file."""
+    from engine.results.store import CorruptShardError, naming_corrupt_shards
 
     try:
-        return load_rows(out_dir)
+        with naming_corrupt_shards(out_dir):
+            yield
     except CorruptShardError as err:
         fail(err)
         raise typer.Exit(2) from None
@@ -187,7 +209,7 @@ def metrics(
     if not doc["groups"]:
         console.print("no results yet")
     if json_path is not None:
-        json_path.write_text(json.dumps(doc, indent=2, allow_nan=False))
+        atomic_write(json_path, json.dumps(doc, indent=2, allow_nan=False).encode())
         console.print(f"wrote {json_path}")
 
 
@@ -213,10 +235,11 @@ def report(
                                       iso_tolerance))
     pred_dir = predictions or out_dir
     if predictions is not None or scan_predictions(pred_dir).head(1).collect().height:
-        doc["predictor"] = _predictor_doc(out_dir, pred_dir, None, fallback, engine)["groups"]
+        doc["predictor"] = _predictor_doc(out_dir, pred_dir, None, fallback, engine, warn_foreign=False)["groups"]
     if checkpoint_models or any((m.get("checkpoint") or {}).get("base") for m in manifest_spec(out_dir).get("models") or []
                                 if isinstance(m, dict)):
-        doc["checkpoints"] = checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), engine)
+        with _shards_named(out_dir):
+            doc["checkpoints"] = checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), engine)
     sessions = sorted((out_dir / "cascade").glob("*/report.json"))
     if sessions:
         import json
@@ -230,13 +253,15 @@ def _split(text: str | None) -> list[str] | None:
     return [s.strip() for s in text.split(",") if s.strip()] if text else None
 
 
-def _snapshot(out_dir: Path, engine: Any) -> Any:
+def _snapshot(out_dir: Path, engine: Any, warn_foreign: bool = True) -> Any:
     from engine.metrics.summary import SNAPSHOT_COLUMNS
 
     if not (out_dir / "results").is_dir():
         fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
         raise typer.Exit(2)
-    return _rows(out_dir).select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
+    rows = _rows(out_dir, warn_foreign)
+    with _shards_named(out_dir):
+        return rows.select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
 
 
 def _collect(tables: dict[str, Any], engine: Any) -> dict[str, Any]:
@@ -247,10 +272,10 @@ def _collect(tables: dict[str, Any], engine: Any) -> dict[str, Any]:
 
 
 def _predictor_doc(out_dir: Path, pred_dir: Path, model_id: str | None, fallback: str | None,
-                   engine: str) -> dict[str, Any]:
+                   engine: str, warn_foreign: bool = True) -> dict[str, Any]:
     from engine.adaptive.predictions import evaluate_predictor, predictor_document, scan_predictions
 
-    rows = _snapshot(out_dir, engine)
+    rows = _snapshot(out_dir, engine, warn_foreign)
     tables = _collect(evaluate_predictor(rows, scan_predictions(pred_dir), model_id, fallback=fallback), engine)
     return {"schema": "framesweep.predictor/1", "source": str(out_dir), "predictions": str(pred_dir),
             "fallback": fallback, "groups": predictor_document(tables)}
@@ -258,7 +283,7 @@ def _predictor_doc(out_dir: Path, pred_dir: Path, model_id: str | None, fallback
 
 def _write_json(path: Path | None, doc: dict[str, Any]) -> None:
     if path is not None:
-        path.write_text(json.dumps(doc, indent=2, allow_nan=False))
+        atomic_write(path, json.dumps(doc, indent=2, allow_nan=False).encode())
         console.print(f"wrote {path}")
 
 

@@ -22,6 +22,7 @@ from engine.cli.engines import register as register_engine_commands
 from engine.cli.export import register as register_export_command
 from engine.datasets.errors import DatasetError
 from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
+from engine.runtime.atomic import atomic_write
 from engine.runtime.placement import PlacementError
 from engine.spec import SpecError, SweepSpec, load_spec
 
@@ -36,6 +37,18 @@ def _logging(verbose: bool) -> None:
 def _load(spec_path: Path, out: Path | None) -> SweepSpec:
     try:
         return load_spec(spec_path, out)
+    except SpecError as err:
+        fail(err)
+        raise typer.Exit(2) from None
+
+
+def _preflight(spec: SweepSpec, source: str) -> None:
+    """The spec's environment checks (`engine.sweep.preflight`), before Ray or any engine starts: every
+    unusable field named, exit 2."""
+    from engine.sweep.preflight import preflight
+
+    try:
+        preflight(spec, source)
     except SpecError as err:
         fail(err)
         raise typer.Exit(2) from None
@@ -122,11 +135,12 @@ def run(
 
 def _print_tables(out_dir: Path) -> None:
     from engine.metrics.basic import fixed_accuracy, transitions
-    from engine.results.store import latest_rows, scan_results
+    from engine.results.store import naming_corrupt_shards, own_rows
 
-    rows = latest_rows(scan_results(out_dir))
-    acc = fixed_accuracy(rows).collect()
-    flows = transitions(rows).collect()
+    with naming_corrupt_shards(out_dir):
+        rows = own_rows(out_dir)[0]
+        acc = fixed_accuracy(rows).collect()
+        flows = transitions(rows).collect()
     for (model_id, dataset, protocol), part in acc.group_by(["model_id", "dataset", "protocol_id"],
                                                              maintain_order=True):
         console.print()
@@ -163,7 +177,11 @@ def demo(
         spec = _load(path, out)
     code = _run_spec(spec)
     if code in (0, 130, EXIT_FAILED_JOBS):
-        _print_tables(out)
+        try:
+            _print_tables(out)
+        except CorruptShardError as err:
+            fail(err)
+            raise typer.Exit(2) from None
     raise typer.Exit(code)
 
 
@@ -269,6 +287,7 @@ def cascade(
 
     _logging(verbose)
     spec = _load(spec_path, out)
+    _preflight(spec, str(spec_path))
     session = spec.store.out_dir / "cascade" / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     try:
         rep = asyncio.run(run_cascade(spec, stages.split(","), tau, session, fixed, repeats=repeats))
@@ -305,9 +324,9 @@ def cascade(
                   f"{rep.ratio_max:.3f} over {len(rep.rounds)} rounds)")
     console.print(f"online and offline stop at the same stage for {pct(rep.decision_agreement)}% of items; "
                   f"rows in {session}")
-    (session / "report.json").write_text(json.dumps(rep.to_dict(), indent=2))  # `framesweep report` shows it
+    atomic_write(session / "report.json", json.dumps(rep.to_dict(), indent=2).encode())  # `framesweep report` shows it
     if json_out is not None:
-        json_out.write_text(json.dumps(rep.to_dict(), indent=2))
+        atomic_write(json_out, json.dumps(rep.to_dict(), indent=2).encode())
 
 
 @app.command()
@@ -327,6 +346,7 @@ def predict(
 
     _logging(verbose)
     spec = _load(spec_path, out)
+    _preflight(spec, str(spec_path))
     if predictor not in {m.id for m in spec.models}:
         fail(f"--predictor {predictor!r} is not a model of the spec")
         raise typer.Exit(2)
@@ -335,8 +355,11 @@ def predict(
         warn(f"{names}: instructions only (no answers): predicting frame counts, not answering")
         run_items = False
 
+    # predicting only needs the predictor's engine; answering needs every model's
+    needed = spec if run_items else spec.model_copy(update={"models": [m for m in spec.models if m.id == predictor]})
+
     async def go() -> tuple[Any, Any]:
-        backends = await start_backends(spec)
+        backends = await start_backends(needed)
         try:
             preds = await predict_frames(spec, predictor, backends, glimpse_frames=glimpse)
             summary = await run_predicted(spec, predictor, preds, backends) if run_items else None

@@ -15,6 +15,7 @@ import typer
 from rich.table import Table
 
 from engine.cli._console import console, fail
+from engine.runtime.atomic import atomic_write
 
 if TYPE_CHECKING:
     from engine.metrics.checkpoint_study import Checkpoint
@@ -146,8 +147,15 @@ def checkpoints(
 ) -> None:
     """Checkpoint audit: scores, gains and flows against each base; video gain vs image loss ("temporal trap"),
     against train frames; official image-benchmark scores."""
-    doc = checkpoint_doc(out_dir, _split(models), _split(image_datasets), engine)
+    from engine.results.store import CorruptShardError, naming_corrupt_shards
+
+    try:
+        with naming_corrupt_shards(out_dir):
+            doc = checkpoint_doc(out_dir, _split(models), _split(image_datasets), engine)
+    except CorruptShardError as err:
+        fail(err)
+        raise typer.Exit(2) from None
     print_checkpoints(doc)
     if json_path is not None:
-        json_path.write_text(json.dumps(doc, indent=2, allow_nan=False))
+        atomic_write(json_path, json.dumps(doc, indent=2, allow_nan=False).encode())
         console.print(f"wrote {json_path}")

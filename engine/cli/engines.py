@@ -82,10 +82,12 @@ def up(
     from engine.backends.warm import list_engines
     from engine.runtime.local_cluster import ClusterStartError, start_local_cluster
     from engine.sweep import start_backends
+    from engine.sweep.preflight import preflight
 
     setup_logging(verbose)
     try:
-        spec = load_spec(spec_path)
+        spec = load_spec(spec_path, writes=False)  # engines write no results: [store] may be left out
+        preflight(spec, str(spec_path), only_engines=True)  # before the cluster or any engine starts
     except SpecError as err:
         fail(err)
         raise typer.Exit(2) from None
@@ -106,9 +108,8 @@ def up(
                                                                            if m.backend != "openai"]}),
                                         detached=True)
         for mid, b in backends.items():
-            replicas = getattr(b, "replicas", [b])
-            reused = sum(bool(getattr(r, "reused", False)) for r in replicas)
-            console.print(f"{mid}: {len(replicas) - reused} started, {reused} already up")
+            reused = sum(r.reused for r in b.replicas)
+            console.print(f"{mid}: {len(b.replicas) - reused} started, {reused} already up")
         return await list_engines()
 
     try:

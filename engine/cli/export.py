@@ -18,11 +18,17 @@ def export(
 ) -> None:
     """Write the audit artifact: per-item outputs per chain with derived annotations and provenance."""
     from engine.export import export as run_export
+    from engine.results.store import CorruptShardError, naming_corrupt_shards
 
     if not (out_dir / "results").is_dir():
         fail(f"{out_dir}: no results folder (not a framesweep results directory)")
         raise typer.Exit(2)
-    done = run_export(out_dir, to)
+    try:
+        with naming_corrupt_shards(out_dir):
+            done = run_export(out_dir, to)
+    except CorruptShardError as err:
+        fail(err)
+        raise typer.Exit(2) from None
     console.print(f"{done['rows']} rows over {done['chains']} chains -> {done['path']}")
 
 

@@ -56,14 +56,21 @@ def budget_costs(rows: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+_ULP_SLACK = 1e-12
+"""Added to the tolerance, so that a ratio at the tolerance, decimal-exactly, is within it."""
+
+
 def iso_sets(costs: pl.LazyFrame, tolerance: float = DEFAULT_TOLERANCE) -> pl.LazyFrame:
     """The iso-compute sets of `budget_costs` (rule in the module docstring).
 
     Returns:
-        model_id, dataset, cost (the set's median), protocol_id, budget_id, frames, budget_cost.
+        model_id, dataset, cost (the median of the run the set was cut from, which names it),
+        protocol_id, budget_id, frames, budget_cost.
     """
     if tolerance < 0:
         raise ValueError(f"iso-compute tolerance must be >= 0, got {tolerance}")
+    # "within 3%" includes 3% exactly: 1030 / 1000 - 1 is 0.030000000000000027 in floating point
+    tolerance += _ULP_SLACK
     ordered = costs.sort([*BASE_GROUP, "budget_cost", "budget_id"])
     jump = (pl.col("budget_cost") / pl.col("budget_cost").shift(1).over(BASE_GROUP) - 1 > tolerance).fill_null(True)
     runs = ordered.with_columns(jump.cast(pl.Int64).cum_sum().over(BASE_GROUP).alias("_run"))

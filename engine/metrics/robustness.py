@@ -24,9 +24,20 @@ from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import BASE_GROUP, GROUP
 from engine.metrics.oracle import oracle
 
-__all__ = ["PAIR", "pair_rows", "robustness"]
+__all__ = ["PAIR", "chain_pairs", "pair_rows", "robustness"]
 
 PAIR: list[str] = [*BASE_GROUP, "protocol_a", "protocol_b"]
+
+
+def chain_pairs(m: pl.LazyFrame) -> pl.LazyFrame:
+    """Every pair of chains of one model and dataset (``protocol_a < protocol_b``): the PAIR columns."""
+    chains = m.select(GROUP).unique()
+    return (
+        chains.rename({"protocol_id": "protocol_a"})
+        .join(chains.rename({"protocol_id": "protocol_b"}), on=BASE_GROUP)
+        .filter(pl.col("protocol_a") < pl.col("protocol_b"))
+        .select(PAIR)
+    )
 
 
 def pair_rows(m: pl.LazyFrame) -> pl.LazyFrame:
@@ -35,12 +46,7 @@ def pair_rows(m: pl.LazyFrame) -> pl.LazyFrame:
     Returns:
         protocol_a, protocol_b, then the columns of `m` (``protocol_id`` names the side).
     """
-    chains = m.select(GROUP).unique()
-    pairs = (
-        chains.rename({"protocol_id": "protocol_a"})
-        .join(chains.rename({"protocol_id": "protocol_b"}), on=BASE_GROUP)
-        .filter(pl.col("protocol_a") < pl.col("protocol_b"))
-    )
+    pairs = chain_pairs(m)
     items = m.select([*GROUP, "item_id"]).unique()
     common = (
         pairs.join(items.rename({"protocol_id": "protocol_a"}), on=[*BASE_GROUP, "protocol_a"])
@@ -66,7 +72,8 @@ def robustness(m: pl.LazyFrame) -> pl.LazyFrame:
     Returns:
         model_id, dataset, protocol_a, protocol_b, n_items, confused_a, confused_b, confused_both,
         jaccard, harmed_a, harmed_b, harmed_both, headroom_a, headroom_b, confusion_rate_a,
-        confusion_rate_b; by pair.
+        confusion_rate_b; by pair. A pair with no item matched in both chains is listed with
+        n_items = 0, zero counts and null jaccard, headrooms and rates.
     """
     mp = pair_rows(m)
     by = [*PAIR, "protocol_id"]
@@ -83,7 +90,8 @@ def robustness(m: pl.LazyFrame) -> pl.LazyFrame:
 
     (ia, ha), (ib, hb) = side("a"), side("b")
     ca, cb, cab = pl.col("confused_a"), pl.col("confused_b"), pl.col("confused_both")
-    return (
+    counts = ["n_items", "confused_a", "confused_b", "confused_both", "harmed_a", "harmed_b", "harmed_both"]
+    found = (
         ia.join(ib, on=[*PAIR, "item_id"])
         .group_by(PAIR).agg(
             pl.len().cast(pl.Int64).alias("n_items"),
@@ -95,6 +103,10 @@ def robustness(m: pl.LazyFrame) -> pl.LazyFrame:
                       (ca / pl.col("n_items")).alias("confusion_rate_a"),
                       (cb / pl.col("n_items")).alias("confusion_rate_b"))
         .join(ha, on=PAIR).join(hb, on=PAIR)
+    )
+    return (
+        chain_pairs(m).join(found, on=PAIR, how="left")
+        .with_columns(pl.col(c).fill_null(0) for c in counts)
         .select([*PAIR, "n_items", "confused_a", "confused_b", "confused_both", "jaccard", "harmed_a", "harmed_b",
                  "harmed_both", "headroom_a", "headroom_b", "confusion_rate_a", "confusion_rate_b"])
         .sort(PAIR)

@@ -10,7 +10,7 @@ import polars as pl
 
 from engine.metrics.flows import transitions
 from engine.metrics.grid import BASE_GROUP, GROUP, matched
-from engine.results.store import foreign_shards, latest_rows, scan_results
+from engine.results.store import foreign_shards, latest_rows, naming_corrupt_shards, scan_results
 
 __all__ = ["SweepStatus", "sweep_status"]
 
@@ -56,8 +56,13 @@ def sweep_status(out_dir: str | Path) -> SweepStatus:
     if not manifest_path.exists():
         raise FileNotFoundError(f"{out}: no manifest.json (not a framesweep results directory?)")
     manifest = json.loads(manifest_path.read_text())
-    expected = _expected(manifest)
     sweep_id = manifest.get("sweep_id", out.name)
+    with naming_corrupt_shards(out):  # a shard with corrupt data pages fails in a collect: named, not a raw error
+        return _status(out, manifest, sweep_id)
+
+
+def _status(out: Path, manifest: dict, sweep_id: str) -> SweepStatus:
+    expected = _expected(manifest)
     rows = scan_results(out)
     foreign = []
     if "sweep_id" in manifest:  # rows of another sweep (a shard copied in) count for nothing here

@@ -60,10 +60,10 @@ SNAPSHOT_COLUMNS: list[str] = [
 
 
 def load_rows(out_dir: str | Path) -> pl.LazyFrame:
-    """One row per key of a results directory (safe while a sweep writes to it)."""
-    from engine.results.store import latest_rows, scan_results
+    """One row per key of a results directory's own sweep (safe while a sweep writes to it)."""
+    from engine.results.store import own_rows
 
-    return latest_rows(scan_results(out_dir))
+    return own_rows(out_dir)[0]
 
 
 def _correct_tables(m: pl.LazyFrame, alt: pl.LazyFrame, opts: SummaryOptions) -> dict[str, pl.LazyFrame]:

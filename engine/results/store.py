@@ -24,7 +24,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,9 @@ __all__ = [
     "doctor",
     "foreign_shards",
     "latest_rows",
+    "manifest_sweep_id",
+    "naming_corrupt_shards",
+    "own_rows",
     "scan_results",
     "shard_problem",
 ]
@@ -68,10 +72,11 @@ def foreign_shards(out_dir: str | Path, sweep_id: str) -> list[Path]:
     """Committed shards holding any row whose sweep id is not `sweep_id` (`CorruptShardError` as `scan_results`)."""
     scan_results(out_dir)  # names an unreadable shard
     bad = []
-    for p in _shard_paths(Path(out_dir)):
-        ids = _scan([p]).select(pl.col("sweep_id").unique()).collect()["sweep_id"].to_list()
-        if any(i != sweep_id for i in ids):
-            bad.append(p)
+    with naming_corrupt_shards(out_dir):
+        for p in _shard_paths(Path(out_dir)):
+            ids = _scan([p]).select(pl.col("sweep_id").unique()).collect()["sweep_id"].to_list()
+            if any(i != sweep_id for i in ids):
+                bad.append(p)
     return bad
 
 
@@ -87,11 +92,23 @@ class CorruptShardError(RuntimeError):
 _CAST = pl.ScanCastOptions(integer_cast="upcast")
 
 
+# what reading a corrupt shard raises (Polars panics on some corrupt pages: a BaseException, not a PolarsError)
+_READ_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError)
+
+
+def _int_bits(t: pl.DataType) -> int:
+    return int(str(t).removeprefix("U").removeprefix("Int"))  # Int8 ... Int128, UInt8 ... UInt128
+
+
 def _readable_as(have: pl.DataType, want: pl.DataType) -> bool:
+    """Whether a shard's column of type `have` reads losslessly as the schema's `want` (what `_CAST` allows)."""
     if have == want:
         return True
     if have.is_integer() and want.is_integer():
-        return want.is_signed_integer() or not have.is_signed_integer()  # upcast; widths are checked on read
+        if have.is_signed_integer() == want.is_signed_integer():
+            return _int_bits(have) <= _int_bits(want)  # widened (Int32 -> Int64), never narrowed
+        # unsigned fits a signed integer only when strictly narrower (UInt32 -> Int64); signed never fits unsigned
+        return want.is_signed_integer() and _int_bits(have) < _int_bits(want)
     if isinstance(have, pl.List) and isinstance(want, pl.List):
         return _readable_as(have.inner, want.inner)
     return have == pl.Null()
@@ -107,7 +124,7 @@ def shard_problem(path: Path, full: bool = False) -> str | None:
             return "; ".join(bad)
         if full:
             _scan([path]).collect()
-    except (pl.exceptions.PolarsError, OSError) as err:
+    except _READ_ERRORS as err:
         return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
     return None
 
@@ -117,19 +134,43 @@ def _scan(paths: list[Path]) -> pl.LazyFrame:
                            cast_options=_CAST)
 
 
+def _corrupt(out_dir: str | Path, bad: list[tuple[Path, str]]) -> CorruptShardError:
+    files = "; ".join(f"{p}: unreadable result shard ({why})" for p, why in bad)
+    them, its = ("it", "its") if len(bad) == 1 else ("them", "their")
+    return CorruptShardError(f"{files}; run `framesweep doctor {out_dir}` to move {them} to quarantine/ ({its} keys "
+                             "are recomputed by the next run)")
+
+
 def scan_results(out_dir: str | Path) -> pl.LazyFrame:
     """Lazily scan every committed row (all attempts) of a results directory.
 
     Every shard's footer is checked first: one that cannot be read raises `CorruptShardError`
-    naming it (`framesweep doctor DIR` moves such shards aside)."""
+    naming it (`framesweep doctor DIR` moves such shards aside). Corrupt data pages behind a valid
+    footer only fail when collected: collect inside `naming_corrupt_shards(DIR)` to have them named too."""
     paths = _shard_paths(Path(out_dir))
     if not paths:
         return pl.LazyFrame(schema=RESULT_SCHEMA)
     for p in paths:
         if why := shard_problem(p):
-            raise CorruptShardError(f"{p}: unreadable result shard ({why}); run `framesweep doctor "
-                                    f"{out_dir}` to move it to quarantine/ (its keys are recomputed by the next run)")
+            raise _corrupt(out_dir, [(p, why)])
     return _scan(paths)
+
+
+@contextmanager
+def naming_corrupt_shards(out_dir: str | Path) -> Iterator[None]:
+    """Turn a Polars or OS error raised inside (collecting rows of `out_dir`) into `CorruptShardError` naming
+    every shard that does not read whole.
+
+    `scan_results` checks footers only (reading every page of every shard on each command would be too slow
+    for a big directory), so a shard with corrupt data pages fails first in a collect, with an error naming no
+    file; only then is each shard read whole. An error that no shard explains is raised as it was."""
+    try:
+        yield
+    except _READ_ERRORS as err:
+        bad = [(p, why) for p in _shard_paths(Path(out_dir)) if (why := shard_problem(p, full=True))]
+        if not bad:
+            raise
+        raise _corrupt(out_dir, bad) from err
 
 
 def doctor(out_dir: str | Path) -> list[tuple[Path, str]]:
@@ -159,6 +200,28 @@ def latest_rows(rows: pl.LazyFrame) -> pl.LazyFrame:
         .unique(subset=list(KEY_COLUMNS), keep="first", maintain_order=True)
         .drop("_ok")
     )
+
+
+def manifest_sweep_id(out_dir: str | Path) -> str | None:
+    """The sweep id `OUT/manifest.json` names (None without a readable manifest)."""
+    try:
+        sweep_id = json.loads((Path(out_dir) / "manifest.json").read_text()).get("sweep_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return sweep_id if isinstance(sweep_id, str) else None
+
+
+def own_rows(out_dir: str | Path) -> tuple[pl.LazyFrame, list[Path]]:
+    """One row per key of the directory's own sweep, and the foreign shards left out.
+
+    The manifest's sweep id decides what belongs: rows of another sweep (a shard copied into
+    results/) are never counted, by status, metrics, report, checkpoints, export or the cascade's
+    simulation alike. Without a manifest every row counts."""
+    sweep_id = manifest_sweep_id(out_dir)
+    rows = scan_results(out_dir)
+    if sweep_id is None:
+        return latest_rows(rows), []
+    return latest_rows(rows.filter(pl.col("sweep_id") == sweep_id)), foreign_shards(out_dir, sweep_id)
 
 
 class ResultStore:
@@ -251,12 +314,14 @@ class ResultStore:
 
     def done_keys(self, sweep_id: str | None = None) -> set[tuple[str, str, str, str]]:
         """Keys that already have an ok row (of `sweep_id` only, when given): a rerun skips them."""
-        df = self._rows(sweep_id).filter(pl.col("status") == "ok").select(KEY_COLUMNS).unique().collect()
+        with naming_corrupt_shards(self.out_dir):
+            df = self._rows(sweep_id).filter(pl.col("status") == "ok").select(KEY_COLUMNS).unique().collect()
         return set(df.iter_rows())
 
     def attempts(self, sweep_id: str | None = None) -> dict[tuple[str, str, str, str], int]:
         """Highest attempt number recorded per key (errors included; of `sweep_id` only, when given)."""
-        df = self._rows(sweep_id).group_by(KEY_COLUMNS).agg(pl.col("attempt").max()).collect()
+        with naming_corrupt_shards(self.out_dir):
+            df = self._rows(sweep_id).group_by(KEY_COLUMNS).agg(pl.col("attempt").max()).collect()
         return {tuple(r[:4]): int(r[4] or 0) for r in df.iter_rows()}  # type: ignore[misc]
 
     def foreign_shards(self, sweep_id: str) -> list[Path]:

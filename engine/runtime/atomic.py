@@ -77,19 +77,34 @@ def atomic_write(final: Path | str, data: bytes | str | Callable[[BinaryIO], obj
 
 @contextmanager
 def atomic_dir(final: Path | str) -> Iterator[Path]:
-    """Build a folder in a hidden temp folder beside `final`; on success it replaces `final` whole."""
+    """Build a folder in a hidden temp folder beside `final`; on success it replaces `final` whole.
+
+    Every file and folder built is fsynced before the rename, so a crash leaves either the old
+    folder or the whole new one. An old `final` is renamed aside first and removed after: it is
+    missing only between two renames, never while it is deleted file by file."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    old: Path | None = None
     try:
         yield tmp
+        for path in sorted(tmp.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if path.is_file() and not path.is_symlink():
+                with open(path, "rb") as fh:
+                    os.fsync(fh.fileno())
+            elif path.is_dir():
+                fsync_dir(path)
+        fsync_dir(tmp)
         if final.exists():
-            shutil.rmtree(final)
+            old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
+            os.replace(final, old / final.name)
         os.replace(tmp, final)
         fsync_dir(final.parent)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def clean_stale_temps(folder: Path | str, pattern: str = ".*.tmp") -> list[Path]:

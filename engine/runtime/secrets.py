@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from typing import overload
 
 __all__ = ["REDACTED", "RedactingFilter", "redact", "register_secret", "register_secret_env"]
 
@@ -34,8 +35,19 @@ def register_secret_env(*names: str) -> None:
         register_secret(os.environ.get(name))
 
 
+@overload
+def redact(text: str) -> str: ...
+
+
+@overload
+def redact(text: None) -> None: ...
+
+
 def redact(text: str | None) -> str | None:
-    """`text` with every registered secret replaced by `***` (longest first, so no part of one survives)."""
+    """`text` with every registered secret replaced by `***` (longest first, so no part of one survives).
+
+    Redact a whole text before cutting it short: a secret that straddles the cut would no longer match,
+    and its prefix would be kept (`redact(text)[:n]`, never `redact(text[:n])`)."""
     if not text or not _secrets:
         return text
     with _lock:

@@ -1,4 +1,5 @@
-"""Budget grids: cross products of frames x resolution x policy, and iso-compute allocations.
+"""Iso-compute allocations, and the pixels a budget realises on a video (the Python API beside
+`[[iso_compute]]`; a spec's `[[grids]]` cross products are `engine.spec.GridSpec`).
 
 An iso-compute allocation spends one pixel budget P (frames x pixels per frame)
 in different ways: few frames at high resolution or many at low resolution.
@@ -13,13 +14,13 @@ aspect ratio and rounds each side down to an even number (`realised_pixels`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 from engine.frames.resize import size_for
-from engine.spec import BudgetPoint, GridSpec, IsoComputeSpec
+from engine.spec import BudgetPoint, IsoComputeSpec
 
-__all__ = ["expand_grid", "iso_compute", "realised_pixels"]
+__all__ = ["iso_compute", "realised_pixels"]
 
 DEFAULT_ISO_FRAMES = (32, 64, 128)
 
@@ -52,13 +53,3 @@ def realised_pixels(point: BudgetPoint, width: int, height: int) -> int:
     """Pixels a budget point actually sends for a `width` x `height` video (frames x resized area)."""
     w, h = size_for(width, height, point)
     return point.frames * w * h
-
-
-def expand_grid(frames: Iterable[int], *, max_pixels: Iterable[int | None] = (None,),
-                short_sides: Iterable[int] = (), policies: Iterable[str] = ("uniform",),
-                seeds: Iterable[int] = (0,)) -> list[BudgetPoint]:
-    """The cross product frames x resolutions x policies x seeds (resolution: each max_pixels, then
-    each short side); a text-only point (frames = 0) is emitted once, without resolution. The same
-    expansion as a spec's `[[grids]]` table (`engine.spec.GridSpec`)."""
-    return GridSpec(frames=list(frames), max_pixels=list(max_pixels), short_sides=list(short_sides),
-                    policies=list(policies), seeds=list(seeds)).expand()

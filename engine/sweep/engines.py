@@ -52,10 +52,11 @@ def _check_capacity(spec: SweepSpec, engines_only: bool) -> None:
 
 
 def _log_start(model_id: str, b: Backend) -> None:
-    replicas = getattr(b, "replicas", [b])
-    reused = [r for r in replicas if getattr(r, "reused", False)]
+    replicas = b.replicas
+    reused = [r for r in replicas if r.reused]
     if reused:
-        log.info("%s: reusing %d warm engine(s) (%s)", model_id, len(reused), ", ".join(r.warm_name for r in reused))
+        log.info("%s: reusing %d warm engine(s) (%s)", model_id, len(reused),
+                 ", ".join(str(r.warm_name) for r in reused if isinstance(r, VLLMActorBackend)))
     if len(reused) < len(replicas) and isinstance(replicas[0], VLLMActorBackend):
         what = "warm engine" if replicas[0].detached else "engine"
         log.info("%s: started %d new %s(s) (key %s)", model_id, len(replicas) - len(reused), what,
@@ -98,7 +99,7 @@ async def start_backends(spec: SweepSpec, *, detached: bool = False) -> dict[str
 
 async def _explain_mismatch(model_id: str, b: Backend) -> None:
     """A new engine started while warm engines of the same model run with other settings: say which differ."""
-    first = getattr(b, "replicas", [b])[0]
+    first = b.replicas[0]
     if not isinstance(first, VLLMActorBackend) or first.reused or first.detached:
         return
     mine = engine_settings(first.model_path, first.engine, first.family_kwargs, first.seed)

@@ -46,7 +46,7 @@ def _out_dir_problem(out: Path) -> str | None:
     return None
 
 
-def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True) -> None:
+def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True, *, only_engines: bool = False) -> None:
     """Raise `SpecError` naming every field whose value cannot work here.
 
     Args:
@@ -54,9 +54,14 @@ def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True) -> 
         source: The spec's file name, for the message.
         engines: Check what starting the engines needs (model paths, API keys); False where the
             caller brings its own backends.
+        only_engines: Check only what starting the spec's vLLM engines needs (their families and
+            model paths; `framesweep engines up`, which decodes nothing, writes no results and
+            leaves the HTTP models alone).
     """
     problems: list[str] = []
     for i, m in enumerate(spec.models):
+        if only_engines and m.backend == "openai":
+            continue
         try:
             get_family(m.family)
         except KeyError as err:
@@ -68,15 +73,16 @@ def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True) -> 
         if m.http is not None and m.backend == "openai" and m.http.api_key_env \
                 and not os.environ.get(m.http.api_key_env):
             problems.append(f"models.{i}.http.api_key_env: environment variable {m.http.api_key_env} is not set")
-    if any(b.frames for b in spec.budgets):
+    if not only_engines and any(b.frames for b in spec.budgets):
         try:
             get_decoder(spec.decode.decoder)
         except KeyError as err:
             problems.append(f"decode.decoder: {err.args[0]}")
         except ImportError as err:  # registered, but its library is not installed
             problems.append(f"decode.decoder: {spec.decode.decoder} cannot load ({err})")
-    if why := _out_dir_problem(Path(spec.store.out_dir)):
+    if not only_engines and (why := _out_dir_problem(Path(spec.store.out_dir))):
         problems.append(f"store.out_dir: {why}")
     if problems:
-        raise SpecError("\n".join([f"{source}: the sweep cannot start ({len(problems)} problem(s))",
+        what = "the engines" if only_engines else "the sweep"
+        raise SpecError("\n".join([f"{source}: {what} cannot start ({len(problems)} problem(s))",
                                    *(f"  {p}" for p in problems)]))

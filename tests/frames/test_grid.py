@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.spec.grid import expand_grid, iso_compute, realised_pixels
+from engine.spec import GridSpec
+from engine.spec.grid import iso_compute, realised_pixels
 
 
 def test_iso_compute_points_have_equal_frames_times_pixels() -> None:
@@ -45,7 +46,7 @@ def test_iso_compute_rejects_bad_input() -> None:
 
 
 def test_expand_grid() -> None:
-    grid = expand_grid([0, 16, 32], max_pixels=[None, 200_704], policies=["uniform", "nested"])
+    grid = GridSpec(frames=[0, 16, 32], max_pixels=[None, 200_704], policies=["uniform", "nested"]).expand()
     ids = [b.budget_id for b in grid]
     assert ids[0] == "text" and ids.count("text") == 1
     assert "f16-px200704-nested" in ids and "f32" in ids
@@ -65,7 +66,7 @@ def test_spec_grids_expand_into_budgets_at_load(tmp_path) -> None:
     assert ids[0] == "f4" and ids.count("f4") == 1  # given by hand and by the grid: one budget
     assert set(ids) == {"text", "f4", "f4-random", "f4-px50176", "f4-px50176-random",
                         "f8", "f8-random", "f8-px50176", "f8-px50176-random"}
-    assert [b.budget_id for b in expand_grid([0, 4], policies=["random"])] == ["text", "f4-random"]
+    assert [b.budget_id for b in GridSpec(frames=[0, 4], policies=["random"]).expand()] == ["text", "f4-random"]
     d["budgets"], d["grids"] = [], []
     with pytest.raises(SpecError, match="no budgets"):
         parse_spec(d)

@@ -110,6 +110,17 @@ def test_iso_cost_is_the_mean_of_pixels_actually_sent_and_sets_keep_the_toleranc
     assert wide.select("cost", "budget_id").rows() == [(1020.0, "f4-px250"), (1020.0, "f8-px130")]
 
 
+def test_a_cost_exactly_at_the_tolerance_is_within_it() -> None:
+    """1030 / 1000 - 1 is 0.030000000000000027 in floating point: still "within 3%" (one set), while
+    1031 is not."""
+    def rows(dearer: int) -> pl.LazyFrame:
+        return lazy([row("m", "d", "a", "f4-px250", 4, "1", max_pixels=250, pixels_total=1000),
+                     row("m", "d", "a", "f8-px128", 8, "0", max_pixels=128, pixels_total=dearer)])
+
+    assert collect_both(iso_sets(budget_costs(rows(1030)), 0.03)).height == 2
+    assert collect_both(iso_sets(budget_costs(rows(1031)), 0.03)).height == 0
+
+
 def test_the_same_allocation_twice_is_no_set_but_joins_one() -> None:
     """f16 raw and cached send the same pixels: no set on their own (one frame count), both in a set with f8."""
     same = [row("m", "d", "a", "f16", 16, "1", pixels_total=1600),

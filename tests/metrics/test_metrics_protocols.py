@@ -145,6 +145,16 @@ def test_jaccard_is_null_when_neither_chain_confuses_anything() -> None:
     assert got.select("confused_a", "confused_b", "confused_both", "jaccard").rows() == [(0, 0, 0, None)]
 
 
+def test_a_pair_of_chains_with_no_item_matched_in_both_is_listed_empty() -> None:
+    """Item a is matched in the default chain only, b in the px9 chain only: the pair has no common
+    item, and is listed with n_items 0 (not left out, which would read as 'not compared')."""
+    rows = [row("m", "d", "a", "text", 0, "1"), row("m", "d", "a", "f4", 4, "0"),
+            row("m", "d", "b", "text", 0, "1"), row("m", "d", "b", "f4-px9", 4, "0", max_pixels=9)]
+    got = collect_both(robustness(matched(lazy(rows))))
+    assert got.select("protocol_a", "protocol_b", "n_items", "confused_a", "confused_both", "harmed_b", "jaccard",
+                      "headroom_a", "confusion_rate_b").rows() == [("default", "px9", 0, 0, 0, 0, None, None, None)]
+
+
 def test_the_protocol_option_restricts_every_table_and_the_primary_option_leads(doc: dict) -> None:
     opts = SummaryOptions(n_boot=0, taus=(1.0,), protocols=("px50176", "cached"), primary_protocol="px50176")
     small = summary_document(summary_tables(_rows(), opts), opts)
