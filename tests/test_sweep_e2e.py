@@ -65,6 +65,20 @@ def _kill_tree(proc: subprocess.Popen) -> None:
     psutil.wait_procs(victims, timeout=30)
 
 
+def _kill_driver_only(proc: subprocess.Popen, within_s: float = 15.0) -> None:
+    """SIGKILL the driver alone; every process of its local Ray instance (and the engine in it) is gone soon after."""
+    started = [p for p in psutil.Process(proc.pid).children(recursive=True)
+               if "engine.runtime.reaper" not in " ".join(p.cmdline())]
+    assert any(p.name() == "raylet" for p in started) and any(p.name().startswith("ray::") for p in started)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    _, alive = psutil.wait_procs(started, timeout=within_s)
+    left = [f"{p.pid} {p.name()}" for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+    for p in alive:  # leave the machine clean for the rest of the suite either way
+        p.kill()
+    assert not left, f"processes of the killed driver still running after {within_s} s: {left}"
+
+
 def _keys(df: pl.DataFrame) -> list[tuple]:
     return list(df.select(KEY_COLUMNS).iter_rows())
 
@@ -90,11 +104,16 @@ def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
     assert 0 < after_term.height < len(expected)
 
     # 2) SIGKILL mid-run, twice, at different points: whatever was committed stays, nothing
-    #    half-written is visible, and each rerun only adds keys
-    for _ in range(2):
+    #    half-written is visible, and each rerun only adds keys. The first kill takes every process (a
+    #    machine-style crash); the second the driver alone, and what it started (Ray, the engine actor)
+    #    must not outlive it (the reaper: Ray's agents and vLLM's worker had lived on for 25-90 s)
+    for kill in ("tree", "driver"):
         proc = _start(spec)
         _wait_for_shards(proc, out, len(_shards(out)) + 1)
-        _kill_tree(proc)
+        if kill == "tree":
+            _kill_tree(proc)
+        else:
+            _kill_driver_only(proc)
         committed = scan_results(out).collect()
         keys = _keys(committed)
         assert len(keys) == len(set(keys)), "duplicate keys after a crash"

@@ -68,6 +68,10 @@ def _node_facts() -> dict[str, Any]:
 _ENGINE_DIED_EXIT = 75  # the actor's exit status when its engine process died (Ray restarts it)
 
 
+_FIND_CORE_S = 20.0
+"""How long a new engine actor looks for its engine-core process (by its VLLM:: title)."""
+
+
 def _engine_processes() -> list[Any]:
     """vLLM's engine processes under this one (EngineCore and its workers; none for an in-process engine)."""
     import psutil
@@ -179,6 +183,15 @@ class VLLMWorker:
         self._tok = self.llm.get_tokenizer()
         self._letter_ids: dict[str, int] = {}
         self._engine_procs = _engine_processes()
+        # a core in its own process titles itself early, but on a loaded machine the title can lag the
+        # handshake: look again for a while rather than run without the watchdog
+        deadline = time.monotonic() + _FIND_CORE_S
+        while not self._engine_procs and self.engine_core == "process" and time.monotonic() < deadline:
+            time.sleep(0.2)
+            self._engine_procs = _engine_processes()
+        if not self._engine_procs and self.engine_core == "process":
+            log.warning("no VLLM:: process found under the engine actor: a dead engine core will be caught by "
+                        "the batch deadline only")
         if self._engine_procs:
             threading.Thread(target=self._watch_engine, daemon=True, name="engine-watchdog").start()
 

@@ -11,6 +11,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from engine.runtime.local_cluster import local_cluster_env, recorded_cluster
+from engine.runtime.reaper import start_reaper
 from engine.runtime.secrets import register_secret_env
 
 __all__ = ["ensure_ray"]
@@ -98,6 +99,11 @@ def _init(ray: Any, address: str | None, num_cpus: int | None, object_store_mb: 
         start()
     else:
         _on_keeper(start)
+    try:  # what Ray's processes started lives on after a SIGKILLed driver: the reaper ends it
+        start_reaper(ray)
+    except Exception as err:  # noqa: BLE001 - a run never fails for want of its cleanup
+        log.warning("could not start the process reaper (%s: %s): a killed driver leaves Ray's agents running "
+                    "for a while", type(err).__name__, err)
 
 
 def _no_sigterm_notice(record: logging.LogRecord) -> bool:

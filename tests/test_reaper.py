@@ -1,0 +1,86 @@
+"""The reaper: a local Ray instance's processes end with the driver that started it, however it ends.
+
+Real Ray, in a child process that plays the driver (tests/test_sweep_e2e.py does the same with the
+vLLM engine in a whole `framesweep run`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+
+DRIVER = """
+import json, os, sys, time
+import psutil, ray
+from engine.runtime.cluster import ensure_ray
+
+ensure_ray(num_cpus=1)
+
+@ray.remote
+def pid():
+    return os.getpid()
+
+ray.get(pid.remote())  # a worker process too
+mine = psutil.Process().children(recursive=True)
+print(json.dumps({"session": [p.pid for p in mine if "engine.runtime.reaper" not in " ".join(p.cmdline())],
+                  "reaper": [p.pid for p in mine if "engine.runtime.reaper" in " ".join(p.cmdline())]}), flush=True)
+if sys.argv[1] == "shutdown":
+    ray.shutdown()
+    print("down", flush=True)
+time.sleep(600)
+"""
+
+
+def _driver(mode: str) -> tuple[subprocess.Popen, dict]:
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, mode], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout is not None
+    return proc, json.loads(proc.stdout.readline())
+
+
+def _running(pids: list[int]) -> list[psutil.Process]:
+    out = []
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def test_a_sigkilled_drivers_ray_processes_are_gone_within_seconds() -> None:
+    proc, pids = _driver("sleep")
+    session = [psutil.Process(p) for p in pids["session"]]
+    assert len(pids["reaper"]) == 1
+    assert {"gcs_server", "raylet"} <= {p.name() for p in session} and any(p.name() == "ray::IDLE" for p in session)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    _, alive = psutil.wait_procs(session, timeout=15)
+    left = [f"{p.pid} {p.name()}" for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+    for p in alive:
+        p.kill()
+    assert not left, f"still running 15 s after the driver's SIGKILL: {left}"  # without the reaper: 60-90 s
+    psutil.wait_procs(_running(pids["reaper"]), timeout=15)
+    assert not _running(pids["reaper"])  # its work done, it is gone too
+
+
+def test_the_reaper_leaves_when_the_instance_is_shut_down() -> None:
+    """A driver that shuts Ray down and goes on (a notebook, the test suite) keeps no reaper per instance."""
+    proc, pids = _driver("shutdown")
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "down"
+        _, alive = psutil.wait_procs([psutil.Process(p) for p in pids["reaper"]], timeout=15)
+        assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+        assert proc.poll() is None  # the driver itself lives on
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
