@@ -129,6 +129,10 @@ def test_spec_example_is_a_complete_valid_spec(tmp_path: Path) -> None:
     spec = load_spec(tmp_path / "example.toml")
     assert spec.models[0].engine.kv_cache_gib == 1.0 and spec.prompt.max_new_tokens == 16
     assert "# Token limit for `generate` scoring." in res.output
+    # every table a spec can have is there, the optional ones commented out with their fields
+    for table in ("[predictor]", "# [models.checkpoint]", "# [[grids]]", "# [[iso_compute]]", "[[datasets]]",
+                  "# [models.http]", "# train_frames = 16", "# total_pixels = 9700000"):
+        assert table in res.output, table
 
 
 def test_protocol_ids_are_budget_ids_without_the_frames_and_cached_joins_the_id() -> None:

@@ -240,3 +240,13 @@ def test_corrupt_data_pages_behind_a_valid_footer_are_named(tmp_path: Path) -> N
     res = runner.invoke(app, ["status", str(tmp_path)], env={"COLUMNS": "200"})
     assert res.exit_code == 0 and "1 done" in res.output, res.output
     assert runner.invoke(app, ["metrics", str(tmp_path), "--n-boot", "0"]).exit_code == 0
+
+
+def test_the_readme_names_every_result_column() -> None:
+    """The README's column list is the user's schema reference: a column added to the schema must be named there."""
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text[text.index("`OUT/results/part-*.parquet` holds"):text.index("One results directory holds one sweep")]
+    named = set(re.findall(r"[a-z_]+", " ".join(re.findall(r"`([^`]+)`", section))))
+    assert sorted(set(RESULT_SCHEMA) - named) == []

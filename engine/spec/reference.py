@@ -118,8 +118,23 @@ def _fields_toml(model: type[BaseModel], given: dict[str, Any], skip: set[str]) 
 
 def example_toml() -> str:
     """A complete spec: every field at its default (required ones filled in), each with its description."""
-    from engine.spec import BudgetPoint, DecodeSpec, EngineSpec, HTTPSpec, ModelSpec, PromptSpec, StoreSpec
+    from engine.spec import (
+        BudgetPoint,
+        DecodeSpec,
+        EngineSpec,
+        GridSpec,
+        HTTPSpec,
+        IsoComputeSpec,
+        ModelSpec,
+        PredictorSpec,
+        PromptSpec,
+        StoreSpec,
+    )
+    from engine.spec.checkpoint import CheckpointSpec
     from engine.spec.datasets import SyntheticDatasetSpec
+
+    def commented(lines: list[str]) -> list[str]:
+        return ["# " + x if not x.startswith("#") else "#" + x[1:] for x in lines]
 
     out = ["# framesweep sweep spec: every field, at its default (see docs/spec-reference.md)", ""]
     out += _fields_toml(SweepSpec, {"sweep_id": "my-audit"}, set())
@@ -127,13 +142,22 @@ def example_toml() -> str:
                                                           "path": "tiny:qwen2_5_vl"}, set())
     out += ["", "[models.engine]"] + _fields_toml(EngineSpec, {}, set())
     out += ["", "# backend = \"openai\" needs this table (and only then):", "# [models.http]"]
-    out += ["# " + x if not x.startswith("#") else "#" + x[1:] for x in
-            _fields_toml(HTTPSpec, {"base_url": "http://127.0.0.1:8000"}, set())]
-    out += ["", "[dataset]  # other adapters and their fields: framesweep datasets NAME"]
+    out += commented(_fields_toml(HTTPSpec, {"base_url": "http://127.0.0.1:8000"}, set()))
+    out += ["", "# a checkpoint of a fine-tuning study (`framesweep checkpoints`) says where it sits:",
+            "# [models.checkpoint]"]
+    out += commented(_fields_toml(CheckpointSpec, {"base": "base-model-id", "train_frames": 16}, set()))
+    out += ["", "[dataset]  # other adapters and their fields: framesweep datasets NAME",
+            "# several datasets in one sweep: [[datasets]] tables (each an adapter table like this one, with an",
+            "# `id` where two share an adapter) instead of [dataset]"]
     out += _fields_toml(SyntheticDatasetSpec, {"name": "synthetic"}, set())
     out += ["", "[[budgets]]"] + _fields_toml(BudgetPoint, {"frames": 0}, set())
     out += ["", "[[budgets]]"] + _fields_toml(BudgetPoint, {"frames": 16}, set())
+    out += ["", "# cross products of budgets, expanded at load (beside or instead of [[budgets]]):", "# [[grids]]"]
+    out += commented(_fields_toml(GridSpec, {"frames": [0, 16, 32, 64]}, set()))
+    out += ["", "# allocations of one pixel budget over frame counts, expanded at load:", "# [[iso_compute]]"]
+    out += commented(_fields_toml(IsoComputeSpec, {"total_pixels": 9_700_000}, set()))
     out += ["", "[prompt]"] + _fields_toml(PromptSpec, {}, set())
+    out += ["", "[predictor]"] + _fields_toml(PredictorSpec, {}, set())
     out += ["", "[decode]"] + _fields_toml(DecodeSpec, {}, set())
     out += ["", "[store]  # optional when --out is given"] + _fields_toml(StoreSpec, {"out_dir": "runs/my-audit"}, set())
     return "\n".join(out) + "\n"
