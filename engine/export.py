@@ -167,6 +167,11 @@ def _datacard(frame: pl.DataFrame, prov: dict[str, Any]) -> str:
              "models' hashes in `provenance.json`.", "",
              "Load it with Polars (`pl.read_parquet('items.parquet')`) or with the `datasets` library "
              "(`load_dataset('parquet', data_files='items.parquet')`).", "",
+             "Rows are the budgets of each chain (text-only first, then one protocol's budgets by frames). "
+             "The per-chain annotations describe right/wrong trajectories: they are null for items not "
+             "matched in their chain (no usable result at some budget of it) and for open answers (scored, "
+             "not judged right or wrong; their `score` is kept). Rows off every chain (the confidence "
+             "cascade's decisions, answers at predicted budgets) are not part of the artifact.", "",
              "## Chains", "", "| model | dataset | protocol | items | budgets | rows matched |",
              "| --- | --- | --- | ---: | ---: | ---: |"]
     lines += [f"| {r['model_id']} | {r['dataset']} | {r['protocol_id']} | {r['items']} | {r['budgets']} | "

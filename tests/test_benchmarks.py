@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -83,3 +85,17 @@ def test_frame_sharing_writes_its_json(tmp_path: Path) -> None:
     assert clip["decode_calls"] == 15 + 5 + 1 + 1
     assert abs(data["ratio_naive_over_union"] - data["naive_s"] / data["union_s"]) < 1e-9
     assert "naive/union" in r.stdout
+
+
+def test_metrics_scale_writes_its_json(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "metrics_scale.py"), "--models", "2", "--items", "30",
+         "--n-boot", "20", "--out", str(tmp_path / "data"), "--output-json", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    data = json.loads(out.read_text())
+    assert list(data)[:4] == ["rows", "seconds", "peak_rss_mb", "n_boot"]
+    budgets = pl.read_parquet(tmp_path / "data" / "results")["budget_id"].n_unique()
+    assert data["rows"] == 2 * 30 * budgets and data["n_boot"] == 20 and data["groups"] == 2
+    assert data["seconds"] > 0 and data["peak_rss_mb"] > 0 and data["seconds_no_boot"] > 0
