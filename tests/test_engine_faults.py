@@ -79,10 +79,12 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
     assert len(set(rows["worker"])) == 2
 
 
-def _engine_core(pids: list[int]) -> int:
+def _engine_core(pids: list[int], info: dict | None = None) -> int:
     import psutil
 
-    return next(p for p in pids if psutil.Process(p).name() == "VLLM::EngineCore")
+    found = [p for p in pids if psutil.Process(p).name() == "VLLM::EngineCore"]
+    assert found, f"no VLLM::EngineCore among the engine's processes {pids}; the actor said: {info}"
+    return found[0]
 
 
 def _gone(pid: int) -> bool:
@@ -95,7 +97,7 @@ def _gone(pid: int) -> bool:
 
 
 def _run_with_engine_fault(spec, fault) -> tuple:  # type: ignore[no-untyped-def]
-    """Run `spec` on its own engine; once some job is answered, `fault(engine pids)` hits the engine core."""
+    """Run `spec` on its own engine; once some job is answered, `fault(the engine actor's info)` hits the engine core."""
     import ray
 
     async def go():
@@ -105,7 +107,7 @@ def _run_with_engine_fault(spec, fault) -> tuple:  # type: ignore[no-untyped-def
         run = asyncio.create_task(sweep.run())
         while sweep.summary.jobs_ok == 0:
             await asyncio.sleep(0.05)
-        fault(first["engine_pids"])
+        fault(first)
         summary = await run
         info = dict(backends["tiny"].info)
         await asyncio.gather(*(b.close() for b in backends.values()))
@@ -137,7 +139,7 @@ def test_engine_core_killed_mid_run_is_detected_and_the_batch_retried(tmp_path: 
     d["models"][0]["engine"]["engine_core"] = "process"
     spec = parse_spec(d)
     summary, first, info = _run_with_engine_fault(
-        spec, lambda pids: os.kill(_engine_core(pids), signal.SIGKILL))
+        spec, lambda info: os.kill(_engine_core(info["engine_pids"], info), signal.SIGKILL))
     _assert_completed_after_one_restart(tmp_path / "out", summary, first, info)
 
 
@@ -151,9 +153,9 @@ def test_hung_engine_core_misses_the_batch_deadline_and_is_restarted(tmp_path: P
     spec = parse_spec(d)
     stopped: list[int] = []
 
-    def stop(pids: list[int]) -> None:
-        stopped.extend(pids)
-        os.kill(_engine_core(pids), signal.SIGSTOP)
+    def stop(info: dict) -> None:
+        stopped.extend(info["engine_pids"])
+        os.kill(_engine_core(info["engine_pids"], info), signal.SIGSTOP)
 
     try:
         summary, first, info = _run_with_engine_fault(spec, stop)

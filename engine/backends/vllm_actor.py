@@ -86,6 +86,18 @@ def _engine_processes() -> list[Any]:
     return procs
 
 
+def _children_described() -> str:
+    import psutil
+
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            out.append(f"{p.pid} {p.name()!r} {' '.join(p.cmdline())[:80]!r}")
+        except psutil.Error as err:
+            out.append(f"{p.pid} ({type(err).__name__})")
+    return "; ".join(out) or "none"
+
+
 def _alive(proc: Any) -> bool:
     import psutil
 
@@ -190,14 +202,14 @@ class VLLMWorker:
             time.sleep(0.2)
             self._engine_procs = _engine_processes()
         if not self._engine_procs and self.engine_core == "process":
-            log.warning("no VLLM:: process found under the engine actor: a dead engine core will be caught by "
-                        "the batch deadline only")
+            log.warning("no VLLM:: process found under the engine actor (children: %s): a dead engine core will "
+                        "be caught by the batch deadline only", _children_described())
         if self._engine_procs:
             threading.Thread(target=self._watch_engine, daemon=True, name="engine-watchdog").start()
 
     def info(self) -> dict[str, Any]:
         return {"engine_version": self.version, "worker": self.worker, "import_s": self.import_s,
-                "start_s": self.start_s, "engine_core": self.engine_core,
+                "start_s": self.start_s, "engine_core": self.engine_core, "children": _children_described(),
                 "engine_pids": [p.pid for p in self._engine_procs], **self.node}
 
     def describe(self) -> dict[str, Any]:
