@@ -79,12 +79,11 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
     assert len(set(rows["worker"])) == 2
 
 
-def _engine_core(pids: list[int], info: dict | None = None) -> int:
-    import psutil
-
-    found = [p for p in pids if psutil.Process(p).name() == "VLLM::EngineCore"]
-    assert found, f"no VLLM::EngineCore among the engine's processes {pids}; the actor said: {info}"
-    return found[0]
+def _engine_core(pids: list[int], info: dict) -> int:
+    """The engine-core process the actor watches: the one vLLM's client started, among the watched pids."""
+    core = info["engine_core_pid"]
+    assert core is not None and core in pids, f"the actor does not watch vLLM's engine core: {info}"
+    return int(core)
 
 
 def _gone(pid: int) -> bool:

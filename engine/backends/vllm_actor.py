@@ -72,18 +72,47 @@ _FIND_CORE_S = 20.0
 """How long a new engine actor looks for its engine-core process (by its VLLM:: title)."""
 
 
-def _engine_processes() -> list[Any]:
-    """vLLM's engine processes under this one (EngineCore and its workers; none for an in-process engine)."""
+def _engine_processes(llm: Any = None) -> list[Any]:
+    """vLLM's engine processes under this one (EngineCore and its workers; none for an in-process engine).
+
+    The engine core's process as vLLM's client holds it (`llm`), and every process under this one
+    that vLLM titled (setproctitle: ``VLLM::EngineCore``, ``VLLM::Worker``). The title alone was
+    once not found under a loaded test suite although the core ran: the client's handle does not
+    depend on it."""
     import psutil
 
-    procs = []
-    for p in psutil.Process().children(recursive=True):
+    procs: dict[int, Any] = {}
+    for pid in _core_pids(llm):
         try:
-            if p.name().startswith("VLLM::"):  # vLLM titles its processes (setproctitle)
-                procs.append(p)
+            procs[pid] = psutil.Process(pid)
         except psutil.Error:
             continue
-    return procs
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.name().startswith("VLLM::"):
+                procs.setdefault(p.pid, p)
+        except psutil.Error:
+            continue
+    return list(procs.values())
+
+
+def _core_pids(llm: Any) -> list[int]:
+    """The engine-core processes vLLM's client started (its process manager's), or none (in process, or
+    another vLLM layout)."""
+    try:
+        manager = llm.llm_engine.engine_core.resources.engine_manager
+        return [int(p.pid) for p in manager.processes if p.pid is not None]
+    except (AttributeError, TypeError):
+        return []
+
+
+def _titled(proc: Any, title: str) -> bool:
+    import psutil
+
+    try:
+        return bool(proc.name() == title)
+    except psutil.Error:
+        return False
 
 
 def _children_described() -> str:
@@ -194,13 +223,13 @@ class VLLMWorker:
         self.node = _node_facts()
         self._tok = self.llm.get_tokenizer()
         self._letter_ids: dict[str, int] = {}
-        self._engine_procs = _engine_processes()
-        # a core in its own process titles itself early, but on a loaded machine the title can lag the
-        # handshake: look again for a while rather than run without the watchdog
+        self._engine_procs = _engine_processes(self.llm)
+        # the workers title themselves after the core's handshake: look again for a while for the titled ones
         deadline = time.monotonic() + _FIND_CORE_S
-        while not self._engine_procs and self.engine_core == "process" and time.monotonic() < deadline:
+        while self.engine_core == "process" and time.monotonic() < deadline and not any(
+                _titled(p, "VLLM::EngineCore") for p in self._engine_procs):
             time.sleep(0.2)
-            self._engine_procs = _engine_processes()
+            self._engine_procs = _engine_processes(self.llm)
         if not self._engine_procs and self.engine_core == "process":
             log.warning("no VLLM:: process found under the engine actor (children: %s): a dead engine core will "
                         "be caught by the batch deadline only", _children_described())
@@ -210,6 +239,7 @@ class VLLMWorker:
     def info(self) -> dict[str, Any]:
         return {"engine_version": self.version, "worker": self.worker, "import_s": self.import_s,
                 "start_s": self.start_s, "engine_core": self.engine_core, "children": _children_described(),
+                "engine_core_pid": next(iter(_core_pids(self.llm)), None),
                 "engine_pids": [p.pid for p in self._engine_procs], **self.node}
 
     def describe(self) -> dict[str, Any]:
