@@ -224,12 +224,15 @@ class VLLMWorker:
         self._tok = self.llm.get_tokenizer()
         self._letter_ids: dict[str, int] = {}
         self._engine_procs = _engine_processes(self.llm)
-        # the workers title themselves after the core's handshake: look again for a while for the titled ones
+        # another vLLM layout (no client handle) leaves the titles: look again for a while for them
         deadline = time.monotonic() + _FIND_CORE_S
-        while self.engine_core == "process" and time.monotonic() < deadline and not any(
-                _titled(p, "VLLM::EngineCore") for p in self._engine_procs):
+        while self.engine_core == "process" and not self._engine_procs and time.monotonic() < deadline:
             time.sleep(0.2)
             self._engine_procs = _engine_processes(self.llm)
+        titled = sum(_titled(p, "VLLM::EngineCore") for p in self._engine_procs)
+        if self.engine_core == "process" and self._engine_procs and not titled:
+            log.info("engine core %s watched by vLLM's handle; no VLLM::EngineCore title seen (children: %s)",
+                     _core_pids(self.llm), _children_described())
         if not self._engine_procs and self.engine_core == "process":
             log.warning("no VLLM:: process found under the engine actor (children: %s): a dead engine core will "
                         "be caught by the batch deadline only", _children_described())
