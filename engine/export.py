@@ -22,7 +22,6 @@ budget), ``transition`` (this budget against the chain's previous one: ``rescue`
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import platform
@@ -33,12 +32,13 @@ from typing import Any
 import polars as pl
 
 from engine import __version__
+from engine.backends.warm import checkpoint_fingerprint
 from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP, chain_rows, grid_budgets, matched
 from engine.metrics.overwrite import text_items
 from engine.metrics.regression import terminal_items
 from engine.results.store import own_rows
-from engine.runtime.atomic import atomic_write, file_sha256
+from engine.runtime.atomic import atomic_write
 from engine.runtime.paths import cache_dir
 
 __all__ = ["COLUMNS", "export"]
@@ -99,19 +99,14 @@ def _model_dir(path: str) -> Path | None:
 
 
 def model_hash(path: str) -> str | None:
-    """SHA-256 over the model's config.json and its weight index (file names and sizes), None if not found.
+    """SHA-256 over the model's config.json, its weight index and its weight files' names and sizes
+    (`engine.backends.warm.checkpoint_fingerprint` without modification times: copies hash alike), None
+    if not found.
 
     `path` is a folder, ``tiny:NAME`` (the local tiny build) or a hub id, read from the local hub
     cache's snapshot of its default revision (nothing is downloaded)."""
     folder = _model_dir(path)
-    if folder is None or not (folder / "config.json").is_file():
-        return None
-    h = hashlib.sha256()
-    for part in [folder / "config.json", *sorted(folder.glob("*.index.json"))]:
-        h.update(file_sha256(part).encode())
-    for weights in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
-        h.update(f"{weights.name}:{weights.stat().st_size}".encode())
-    return h.hexdigest()
+    return None if folder is None else checkpoint_fingerprint(folder, mtime=False)
 
 
 def _annotations(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -167,11 +162,11 @@ def _datacard(frame: pl.DataFrame, prov: dict[str, Any]) -> str:
              "models' hashes in `provenance.json`.", "",
              "Load it with Polars (`pl.read_parquet('items.parquet')`) or with the `datasets` library "
              "(`load_dataset('parquet', data_files='items.parquet')`).", "",
-             "Rows are the budgets of each chain (text-only first, then one protocol's budgets by frames). "
-             "The per-chain annotations describe right/wrong trajectories: they are null for items not "
-             "matched in their chain (no usable result at some budget of it) and for open answers (scored, "
-             "not judged right or wrong; their `score` is kept). Rows off every chain (the confidence "
-             "cascade's decisions, answers at predicted budgets) are not part of the artifact.", "",
+             ("Rows are the budgets of each chain (text-only first, then one protocol's budgets by frames). "
+              "The per-chain annotations describe right/wrong trajectories: they are null for items not "
+              "matched in their chain (no usable result at some budget of it) and for open answers (scored, "
+              "not judged right or wrong; their `score` is kept). Rows off every chain (the confidence "
+              "cascade's decisions, answers at predicted budgets) are not part of the artifact."), "",
              "## Chains", "", "| model | dataset | protocol | items | budgets | rows matched |",
              "| --- | --- | --- | ---: | ---: | ---: |"]
     lines += [f"| {r['model_id']} | {r['dataset']} | {r['protocol_id']} | {r['items']} | {r['budgets']} | "

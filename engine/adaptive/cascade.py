@@ -56,7 +56,7 @@ class CascadePolicy:
 
     def beyond_ceiling(self, model: ModelSpec) -> list[str]:
         """The stages above `model`'s `max_frames` (empty: the model runs the cascade)."""
-        return [b.budget_id for b in self.stages if model.max_frames is not None and b.frames > model.max_frames]
+        return [b.budget_id for b in self.stages if not model.fits(b)]
 
     def models(self, spec: SweepSpec) -> list[ModelSpec]:
         """The spec's models that run the cascade: every stage within their ceiling."""
@@ -148,10 +148,9 @@ async def run_cascade(spec: SweepSpec, stage_ids: list[str], tau: float, session
     stages = stage_budgets(spec, stage_ids)
     fixed = stage_budgets(spec, [fixed_id or stage_ids[-1]])[0]
     policy = CascadePolicy(stages, tau)
-    skipped = {m.id: policy.beyond_ceiling(m) + ([fixed.budget_id] if m.max_frames is not None
-                                                 and fixed.frames > m.max_frames else [])
-               for m in spec.models}
-    skipped = {m: sorted(set(ids)) for m, ids in skipped.items() if ids}
+    above = {m.id: sorted({*policy.beyond_ceiling(m), *([] if m.fits(fixed) else [fixed.budget_id])})
+             for m in spec.models}
+    skipped = {m: ids for m, ids in above.items() if ids}
     if len(skipped) == len(spec.models):
         raise ValueError("no model of the spec can run the cascade: "
                          + "; ".join(f"{m}: {', '.join(ids)} above its max_frames" for m, ids in skipped.items()))

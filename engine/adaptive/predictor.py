@@ -147,7 +147,7 @@ class PredictedPolicy:
 
     @staticmethod
     def _for(model: ModelSpec, budget: BudgetPoint) -> BudgetPoint:
-        if model.max_frames is not None and budget.frames > model.max_frames:
+        if not model.fits(budget):
             return budget.model_copy(update={"frames": model.max_frames})
         return budget
 

@@ -69,7 +69,7 @@ _ENGINE_DIED_EXIT = 75  # the actor's exit status when its engine process died (
 
 
 _FIND_CORE_S = 20.0
-"""How long a new engine actor looks for its engine-core process (by its VLLM:: title)."""
+"""How long a new engine actor looks for its engine processes when vLLM's client shows none (by VLLM:: title)."""
 
 
 def _engine_processes(llm: Any = None) -> list[Any]:
@@ -104,15 +104,6 @@ def _core_pids(llm: Any) -> list[int]:
         return [int(p.pid) for p in manager.processes if p.pid is not None]
     except (AttributeError, TypeError):
         return []
-
-
-def _titled(proc: Any, title: str) -> bool:
-    import psutil
-
-    try:
-        return bool(proc.name() == title)
-    except psutil.Error:
-        return False
 
 
 def _children_described() -> str:
@@ -229,10 +220,6 @@ class VLLMWorker:
         while self.engine_core == "process" and not self._engine_procs and time.monotonic() < deadline:
             time.sleep(0.2)
             self._engine_procs = _engine_processes(self.llm)
-        titled = sum(_titled(p, "VLLM::EngineCore") for p in self._engine_procs)
-        if self.engine_core == "process" and self._engine_procs and not titled:
-            log.info("engine core %s watched by vLLM's handle; no VLLM::EngineCore title seen (children: %s)",
-                     _core_pids(self.llm), _children_described())
         if not self._engine_procs and self.engine_core == "process":
             log.warning("no VLLM:: process found under the engine actor (children: %s): a dead engine core will "
                         "be caught by the batch deadline only", _children_described())

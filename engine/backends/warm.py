@@ -33,11 +33,15 @@ _CODE = Path(__file__).with_name("vllm_actor.py")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
 
-def checkpoint_fingerprint(folder: Path) -> str | None:
-    """A cheap fingerprint of a checkpoint folder's content: the bytes of `config.json` and of every
-    `*.index.json`, and each weight file's name, size and mtime (weights are never read); None when
-    `folder` is not a local folder (a hub id that vLLM resolves itself)."""
-    if not folder.is_dir():
+def checkpoint_fingerprint(folder: Path, *, mtime: bool = True) -> str | None:
+    """A fingerprint of a checkpoint folder's content (SHA-256 hex): the bytes of `config.json` and of
+    every `*.index.json`, and each weight file's name and size, with `mtime` also its modification time
+    (weights are never read); None when `folder` is not a local folder with a `config.json` (a hub id
+    that vLLM resolves itself).
+
+    With `mtime` (the warm-engine key) a checkpoint rebuilt in place is another engine; without it (the
+    export's provenance hash) two copies of one checkpoint hash alike."""
+    if not (folder / "config.json").is_file():
         return None
     h = hashlib.sha256()
     for f in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -47,10 +51,10 @@ def checkpoint_fingerprint(folder: Path) -> str | None:
                 h.update(f"{rel}\0sha256 {file_sha256(f)}\n".encode())
             elif f.name.endswith(_WEIGHT_SUFFIXES):
                 st = f.stat()
-                h.update(f"{rel}\0{st.st_size} {st.st_mtime_ns}\n".encode())
+                h.update(f"{rel}\0{st.st_size}{f' {st.st_mtime_ns}' if mtime else ''}\n".encode())
         except OSError as err:  # unreadable, or gone meanwhile: part of the fingerprint all the same
             h.update(f"{rel}\0{type(err).__name__}\n".encode())
-    return h.hexdigest()[:16]
+    return h.hexdigest()
 
 
 def engine_settings(model_path: str | Path, engine: EngineSpec, family_kwargs: dict[str, Any] | None,
@@ -68,7 +72,7 @@ def engine_settings(model_path: str | Path, engine: EngineSpec, family_kwargs: d
         "code": file_sha256(_CODE)[:12],
     }
     if (fingerprint := checkpoint_fingerprint(path)) is not None:
-        settings["checkpoint"] = fingerprint
+        settings["checkpoint"] = fingerprint[:16]
     return settings
 
 

@@ -8,13 +8,17 @@ Messages carry user text (paths, ids, error messages, server replies) that may h
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
+import typer
 from rich.console import Console
 from rich.logging import RichHandler
 
 from engine.runtime.secrets import RedactingFilter, redact
 
-__all__ = ["console", "err_console", "fail", "heading", "setup_logging", "warn"]
+__all__ = ["console", "err_console", "fail", "heading", "setup_logging", "shards_named", "warn"]
 
 console = Console(markup=False)
 err_console = Console(stderr=True, markup=False)
@@ -29,6 +33,21 @@ def heading(text: str) -> None:
 def fail(message: object) -> None:
     """An error message on stderr, in red, printed literally and unwrapped (secrets redacted)."""
     err_console.print(redact(str(message)), style="red", soft_wrap=True)
+
+
+@contextmanager
+def shards_named(out_dir: Path) -> Iterator[None]:
+    """Inside: reading the results of DIR. An unreadable shard (a bad footer, or corrupt data pages that fail
+    a collect: `engine.results.store.naming_corrupt_shards`) is named and the command exits 2, instead of a
+    Polars traceback naming no file."""
+    from engine.results.store import CorruptShardError, naming_corrupt_shards
+
+    try:
+        with naming_corrupt_shards(out_dir):
+            yield
+    except CorruptShardError as err:
+        fail(err)
+        raise typer.Exit(2) from None
 
 
 def warn(message: object) -> None:

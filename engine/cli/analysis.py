@@ -6,15 +6,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from engine.cli._console import console, fail, heading, warn
+from engine.cli._console import console, fail, heading, shards_named, warn
 from engine.cli.checkpoints import checkpoint_doc, checkpoints, manifest_spec
 from engine.runtime.atomic import atomic_write
 
@@ -85,7 +83,7 @@ def _document(out_dir: Path, opts: SummaryOptions) -> dict[str, Any]:
     if opts.primary_protocol is None:
         opts = dataclasses.replace(opts, primary_protocol=_primary_protocol(out_dir))
     rows = _rows(out_dir)
-    with _shards_named(out_dir):
+    with shards_named(out_dir):
         return summary_document(summary_tables(rows, opts), opts, source=str(out_dir))
 
 
@@ -96,26 +94,12 @@ def _rows(out_dir: Path, warn_foreign: bool = True) -> Any:
     `status` leaves them out, and (with `warn_foreign`) each such shard is named on stderr."""
     from engine.results.store import own_rows
 
-    with _shards_named(out_dir):
+    with shards_named(out_dir):
         rows, foreign = own_rows(out_dir)
     if foreign and warn_foreign:
         warn(f"{len(foreign)} shard(s) hold rows of another sweep and are not counted: "
              + ", ".join(p.name for p in foreign))
     return rows
-
-
-@contextmanager
-def _shards_named(out_dir: Path) -> Iterator[None]:
-    """Inside: an unreadable shard of DIR (a bad footer, or corrupt data pages that fail a collect) is named and
-    the command exits 2, instead of a Polars traceback naming no file."""
-    from engine.results.store import CorruptShardError, naming_corrupt_shards
-
-    try:
-        with naming_corrupt_shards(out_dir):
-            yield
-    except CorruptShardError as err:
-        fail(err)
-        raise typer.Exit(2) from None
 
 
 def _pts(v: float | None, signed: bool = False) -> str:
@@ -238,8 +222,7 @@ def report(
         doc["predictor"] = _predictor_doc(out_dir, pred_dir, None, fallback, engine, warn_foreign=False)["groups"]
     if checkpoint_models or any((m.get("checkpoint") or {}).get("base") for m in manifest_spec(out_dir).get("models") or []
                                 if isinstance(m, dict)):
-        with _shards_named(out_dir):
-            doc["checkpoints"] = checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), engine)
+        doc["checkpoints"] = checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), engine)
     sessions = sorted((out_dir / "cascade").glob("*/report.json"))
     if sessions:
         import json
@@ -260,7 +243,7 @@ def _snapshot(out_dir: Path, engine: Any, warn_foreign: bool = True) -> Any:
         fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
         raise typer.Exit(2)
     rows = _rows(out_dir, warn_foreign)
-    with _shards_named(out_dir):
+    with shards_named(out_dir):
         return rows.select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
 
 

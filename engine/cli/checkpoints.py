@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from engine.cli._console import console, fail
+from engine.cli._console import console, fail, shards_named
 from engine.runtime.atomic import atomic_write
 
 if TYPE_CHECKING:
@@ -63,8 +63,6 @@ def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list
 
     from engine.metrics.checkpoints import CHECKPOINT_COLUMNS, checkpoint_document, checkpoint_tables
     from engine.metrics.summary import load_rows
-    from engine.results.store import CorruptShardError
-
     if not (out_dir / "results").is_dir():
         fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
         raise typer.Exit(2)
@@ -74,11 +72,9 @@ def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list
         study = _study(spec, models)
         if not study:
             raise ValueError("the run's spec has no [models.checkpoint] tables: give --models BASE,CHECKPOINT,...")
-        rows = load_rows(out_dir).select(CHECKPOINT_COLUMNS).collect(engine=polars_engine).lazy()
+        with shards_named(out_dir):
+            rows = load_rows(out_dir).select(CHECKPOINT_COLUMNS).collect(engine=polars_engine).lazy()
         tables = checkpoint_tables(rows, study, image_datasets, benchmarks=_benchmarks(spec))
-    except CorruptShardError as err:
-        fail(err)
-        raise typer.Exit(2) from None
     except ValueError as err:
         fail(f"{'--models' if models else 'study'}: {err}")
         raise typer.Exit(2) from None
@@ -147,14 +143,7 @@ def checkpoints(
 ) -> None:
     """Checkpoint audit: scores, gains and flows against each base; video gain vs image loss ("temporal trap"),
     against train frames; official image-benchmark scores."""
-    from engine.results.store import CorruptShardError, naming_corrupt_shards
-
-    try:
-        with naming_corrupt_shards(out_dir):
-            doc = checkpoint_doc(out_dir, _split(models), _split(image_datasets), engine)
-    except CorruptShardError as err:
-        fail(err)
-        raise typer.Exit(2) from None
+    doc = checkpoint_doc(out_dir, _split(models), _split(image_datasets), engine)
     print_checkpoints(doc)
     if json_path is not None:
         atomic_write(json_path, json.dumps(doc, indent=2, allow_nan=False).encode())

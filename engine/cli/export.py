@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from engine.cli._console import console, fail
+from engine.cli._console import console, fail, shards_named
 
 __all__ = ["register"]
 
@@ -18,17 +18,11 @@ def export(
 ) -> None:
     """Write the audit artifact: per-item outputs per chain with derived annotations and provenance."""
     from engine.export import export as run_export
-    from engine.results.store import CorruptShardError, naming_corrupt_shards
-
     if not (out_dir / "results").is_dir():
         fail(f"{out_dir}: no results folder (not a framesweep results directory)")
         raise typer.Exit(2)
-    try:
-        with naming_corrupt_shards(out_dir):
-            done = run_export(out_dir, to)
-    except CorruptShardError as err:
-        fail(err)
-        raise typer.Exit(2) from None
+    with shards_named(out_dir):
+        done = run_export(out_dir, to)
     console.print(f"{done['rows']} rows over {done['chains']} chains -> {done['path']}")
 
 

@@ -10,7 +10,7 @@ import polars as pl
 
 from engine.metrics.flows import transitions
 from engine.metrics.grid import BASE_GROUP, GROUP, matched
-from engine.results.store import foreign_shards, latest_rows, naming_corrupt_shards, scan_results
+from engine.results.store import naming_corrupt_shards, own_rows
 
 __all__ = ["SweepStatus", "sweep_status"]
 
@@ -63,12 +63,8 @@ def sweep_status(out_dir: str | Path) -> SweepStatus:
 
 def _status(out: Path, manifest: dict, sweep_id: str) -> SweepStatus:
     expected = _expected(manifest)
-    rows = scan_results(out)
-    foreign = []
-    if "sweep_id" in manifest:  # rows of another sweep (a shard copied in) count for nothing here
-        rows = rows.filter(pl.col("sweep_id") == manifest["sweep_id"])
-        foreign = [str(p) for p in foreign_shards(out, manifest["sweep_id"])]
-    latest = latest_rows(rows)
+    latest, shards = own_rows(out)  # rows of another sweep (a shard copied in) count for nothing here
+    foreign = [str(p) for p in shards]
     legacy = "expected_by_dataset" not in manifest and expected.height > 0
     if legacy:  # one dataset, counted per (model, budget); its name from the manifest or the rows
         names = latest.select(pl.col("dataset").unique().sort().str.join(", ")).collect().item()

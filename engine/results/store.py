@@ -71,13 +71,22 @@ class ForeignSweepError(RuntimeError):
 def foreign_shards(out_dir: str | Path, sweep_id: str) -> list[Path]:
     """Committed shards holding any row whose sweep id is not `sweep_id` (`CorruptShardError` as `scan_results`)."""
     scan_results(out_dir)  # names an unreadable shard
-    bad = []
+    return _foreign(out_dir, sweep_id)
+
+
+def _foreign(out_dir: str | Path, sweep_id: str) -> list[Path]:
+    """`foreign_shards` over footers already checked: one pass over every shard's `sweep_id` column."""
+    paths = _shard_paths(Path(out_dir))
+    if not paths:
+        return []
     with naming_corrupt_shards(out_dir):
-        for p in _shard_paths(Path(out_dir)):
-            ids = _scan([p]).select(pl.col("sweep_id").unique()).collect()["sweep_id"].to_list()
-            if any(i != sweep_id for i in ids):
-                bad.append(p)
-    return bad
+        found = (
+            pl.scan_parquet(paths, schema=RESULT_SCHEMA, missing_columns="insert", extra_columns="ignore",
+                            cast_options=_CAST, include_file_paths="_shard",
+                            use_statistics=False)  # read the column: a shard's corrupt pages are named here too
+            .filter(pl.col("sweep_id").ne_missing(sweep_id)).select(pl.col("_shard").unique()).collect()
+        )
+    return sorted(Path(p) for p in found["_shard"])
 
 
 def _shard_paths(out_dir: Path) -> list[Path]:
@@ -218,10 +227,10 @@ def own_rows(out_dir: str | Path) -> tuple[pl.LazyFrame, list[Path]]:
     results/) are never counted, by status, metrics, report, checkpoints, export or the cascade's
     simulation alike. Without a manifest every row counts."""
     sweep_id = manifest_sweep_id(out_dir)
-    rows = scan_results(out_dir)
+    rows = scan_results(out_dir)  # checks every footer once
     if sweep_id is None:
         return latest_rows(rows), []
-    return latest_rows(rows.filter(pl.col("sweep_id") == sweep_id)), foreign_shards(out_dir, sweep_id)
+    return latest_rows(rows.filter(pl.col("sweep_id") == sweep_id)), _foreign(out_dir, sweep_id)
 
 
 class ResultStore:

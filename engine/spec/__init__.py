@@ -248,6 +248,10 @@ class ModelSpec(_Strict):
         default=None, description="Checkpoint-study metadata (base model, train frames, size, label), read by "
         "`framesweep checkpoints`.")
 
+    def fits(self, budget: BudgetPoint) -> bool:
+        """Whether `budget` is within this model's context ceiling (`max_frames`)."""
+        return self.max_frames is None or budget.frames <= self.max_frames
+
     @model_validator(mode="after")
     def _http_needs_server(self) -> ModelSpec:
         if self.backend == "openai" and self.http is None:
@@ -479,7 +483,7 @@ class SweepSpec(_Strict):
 
     def budgets_for(self, model: ModelSpec) -> list[BudgetPoint]:
         """The budgets `model` runs, in cost order: those within its context ceiling (`max_frames`)."""
-        return [b for b in self.budgets_in_cost_order() if model.max_frames is None or b.frames <= model.max_frames]
+        return [b for b in self.budgets_in_cost_order() if model.fits(b)]
 
     def with_out_dir(self, out_dir: Path) -> SweepSpec:
         """A copy of this spec writing to another directory."""
