@@ -32,14 +32,13 @@ from typing import Any
 import polars as pl
 
 from engine import __version__
-from engine.backends.warm import checkpoint_fingerprint
+from engine.backends.checkpoint import checkpoint_fingerprint, model_folder
 from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP, chain_rows, grid_budgets, matched
 from engine.metrics.overwrite import text_items
 from engine.metrics.regression import terminal_items
 from engine.results.store import own_rows
 from engine.runtime.atomic import atomic_write
-from engine.runtime.paths import cache_dir
 
 __all__ = ["COLUMNS", "export"]
 
@@ -80,32 +79,14 @@ _ROW_COLUMNS = ["video_id", "frames", "frames_sent", "frame_indices", "width", "
                 "decoder_version", "pipeline"]
 
 
-def _model_dir(path: str) -> Path | None:
-    if path.startswith("tiny:"):
-        found = sorted(cache_dir("tiny").glob(f"{path.removeprefix('tiny:')}*"))
-        return found[0] if found else None
-    p = Path(path).expanduser()
-    if p.is_dir():
-        return p
-    if path.count("/") == 1 and not path.startswith((".", "/", "~")):  # a hub id: its local snapshot, if cached
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
-
-        try:
-            return Path(snapshot_download(path, local_files_only=True))
-        except (LocalEntryNotFoundError, HFValidationError, OSError):  # not cached, or not a hub id: no hash
-            return None
-    return None
-
-
 def model_hash(path: str) -> str | None:
     """SHA-256 over the model's config.json, its weight index and its weight files' names and sizes
-    (`engine.backends.warm.checkpoint_fingerprint` without modification times: copies hash alike), None
+    (`engine.backends.checkpoint.checkpoint_fingerprint` without modification times: copies hash alike), None
     if not found.
 
     `path` is a folder, ``tiny:NAME`` (the local tiny build) or a hub id, read from the local hub
     cache's snapshot of its default revision (nothing is downloaded)."""
-    folder = _model_dir(path)
+    folder = model_folder(path)
     return None if folder is None else checkpoint_fingerprint(folder, mtime=False)
 
 

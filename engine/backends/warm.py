@@ -18,6 +18,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from engine.backends.checkpoint import checkpoint_fingerprint
 from engine.runtime.atomic import file_sha256
 from engine.spec import EngineSpec
 
@@ -30,31 +31,6 @@ NAMESPACE = "framesweep"
 """The Ray namespace of warm engines."""
 _PREFIX = "fs-engine-"
 _CODE = Path(__file__).with_name("vllm_actor.py")
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
-
-
-def checkpoint_fingerprint(folder: Path, *, mtime: bool = True) -> str | None:
-    """A fingerprint of a checkpoint folder's content (SHA-256 hex): the bytes of `config.json` and of
-    every `*.index.json`, and each weight file's name and size, with `mtime` also its modification time
-    (weights are never read); None when `folder` is not a local folder with a `config.json` (a hub id
-    that vLLM resolves itself).
-
-    With `mtime` (the warm-engine key) a checkpoint rebuilt in place is another engine; without it (the
-    export's provenance hash) two copies of one checkpoint hash alike."""
-    if not (folder / "config.json").is_file():
-        return None
-    h = hashlib.sha256()
-    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        rel = f.relative_to(folder).as_posix()
-        try:
-            if rel == "config.json" or f.name.endswith(".index.json"):
-                h.update(f"{rel}\0sha256 {file_sha256(f)}\n".encode())
-            elif f.name.endswith(_WEIGHT_SUFFIXES):
-                st = f.stat()
-                h.update(f"{rel}\0{st.st_size}{f' {st.st_mtime_ns}' if mtime else ''}\n".encode())
-        except OSError as err:  # unreadable, or gone meanwhile: part of the fingerprint all the same
-            h.update(f"{rel}\0{type(err).__name__}\n".encode())
-    return h.hexdigest()
 
 
 def engine_settings(model_path: str | Path, engine: EngineSpec, family_kwargs: dict[str, Any] | None,
