@@ -21,6 +21,7 @@ import io
 import json
 import logging
 import os
+import re
 import threading
 import time
 import uuid
@@ -54,6 +55,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _SHARD_GLOB = "part-*.parquet"
+# the commit's temp name before it was `temp_name`'s (`.part-<stamp>-<pid>-<token>-<seq>.parquet.tmp`): still cleaned
+_LEGACY_SHARD_TEMP = re.compile(r"\.part-.+\.parquet\.tmp")
 
 
 class StoreLockedError(RuntimeError):
@@ -251,7 +254,8 @@ class ResultStore:
         if lock:
             self._acquire_lock()
             # a writer killed mid-commit leaves its hidden temp file behind; with the lock held none is live
-            stale = clean_stale_temps(self.results_dir, ".part-*.tmp") + clean_stale_temps(self.out_dir, ".*.tmp")
+            # framesweep's own temp names only: a user's `.notes.tmp` in OUT stays
+            stale = clean_stale_temps(self.results_dir, also=_LEGACY_SHARD_TEMP) + clean_stale_temps(self.out_dir)
             if stale:
                 log.info("removed %d stale temp file(s) in %s", len(stale), self.out_dir)
 
@@ -358,13 +362,12 @@ class ResultStore:
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
             name = f"part-{stamp}-{os.getpid()}-{self._token}-{self._seq:05d}.parquet"
             final = self.results_dir / name
-            tmp = self.results_dir / f".{name}.tmp"
             # encoded in memory first: a full disk then fails in our write with a plain ENOSPC, not inside
             # the Parquet writer (which reports it as an unrelated-looking "Invalid thrift" error)
             encoded = io.BytesIO()
             rows_to_frame(rows).write_parquet(encoded, compression="zstd", statistics=True)
             try:
-                atomic_write(final, encoded.getvalue(), tmp=tmp)
+                atomic_write(final, encoded.getvalue())
             except (OSError, pl.exceptions.PolarsError) as err:
                 self._buffer[:0] = rows  # keep them for the next try
                 # Polars reports the writer's ENOSPC as a ComputeError naming "os error 28"

@@ -1,16 +1,20 @@
 """The one atomic write: a hidden temp file beside the target, fsync the file, rename, fsync the folder.
 
 A reader (or a rerun after SIGKILL) sees either the old file or the whole new one,
-never a torn one; a crash leaves at most a hidden `.NAME.*.tmp` file that
-`clean_stale_temps` removes. Every writer of durable state uses this module: result
-shards, the manifest, the frame cache, predictions, synthetic media and tiny checkpoints.
+never a torn one; a crash leaves at most a hidden temp file named the framesweep way,
+`.NAME.fs-<pid>-<thread>-<8 hex>.tmp`, that `clean_stale_temps` removes (and nothing
+else: a user's own `.notes.tmp` beside it is never touched). Every writer of durable
+state uses this module: result shards, the manifest, the frame cache, predictions,
+synthetic media and tiny checkpoints.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
+import stat
 import tempfile
 import threading
 import uuid
@@ -19,7 +23,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_dir", "atomic_write", "clean_stale_temps", "file_sha256", "fsync_dir", "temp_name"]
+__all__ = ["atomic_dir", "atomic_write", "clean_stale_temps", "file_sha256", "fsync_dir", "is_own_temp", "temp_name"]
+
+# framesweep's temp names: `.NAME.fs-<pid>-<thread id>-<8 hex>.tmp`. Before the `fs-` tag they were
+# `.NAME.<pid>-<thread id>-<hex>.tmp`; those too are recognised, so a temp left by an older version is cleaned
+_OWN_TEMP = re.compile(r"\..+\.(?:fs-)?\d+-\d+-[0-9a-f]+\.tmp")
 
 
 def fsync_dir(path: Path | str) -> None:
@@ -36,27 +44,27 @@ def fsync_dir(path: Path | str) -> None:
         os.close(fd)
 
 
-def temp_name(final: Path, suffix: str = ".tmp") -> Path:
-    """A hidden, unique temp path beside `final` (same filesystem, so the rename is atomic)."""
-    tag = f"{os.getpid()}-{threading.get_ident()}-{uuid.uuid4().hex[:8]}"
-    return final.with_name(f".{final.name}.{tag}{suffix}")
+def temp_name(final: Path) -> Path:
+    """A hidden, unique temp path beside `final` (same filesystem, so the rename is atomic), named so that
+    `clean_stale_temps` can tell it from anyone else's file: `.NAME.fs-<pid>-<thread>-<8 hex>.tmp`."""
+    tag = f"fs-{os.getpid()}-{threading.get_ident()}-{uuid.uuid4().hex[:8]}"
+    return final.with_name(f".{final.name}.{tag}.tmp")
 
 
 def atomic_write(final: Path | str, data: bytes | str | Callable[[BinaryIO], object], *,
-                 tmp: Path | None = None, durable: bool = True, sync_dir: bool = True) -> Path:
+                 durable: bool = True, sync_dir: bool = True) -> Path:
     """Write `data` (bytes, text, or a function writing to a binary file) to `final` atomically.
 
     Args:
         final: The target path; its folder is created.
         data: The content, or `write(fh)`.
-        tmp: The temp path to use (default: `temp_name(final)`); it must be in `final`'s folder.
         durable: fsync the file and the folder (False only for caches that may be rebuilt).
         sync_dir: fsync the folder after the rename (False when the caller writes many files
             into one folder and fsyncs it once at the end with `fsync_dir`).
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp or temp_name(final)
+    tmp = temp_name(final)
     try:
         with open(tmp, "wb") as fh:
             if callable(data):
@@ -107,13 +115,23 @@ def atomic_dir(final: Path | str) -> Iterator[Path]:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def clean_stale_temps(folder: Path | str, pattern: str = ".*.tmp") -> list[Path]:
-    """Remove temp files a killed writer left in `folder` (call only while holding the folder's lock)."""
+def is_own_temp(name: str) -> bool:
+    """Whether a file name is one `temp_name` gives (this version's or an older one's)."""
+    return _OWN_TEMP.fullmatch(name) is not None
+
+
+def clean_stale_temps(folder: Path | str, also: re.Pattern[str] | None = None) -> list[Path]:
+    """Remove the temp files a killed framesweep writer left in `folder`: regular files named as `temp_name`
+    names them (or matching `also`, a caller's older convention), nothing else; call only while holding the
+    folder's lock."""
     removed = []
-    for p in Path(folder).glob(pattern):
+    for p in Path(folder).glob(".*.tmp"):
+        if not (is_own_temp(p.name) or (also is not None and also.fullmatch(p.name))):
+            continue
         try:
-            p.unlink()
-            removed.append(p)
+            if stat.S_ISREG(p.lstat().st_mode):
+                p.unlink()
+                removed.append(p)
         except OSError:
             pass
     return removed
