@@ -1,4 +1,6 @@
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import small_spec_dict, write_toml
@@ -214,3 +216,101 @@ def test_inspect_needs_no_store_table_and_run_still_asks_for_one(tmp_path: Path)
     assert "synthetic" in res.output and not (tmp_path / "out").exists()
     res = CliRunner().invoke(app, ["run", str(path)])
     assert res.exit_code == 2 and "store" in res.output
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    from typer.testing import CliRunner
+
+    from engine.cli.app import app
+
+    res = CliRunner().invoke(app, list(args))
+    return res.exit_code, res.output
+
+
+def test_a_spec_file_that_cannot_be_read_is_one_sentence_naming_it(tmp_path: Path) -> None:
+    """Not UTF-8 (the byte's offset and line), a directory, a name the file system refuses, a NUL byte in the
+    text or the path, tables nested without end: each a SpecError naming the file (exit 2 from `run` and
+    `inspect`), never a UnicodeDecodeError, IsADirectoryError, OSError or RecursionError."""
+    cases = {
+        "latin1.toml": (b'sweep_id = "ok"\nname = "caf\xe9"\n', r"not UTF-8 text: byte 0xe9 at offset 27 \(line 2, "
+                        r"column 12\)"),
+        "nul.toml": (b'sweep_id = "a\x00"\n', r"not valid TOML: .*line 1"),
+        "deep.toml": (b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n", "tables or arrays nested too deeply to read"),
+        "deep40.toml": (b"a = " + b"[" * 40 + b"]" * 40 + b"\n", "tables or arrays nested more than 32 levels deep"),
+    }
+    for name, (data, why) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(SpecError, match=rf"^{re.escape(str(tmp_path / name))}: {why}"):
+            load_spec(tmp_path / name)
+    (tmp_path / "dir.toml").mkdir()
+    with pytest.raises(SpecError, match=r"dir\.toml: is a directory, not a spec file$"):
+        load_spec(tmp_path / "dir.toml")
+    with pytest.raises(SpecError, match=r"a{300}\.toml: the file name is too long for the file system$"):
+        load_spec(tmp_path / ("a" * 300 + ".toml"))
+    with pytest.raises(SpecError, match=r"a\\x00b\.toml: a spec path cannot hold a NUL byte$"):
+        load_spec(tmp_path / "a\x00b.toml")
+    for name in ("latin1.toml", "deep.toml", "dir.toml"):
+        for command in ("run", "inspect"):
+            code, out = _cli(command, str(tmp_path / name))
+            assert code == 2 and name in out and "Traceback" not in out, (command, name, out)
+
+
+@pytest.mark.parametrize(("where", "value", "field"), [
+    (("models", 0, "engine", "kv_cache_gib"), float("inf"), "models.0.engine.kv_cache_gib: Input should be a finite"),
+    (("models", 0, "engine", "mm_processor_cache_gb"), float("inf"), "models.0.engine.mm_processor_cache_gb: Input "
+     "should be a finite"),
+    (("models", 0, "engine", "deadline_base_s"), float("inf"), "models.0.engine.deadline_base_s: Input should be "
+     "a finite"),
+    (("models", 0, "engine", "placement_timeout_s"), float("nan"), "models.0.engine.placement_timeout_s: Input "
+     "should be a finite"),
+    (("models", 0, "engine", "num_gpus"), float("inf"), "models.0.engine.num_gpus"),
+    (("models", 0, "engine", "extra"), {"tensor_parallel_size": float("inf")}, "models.0.engine.extra: Value error, "
+     "tensor_parallel_size = inf: give a finite number"),
+    (("models", 0, "engine", "extra"), {"tensor_parallel_size": 2.5}, "tensor_parallel_size must be a whole number"),
+    (("models", 0, "engine", "extra"), {"swap": {"x": [float("nan")]}}, "swap.x.0 = nan: give a finite number"),
+    (("decode", "actor_cpus"), float("inf"), "decode.actor_cpus: Input should be a finite"),
+    (("store", "commit_interval_s"), float("inf"), "store.commit_interval_s: Input should be a finite"),
+    (("dataset", "seconds"), float("nan"), "dataset.synthetic.seconds: Input should be a finite"),
+    (("dataset", "seed"), -1, "dataset.synthetic.seed: Input should be greater than or equal to 0"),
+    (("budgets", 2, "seed"), -1, "budgets.2.seed: Input should be greater than or equal to 0"),
+    (("budgets", 2, "seed"), 2**63, "budgets.2.seed: Input should be less than or equal to"),
+    (("budgets", 2, "policy"), "uniform@", "budgets.2.policy: Value error, sampling policy 'uniform@' has nothing "
+     "after '@'"),
+    (("budgets", 2, "policy"), "fps@ ", "has nothing after '@'"),
+])
+def test_values_that_pass_but_cannot_work_are_refused_naming_the_field(
+        tmp_path: Path, where: tuple, value: object, field: str) -> None:
+    """inf/nan in an engine setting crashed the engine actor (`int(inf)`) with no rows; a negative seed made
+    every random-policy job an error row on every run; `uniform@` was a second, silent copy of uniform."""
+    d = small_spec_dict(tmp_path)
+    target: Any = d
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = value
+    with pytest.raises(SpecError) as err:
+        parse_spec(d, "x.toml")
+    assert field in str(err.value)
+
+
+@pytest.mark.parametrize(("table", "field"), [
+    ({"grids": [{"frames": [4], "policies": ["uniform", "bogus"]}]}, "grids.0.policies.1: Value error, unknown "
+     "sampling policy 'bogus'"),
+    ({"grids": [{"frames": [4, 8], "policies": ["nested@4"]}]}, "grids.0.policies.0: Value error, "
+     ".*exceeds the largest budget 4"),
+    ({"grids": [{"frames": [4], "policies": ["random@"]}]}, "grids.0.policies.0: .*nothing after '@'"),
+    ({"grids": [{"frames": [4], "seeds": [0, -2]}]}, r"grids.0.seeds.1: Input should be greater than or equal to 0"),
+    ({"grids": [{"frames": [4], "max_pixels": [0]}]}, r"grids.0.max_pixels.0: Input should be greater than 0"),
+    ({"iso_compute": [{"total_pixels": 100_000, "policy": "bogus"}]}, "iso_compute.0.policy: Value error, unknown "
+     "sampling policy 'bogus'"),
+    ({"iso_compute": [{"total_pixels": 100_000, "frames": [8, 0]}]}, "iso_compute.0.frames.1: Input should be "
+     "greater than 0"),
+    ({"iso_compute": [{"total_pixels": 100, "frames": [64]}]}, "iso_compute.0: Value error, 64 frames leave fewer "
+     "than 4 pixels"),
+    ({"iso_compute": [{"total_pixels": 100_000, "seed": -1}]}, "iso_compute.0.seed: Input should be greater"),
+])
+def test_a_bad_policy_or_value_inside_grids_and_iso_compute_keeps_its_field_path(
+        tmp_path: Path, table: dict, field: str) -> None:
+    """Such errors were raised while the grids were expanded, at the spec's root (`policy: ...` or `<root>:`)."""
+    d = small_spec_dict(tmp_path, **table)
+    with pytest.raises(SpecError, match=rf"\n  {field}"):
+        parse_spec(d, "x.toml")

@@ -7,15 +7,16 @@ before any work starts, with the field's dotted path in the message.
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from engine.frames.plan import get_policy
 from engine.spec.checkpoint import CheckpointSpec
 from engine.spec.datasets import DatasetSpec, StrictModel, SyntheticDatasetSpec
+from engine.spec.source import SpecFileError, read_spec_file
 
 __all__ = [
     "BudgetPoint",
@@ -47,6 +48,30 @@ class SpecError(ValueError):
 
 _Strict = StrictModel
 
+MAX_SEED = 2**63 - 1
+"""The largest seed a result row can hold (its `seed` column is Int64)."""
+_SEED_DOC = f"from 0 to {MAX_SEED} (numpy's generators take no negative seed)"
+
+
+def _check_policy(policy: str, frames: Iterable[int]) -> str:
+    """`policy` if it is a known policy whose parameter can plan each visual frame count in `frames`."""
+    name, at, param = policy.partition("@")
+    if at and not param.strip():
+        raise ValueError(f"sampling policy {policy!r} has nothing after '@': give {name}@<value>, or {name} for "
+                         "its default")
+    try:
+        known = get_policy(policy)
+        for n in frames:
+            if n:  # text-only budgets sample nothing
+                known.validate(n)
+    except KeyError as err:
+        raise ValueError(err.args[0]) from None
+    return policy
+
+
+def _grid_policy(policy: str, info: ValidationInfo) -> str:
+    return _check_policy(policy, info.data.get("frames") or [])
+
 
 class BudgetPoint(_Strict):
     """One visual budget of the grid: how many frames, at what size, sampled how."""
@@ -68,7 +93,8 @@ class BudgetPoint(_Strict):
         description="Sampling policy: uniform, segment_centre, random, dense_head@<share>, fps@<rate>, "
         "nested or nested@<largest budget> (see `engine.frames.plan`).",
     )
-    seed: int = Field(default=0, description="Seed for randomised sampling policies; recorded on every row.")
+    seed: int = Field(default=0, ge=0, le=MAX_SEED,
+                      description=f"Seed for randomised sampling policies, {_SEED_DOC}; recorded on every row.")
     pipeline: Literal["raw", "cached"] | None = Field(
         default=None,
         description="raw: frames decoded from the video; cached: frames from the on-disk frame cache (see "
@@ -85,13 +111,8 @@ class BudgetPoint(_Strict):
     @classmethod
     def _known_policy(cls, policy: str, info: ValidationInfo) -> str:
         """A known policy whose parameter can plan this budget (`fps@0`, `nested@2` for 4 frames fail here)."""
-        frames = info.data.get("frames")
-        if frames:  # text-only budgets sample nothing; a bad `frames` is reported on its own
-            try:
-                get_policy(policy).validate(frames)
-            except KeyError as err:
-                raise ValueError(err.args[0]) from None
-        return policy
+        frames = info.data.get("frames")  # none when `frames` failed: it is reported on its own
+        return _check_policy(policy, [frames] if frames else [])
 
     @model_validator(mode="after")
     def _one_size(self) -> BudgetPoint:
@@ -200,6 +221,26 @@ class EngineSpec(_Strict):
     def world_size(self) -> int:
         """GPUs one engine spreads its model over (tensor x pipeline parallel size, from `extra`)."""
         return int(self.extra.get("tensor_parallel_size", 1)) * int(self.extra.get("pipeline_parallel_size", 1))
+
+    @field_validator("extra")
+    @classmethod
+    def _extra_values(cls, extra: dict[str, Any]) -> dict[str, Any]:
+        """Every number finite (vLLM gets them as written); the parallel sizes, counted here (`world_size`),
+        whole numbers from 1 (inf, 2.5 or "2" fail)."""
+        stack: list[tuple[str, Any]] = list(extra.items())
+        while stack:
+            key, value = stack.pop()
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{key} = {value}: give a finite number")
+            if isinstance(value, dict):
+                stack.extend((f"{key}.{k}", v) for k, v in value.items())
+            elif isinstance(value, list):
+                stack.extend((f"{key}.{i}", v) for i, v in enumerate(value))
+        for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+            value = extra.get(key, 1)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{key} must be a whole number of at least 1, got {value!r}")
+        return extra
 
     @model_validator(mode="after")
     def _gpus_match_parallelism(self) -> EngineSpec:
@@ -328,11 +369,15 @@ class StoreSpec(_Strict):
 class GridSpec(_Strict):
     """A cross product of budgets, expanded into `budgets` at load (text-only, frames = 0, once)."""
 
-    frames: list[int] = Field(min_length=1, description="Frame counts (0: text-only).")
-    max_pixels: list[int | None] = Field(default=[None], description="Pixel caps per frame (null: stored size).")
-    short_sides: list[int] = Field(default=[], description="Short-side sizes, crossed after `max_pixels`.")
-    policies: list[str] = Field(default=["uniform"], description="Sampling policies.")
-    seeds: list[int] = Field(default=[0], description="Seeds of the randomised policies.")
+    frames: list[Annotated[int, Field(ge=0, le=4096)]] = Field(min_length=1, description="Frame counts (0: text-only).")
+    max_pixels: list[Annotated[int, Field(gt=0)] | None] = Field(
+        default=[None], description="Pixel caps per frame (null: stored size).")
+    short_sides: list[Annotated[int, Field(gt=0)]] = Field(
+        default=[], description="Short-side sizes, crossed after `max_pixels`.")
+    policies: list[Annotated[str, AfterValidator(_grid_policy)]] = Field(
+        default=["uniform"], description="Sampling policies (each must plan every frame count of `frames`).")
+    seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] = Field(
+        default=[0], description=f"Seeds of the randomised policies, {_SEED_DOC}.")
 
     def expand(self) -> list[BudgetPoint]:
         """frames x resolutions x policies x seeds, in that order, without repeats."""
@@ -357,14 +402,21 @@ class IsoComputeSpec(_Strict):
     """
 
     total_pixels: int = Field(gt=0, description="Pixels across all frames of one request (e.g. 9_700_000).")
-    frames: list[int] = Field(default=[32, 64, 128], min_length=1, description="Frame counts to allocate over.")
+    frames: list[Annotated[int, Field(gt=0, le=4096)]] = Field(
+        default=[32, 64, 128], min_length=1, description="Frame counts to allocate over.")
     axis: Literal["max_pixels", "short_side"] = Field(
         default="max_pixels", description="max_pixels: an exact pixel cap per frame; short_side: the short side "
         "that gives that many pixels for a video of `aspect`.")
     aspect: float = Field(default=16 / 9, gt=0, description="Long side over short side (short_side axis only).")
-    policy: str = Field(default="uniform", description="Sampling policy of every point.")
-    seed: int = Field(default=0, description="Seed of every point.")
+    policy: Annotated[str, AfterValidator(_grid_policy)] = Field(
+        default="uniform", description="Sampling policy of every point.")
+    seed: int = Field(default=0, ge=0, le=MAX_SEED, description=f"Seed of every point, {_SEED_DOC}.")
     pipeline: Literal["raw", "cached"] | None = Field(default=None, description="Pipeline of every point.")
+
+    @model_validator(mode="after")
+    def _points_plan(self) -> IsoComputeSpec:
+        self.expand()  # a frame count that leaves too few pixels fails here, with this table's path
+        return self
 
     def expand(self) -> list[BudgetPoint]:
         """One budget point per frame count, in the order given."""
@@ -555,11 +607,9 @@ def load_spec(path: str | Path, out_dir: str | Path | None = None, *, writes: bo
     inspect, engines) needs neither: its spec gets a store in the current folder that it never uses."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(f"{p}: spec file not found") from None
-    except tomllib.TOMLDecodeError as err:
-        raise SpecError(f"{p}: not valid TOML: {err}") from None
+        data = read_spec_file(p)
+    except SpecFileError as err:
+        raise SpecError(str(err)) from None
     if out_dir is not None and isinstance(data.get("store", {}), dict):
         data["store"] = {**data.get("store", {}), "out_dir": str(out_dir)}
     elif not writes and "store" not in data:

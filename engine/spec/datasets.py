@@ -33,9 +33,10 @@ __all__ = [
 
 
 class StrictModel(BaseModel):
-    """Base of every user-written model: unknown fields are errors; values are frozen."""
+    """Base of every user-written model: unknown fields are errors; values are frozen; a number is finite
+    (TOML's inf and nan fail where they are written, not in an engine that turns them into an int)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DatasetBase(StrictModel):
@@ -61,7 +62,7 @@ class SyntheticDatasetSpec(DatasetBase):
         default=None, description="Where the videos are written; null: a cache folder keyed by the settings."
     )
     n_videos: int = Field(default=6, ge=1, le=10_000, description="Number of videos.")
-    seed: int = Field(default=0, description="Seed: the same seed gives the same videos and answers.")
+    seed: int = Field(default=0, ge=0, description="Seed (from 0): the same seed gives the same videos and answers.")
     seconds: float = Field(default=8.0, gt=0, le=3600, description="Video length in seconds.")
     fps: int = Field(default=8, ge=1, le=120, description="Frames per second.")
     width: int = Field(default=128, ge=16, le=4096, description="Frame width (even).")
