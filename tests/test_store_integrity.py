@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import threading
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from engine.cli.app import app
 from engine.results.schema import ResultRow
-from engine.results.store import ResultStore
+from engine.results.store import CorruptShardError, ResultStore, scan_results
 from engine.runtime.atomic import atomic_write, clean_stale_temps, is_own_temp, temp_name
 
 
@@ -56,3 +59,45 @@ def test_a_users_hidden_tmp_files_survive_run_and_doctor(tmp_path: Path) -> None
     res = CliRunner().invoke(app, ["doctor", str(tmp_path)])
     assert res.exit_code == 0 and "every shard reads" in res.output, res.output
     assert notes.read_text() == "my notes" and draft.read_text() == "my draft" and not stale.exists()
+
+
+def _within(seconds: float, fn, fifo: Path):  # type: ignore[no-untyped-def]
+    """`fn()` run in a thread that must finish within `seconds`: a reader that opens the FIFO blocks, so the
+    test fails (and unblocks it by opening the FIFO's other end) instead of hanging."""
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as err:  # handed to the test thread
+            box["error"] = err
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the blocked open returns
+        worker.join(10)
+        pytest.fail(f"{fn} blocked on the FIFO {fifo.name}")
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]
+
+
+def test_a_fifo_named_like_a_shard_is_named_never_opened_and_quarantined(tmp_path: Path) -> None:
+    with ResultStore(tmp_path) as st:
+        st.add([row("a")])
+    (tmp_path / "manifest.json").write_text('{"sweep_id": "s"}')
+    fifo = tmp_path / "results" / "part-zz-fifo.parquet"
+    os.mkfifo(fifo)
+    with pytest.raises(CorruptShardError, match=r"part-zz-fifo\.parquet: unreadable result shard \(not a regular "
+                                                r"file but a FIFO; never opened\)"):
+        _within(30, lambda: scan_results(tmp_path), fifo)
+    runner = CliRunner()
+    for cmd in (["status", str(tmp_path)], ["metrics", str(tmp_path), "--n-boot", "0"]):
+        res = _within(60, lambda cmd=cmd: runner.invoke(app, cmd), fifo)
+        assert res.exit_code == 2 and fifo.name in res.output and "Traceback" not in res.output, res.output
+    res = _within(60, lambda: runner.invoke(app, ["doctor", str(tmp_path)]), fifo)
+    assert res.exit_code == 0 and "1 bad shard(s) moved to quarantine/" in res.output, res.output
+    assert stat.S_ISFIFO((tmp_path / "quarantine" / fifo.name).lstat().st_mode) and not fifo.exists()
+    assert scan_results(tmp_path).collect()["item_id"].to_list() == ["a"]

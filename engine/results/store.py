@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import re
+import stat
 import threading
 import time
 import uuid
@@ -126,8 +127,26 @@ def _readable_as(have: pl.DataType, want: pl.DataType) -> bool:
     return have == pl.Null()
 
 
+def _not_a_file(path: Path) -> str | None:
+    """Why `path` is no regular file (None: it is); found without opening it (opening a FIFO blocks)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as err:
+        return f"cannot be opened ({err.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a device")
+    return f"not a regular file but {kind}; never opened"
+
+
 def shard_problem(path: Path, full: bool = False) -> str | None:
-    """Why a shard cannot be read as the result schema (None: it can). `full` reads every page too."""
+    """Why a shard cannot be read as the result schema (None: it can). `full` reads every page too.
+
+    Anything but a regular file (a FIFO, a folder, a dangling link named `part-*.parquet`) is a problem
+    found without opening it: every reader checks its shards here first, so none blocks on a FIFO."""
+    if why := _not_a_file(path):
+        return why
     try:
         found = pl.read_parquet_schema(path)
         bad = [f"column {c} is {t}, not {RESULT_SCHEMA[c]}" for c, t in found.items()
