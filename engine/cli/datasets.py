@@ -61,13 +61,15 @@ def _print_survey(s: DatasetSurvey) -> None:
         t.add_row(task, str(n))
     console.print(t)
     kinds = ", ".join(f"{k} {v}" for k, v in s.media_kind.items()) or "none"
-    colour = "green" if not s.media_missing else "yellow"
-    console.print(f"media ({kinds}): {s.media_found} found, {len(s.media_missing)} missing", style=colour)
-    for path, ids in list(s.media_missing.items())[:_MISSING_SHOWN]:
+    absent = {} if s.media_written_by_run else s.media_missing
+    console.print(f"media ({kinds}): {s.media_found} found, {len(s.media_missing)} missing"
+                  + (" (written by the first run)" if s.media_written_by_run else ""),
+                  style="yellow" if absent else "green")
+    for path, ids in list(absent.items())[:_MISSING_SHOWN]:
         shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
         console.print(f"  missing: {path} ({len(ids)} item(s): {shown})")
-    if len(s.media_missing) > _MISSING_SHOWN:
-        console.print(f"  ... and {len(s.media_missing) - _MISSING_SHOWN} more (their jobs become error rows)")
+    if len(absent) > _MISSING_SHOWN:
+        console.print(f"  ... and {len(absent) - _MISSING_SHOWN} more (their jobs become error rows)")
     if s.subtitles_total:
         console.print(f"subtitles: {s.subtitles_found} found, {s.subtitles_total - s.subtitles_found} missing")
     if s.problems:
@@ -83,16 +85,23 @@ def _print_survey(s: DatasetSurvey) -> None:
     console.print(t)
 
 
+EXIT_MEDIA_MISSING = 4
+"""`inspect`: the spec would run, but some items' media are missing (`run` would end with their error rows, exit 4)."""
+
+
 def inspect(
     spec_path: Annotated[Path, typer.Argument(metavar="SPEC.toml", help="Sweep spec (TOML).")],
 ) -> None:
-    """Before running: item counts, media found / missing, and the job count the grid implies."""
+    """Before running: item counts, media found / missing, and the job count the grid implies. Runs `run`'s
+    preflight (families, model paths, decoder, ...): exit 2 where `run` would stop, 4 when media are missing."""
     from engine.datasets.errors import DatasetError
     from engine.datasets.survey import survey
     from engine.spec import SpecError, load_spec
+    from engine.sweep.preflight import preflight
 
     try:
         spec = load_spec(spec_path, writes=False)  # [store] may be left to the run's --out
+        preflight(spec, str(spec_path))
         surveys = survey(spec)
     except (SpecError, DatasetError) as err:
         fail(err)  # messages hold paths with [brackets]: printed literally
@@ -101,6 +110,10 @@ def inspect(
         _print_survey(s)
     if len(surveys) > 1:
         console.print(f"{len(surveys)} datasets: {sum(s.jobs_total for s in surveys)} jobs in all")
+    missing = sum(len(s.media_missing) for s in surveys if not s.media_written_by_run)
+    if missing:
+        fail(f"{spec_path}: {missing} media file(s) missing: their jobs would be error rows")
+        raise typer.Exit(EXIT_MEDIA_MISSING)
 
 
 def register(app: typer.Typer) -> None:

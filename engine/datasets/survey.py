@@ -38,6 +38,8 @@ class DatasetSurvey:
     problems: list[Problem] = field(default_factory=list)
     jobs_by_model: dict[str, int] = field(default_factory=dict)
     budgets_by_model: dict[str, list[str]] = field(default_factory=dict)
+    media_written_by_run: bool = False
+    """The adapter writes its media on the first run (synthetic): missing media are expected."""
 
     @property
     def jobs_total(self) -> int:
@@ -85,4 +87,5 @@ def _survey(spec: SweepSpec, ds: Any) -> DatasetSurvey:
         problems=list(getattr(adapter, "problems", [])),
         jobs_by_model={m.id: len(items) * len(spec.budgets_for(m)) for m in spec.models},
         budgets_by_model={m.id: [b.budget_id for b in spec.budgets_for(m)] for m in spec.models},
+        media_written_by_run=hasattr(adapter, "ensure_videos"),
     )

@@ -79,8 +79,9 @@ def test_inspect_counts_items_media_and_jobs(tmp_path: Path) -> None:
     spec = _write_spec(tmp_path / "spec.toml",
                        f'name = "videomme"\nannotations = "{ann}"\nmedia_root = "{media}"', tmp_path / "out")
     result = runner.invoke(app, ["inspect", str(spec)], env={"COLUMNS": "200"})
-    assert result.exit_code == 0, _output(result)
+    assert result.exit_code == 4, _output(result)  # a video is missing: `run` would end with error rows
     out = result.output
+    assert "1 media file(s) missing: their jobs would be error rows" in _output(result)
     assert "videomme (videomme-v1.fs1): 6 items" in out
     assert "1 found, 1 missing" in out and "aBcD1234xyz.mp4 (3 item(s): 002-1, 002-2, 002-3)" in out
     # small: 6 items x {text, f8, f16}; big: 6 items x 4 budgets
@@ -105,7 +106,7 @@ def test_inspect_synthetic_writes_nothing(tmp_path: Path) -> None:
     spec = _write_spec(tmp_path / "spec.toml", f'name = "synthetic"\nn_videos = 2\nroot = "{root}"', tmp_path / "o")
     result = runner.invoke(app, ["inspect", str(spec)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, _output(result)
-    assert "6 items" in result.output and "0 found, 2 missing" in result.output
+    assert "6 items" in result.output and "0 found, 2 missing (written by the first run)" in result.output
     assert not root.exists()
 
 
@@ -117,4 +118,31 @@ def test_inspect_starts_no_engine(tmp_path: Path) -> None:
             f"r = CliRunner().invoke(app, ['inspect', {str(spec)!r}]); "
             "print(r.exit_code, sorted(m for m in ('ray', 'vllm', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
-    assert out.stdout.strip().splitlines()[-1] == "0 []", out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "4 []", out.stderr  # 4: the fixture's missing video
+
+
+def test_inspect_runs_the_preflight_of_run(tmp_path: Path) -> None:
+    """An unknown family, a `tiny:` builder that does not exist, an unknown decoder and a model folder that
+    does not exist: `run` stops on each (exit 2, every field named); inspect used to print its tables, exit 0."""
+    root = tmp_path / "syn"
+    spec = _write_spec(tmp_path / "spec.toml", f'name = "synthetic"\nn_videos = 2\nroot = "{root}"', tmp_path / "o")
+    text = spec.read_text()
+    text = text.replace('family = "qwen2_5_vl"\npath = "tiny:qwen2_5_vl"\nmax_frames = 16',
+                        'family = "nope"\npath = "tiny:qwen2_5_vl"\nmax_frames = 16', 1)
+    text = text.replace('id = "big"\nfamily = "qwen2_5_vl"\npath = "tiny:qwen2_5_vl"',
+                        'id = "big"\nfamily = "qwen2_5_vl"\npath = "tiny:nope"', 1)
+    text += '\n[decode]\ndecoder = "nope"\n'
+    spec.write_text(text)
+    for command in ("inspect", "run"):
+        result = runner.invoke(app, [command, str(spec)], env={"COLUMNS": "200"})
+        out = _output(result)
+        assert result.exit_code == 2, (command, out)
+        for field in ("models.0.family: unknown model family 'nope'", "models.1.path: no tiny checkpoint for 'nope'",
+                      "decode.decoder: unknown decoder 'nope'"):
+            assert field in out, (command, field, out)
+        assert "items per task" not in out and not (tmp_path / "o").exists()
+    spec.write_text(spec.read_text().replace('"tiny:nope"', f'"{tmp_path / "no-such-model"}"')
+                    .replace('family = "nope"', 'family = "qwen2_5_vl"').replace('decoder = "nope"', 'decoder = "pyav"'))
+    result = runner.invoke(app, ["inspect", str(spec)], env={"COLUMNS": "200"})
+    assert result.exit_code == 2 and "models.1.path: " in _output(result) and "no such checkpoint directory" in \
+        _output(result), _output(result)
