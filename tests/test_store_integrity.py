@@ -9,6 +9,7 @@ import stat
 import threading
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -101,3 +102,55 @@ def test_a_fifo_named_like_a_shard_is_named_never_opened_and_quarantined(tmp_pat
     assert res.exit_code == 0 and "1 bad shard(s) moved to quarantine/" in res.output, res.output
     assert stat.S_ISFIFO((tmp_path / "quarantine" / fifo.name).lstat().st_mode) and not fifo.exists()
     assert scan_results(tmp_path).collect()["item_id"].to_list() == ["a"]
+
+
+def _flip_until_silent(shard: Path, column: str, want: list[str]) -> list[str]:
+    """Flip one bit at a time in `column`'s pages (from the chunk's end, where the page payload is) until Polars
+    reads the shard without an error but with other values in `column`; leave that flip in place. Returns
+    what Polars then reads."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(shard).metadata
+    chunk = meta.row_group(0).column(meta.schema.to_arrow_schema().names.index(column))
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    end = start + chunk.total_compressed_size
+    data = shard.read_bytes()
+    for pos in range(end - 1, start, -1):
+        for bit in range(8):
+            flipped = bytearray(data)
+            flipped[pos] ^= 1 << bit
+            shard.write_bytes(bytes(flipped))
+            try:
+                got = pl.read_parquet(shard)[column].to_list()
+            except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):
+                continue
+            if got != want:
+                return got
+    raise AssertionError(f"no single bit flip in {column} of {shard.name} read back silently changed")
+
+
+def test_bit_flips_in_a_key_columns_data_page_are_found_by_doctor(tmp_path: Path) -> None:
+    items = [f"item-{i:05d}" for i in range(900)]
+    with ResultStore(tmp_path) as st:
+        st.add([row(i) for i in items])
+    (shard,) = (tmp_path / "results").glob("part-*.parquet")
+    got = _flip_until_silent(shard, "item_id", items)
+    changed = sum(a != b for a, b in zip(got, items, strict=True))
+    # every check before doctor passes: the footer, and a whole read by Polars, with keys changed
+    assert scan_results(tmp_path).collect().height == 900 and changed > 0
+    res = CliRunner().invoke(app, ["doctor", str(tmp_path)])
+    assert res.exit_code == 0 and "1 bad shard(s) moved to quarantine/" in res.output, res.output
+    assert re.search(r"column item_id, row group 0: OSError: .*CRC checksum verification failed", res.output), \
+        res.output
+    assert (tmp_path / "quarantine" / shard.name).exists() and scan_results(tmp_path).collect().height == 0
+
+
+def test_shards_without_page_checksums_still_read_and_pass_doctor(tmp_path: Path) -> None:
+    from engine.results.schema import rows_to_frame
+    from engine.results.store import doctor, shard_problem
+
+    (tmp_path / "results").mkdir()
+    old = tmp_path / "results" / "part-old.parquet"
+    rows_to_frame([row("a"), row("b")]).write_parquet(old, compression="zstd")  # Polars' writer: no checksums
+    assert shard_problem(old, full=True) is None and doctor(tmp_path) == []
+    assert sorted(scan_results(tmp_path).collect()["item_id"]) == ["a", "b"]

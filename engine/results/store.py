@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import io
 import json
 import logging
 import os
@@ -34,6 +33,7 @@ from typing import Any
 
 import polars as pl
 
+from engine.results.pages import encode_shard, page_problem
 from engine.results.schema import KEY_COLUMNS, RESULT_SCHEMA, ResultRow, rows_to_frame
 from engine.runtime.atomic import atomic_write, clean_stale_temps, fsync_dir
 
@@ -154,6 +154,8 @@ def shard_problem(path: Path, full: bool = False) -> str | None:
         if bad:
             return "; ".join(bad)
         if full:
+            if why := page_problem(path):  # page checksums, where the shard has them
+                return why
             _scan([path]).collect()
     except _READ_ERRORS as err:
         return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
@@ -383,10 +385,9 @@ class ResultStore:
             final = self.results_dir / name
             # encoded in memory first: a full disk then fails in our write with a plain ENOSPC, not inside
             # the Parquet writer (which reports it as an unrelated-looking "Invalid thrift" error)
-            encoded = io.BytesIO()
-            rows_to_frame(rows).write_parquet(encoded, compression="zstd", statistics=True)
+            encoded = encode_shard(rows_to_frame(rows))  # with page checksums, verified by `doctor`
             try:
-                atomic_write(final, encoded.getvalue())
+                atomic_write(final, encoded)
             except (OSError, pl.exceptions.PolarsError) as err:
                 self._buffer[:0] = rows  # keep them for the next try
                 # Polars reports the writer's ENOSPC as a ComputeError naming "os error 28"

@@ -44,11 +44,12 @@ def fsync_dir(path: Path | str) -> None:
         os.close(fd)
 
 
-def temp_name(final: Path) -> Path:
+def temp_name(final: Path, suffix: str = ".tmp") -> Path:
     """A hidden, unique temp path beside `final` (same filesystem, so the rename is atomic), named so that
-    `clean_stale_temps` can tell it from anyone else's file: `.NAME.fs-<pid>-<thread>-<8 hex>.tmp`."""
+    `clean_stale_temps` can tell it from anyone else's file: `.NAME.fs-<pid>-<thread>-<8 hex>.tmp` (another
+    `suffix` for a temp that `clean_stale_temps` must leave alone, e.g. a folder its owner cleans)."""
     tag = f"fs-{os.getpid()}-{threading.get_ident()}-{uuid.uuid4().hex[:8]}"
-    return final.with_name(f".{final.name}.{tag}.tmp")
+    return final.with_name(f".{final.name}.{tag}{suffix}")
 
 
 def atomic_write(final: Path | str, data: bytes | str | Callable[[BinaryIO], object], *,
