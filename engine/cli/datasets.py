@@ -85,15 +85,16 @@ def _print_survey(s: DatasetSurvey) -> None:
     console.print(t)
 
 
-EXIT_MEDIA_MISSING = 4
-"""`inspect`: the spec would run, but some items' media are missing (`run` would end with their error rows, exit 4)."""
+EXIT_MEDIA_MISSING = 6
+"""`inspect`: the spec would run, but some items' media are missing: `run` would fail their jobs for good (its exit 6
+when nothing else fails)."""
 
 
 def inspect(
     spec_path: Annotated[Path, typer.Argument(metavar="SPEC.toml", help="Sweep spec (TOML).")],
 ) -> None:
     """Before running: item counts, media found / missing, and the job count the grid implies. Runs `run`'s
-    preflight (families, model paths, decoder, ...): exit 2 where `run` would stop, 4 when media are missing."""
+    preflight (families, model paths, decoder, ...): exit 2 where `run` would stop, 6 when media are missing."""
     from engine.datasets.errors import DatasetError
     from engine.datasets.survey import survey
     from engine.spec import SpecError, load_spec

@@ -79,7 +79,7 @@ def test_inspect_counts_items_media_and_jobs(tmp_path: Path) -> None:
     spec = _write_spec(tmp_path / "spec.toml",
                        f'name = "videomme"\nannotations = "{ann}"\nmedia_root = "{media}"', tmp_path / "out")
     result = runner.invoke(app, ["inspect", str(spec)], env={"COLUMNS": "200"})
-    assert result.exit_code == 4, _output(result)  # a video is missing: `run` would end with error rows
+    assert result.exit_code == 6, _output(result)  # a video is missing: `run` would fail its jobs for good
     out = result.output
     assert "1 media file(s) missing: their jobs would be error rows" in _output(result)
     assert "videomme (videomme-v1.fs1): 6 items" in out
@@ -118,7 +118,7 @@ def test_inspect_starts_no_engine(tmp_path: Path) -> None:
             f"r = CliRunner().invoke(app, ['inspect', {str(spec)!r}]); "
             "print(r.exit_code, sorted(m for m in ('ray', 'vllm', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
-    assert out.stdout.strip().splitlines()[-1] == "4 []", out.stderr  # 4: the fixture's missing video
+    assert out.stdout.strip().splitlines()[-1] == "6 []", out.stderr  # 6: the fixture's missing video
 
 
 def test_inspect_runs_the_preflight_of_run(tmp_path: Path) -> None:
