@@ -8,7 +8,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import polars as pl
 import typer
@@ -25,6 +25,9 @@ from engine.results.store import CorruptShardError, ForeignSweepError, StoreFull
 from engine.runtime.atomic import atomic_write
 from engine.runtime.placement import PlacementError
 from engine.spec import SpecError, SweepSpec, load_spec
+
+if TYPE_CHECKING:
+    from engine.metrics.status import SweepStatus
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="framesweep: paired item-level scaling audits of video LLMs.")
@@ -55,7 +58,10 @@ def _preflight(spec: SweepSpec, source: str) -> None:
 
 
 EXIT_FAILED_JOBS = 4
-"""`run` finished, but some jobs are error rows (a rerun retries them)."""
+"""`run` finished, but some jobs failed for a transient reason (engine, server, timeout): a rerun retries them."""
+EXIT_PERMANENT_FAILURES = 6
+"""`run` finished, and every failed job failed for good (missing or undecodable media, a frame plan the video cannot
+meet: `error_kind` permanent): a rerun fails them the same way until the media are fixed or the items dropped."""
 EXIT_STORE_FULL = 5
 """A commit failed for lack of disk space (committed shards stay readable)."""
 
@@ -112,10 +118,24 @@ def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(130)
-    if summary.jobs_failed:
-        warn(f"{summary.jobs_failed} job(s) failed (error rows); rerun the same command to retry them")
+    return _failed_jobs(summary.jobs_failed, summary.jobs_failed_permanent, spec.store.out_dir)
+
+
+def _failed_jobs(failed: int, permanent: int, out_dir: Path) -> int:
+    """0 when nothing failed; else say which failures a rerun can fix: exit 4 when some are transient, 6 when all
+    are permanent."""
+    if not failed:
+        return 0
+    transient = failed - permanent
+    if permanent:
+        warn(f"{permanent} job(s) failed for good (missing or undecodable media, or a frame plan the video cannot "
+             f"meet; `framesweep status {out_dir}` names them): fix the media or drop the items; until then a rerun "
+             "fails them the same way")
+    if transient:
+        warn(f"{transient} job(s) failed for a transient reason (engine, server, timeout; error rows); rerun the same "
+             "command to retry them")
         return EXIT_FAILED_JOBS
-    return 0
+    return EXIT_PERMANENT_FAILURES
 
 
 @app.command()
@@ -176,7 +196,7 @@ def demo(
         path.write_text(text)
         spec = _load(path, out)
     code = _run_spec(spec)
-    if code in (0, 130, EXIT_FAILED_JOBS):
+    if code in (0, 130, EXIT_FAILED_JOBS, EXIT_PERMANENT_FAILURES):
         _print_tables(out)
     raise typer.Exit(code)
 
@@ -202,6 +222,7 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
     rate = f"{st.jobs_per_min:.1f} jobs/min" if st.jobs_per_min else "n/a"
     eta = f"{st.eta_min:.1f} min" if st.eta_min is not None else "n/a"
     console.print(f"throughput {rate}; ETA {eta}")
+    _failures(st)
     if st.foreign_shards:
         warn(f"{len(st.foreign_shards)} shard(s) hold rows of another sweep and are not counted: "
              + ", ".join(Path(p).name for p in st.foreign_shards))
@@ -221,6 +242,21 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
             console.print(c)
     else:
         console.print("live churn: no item answered at every budget yet")
+
+
+def _failures(st: SweepStatus) -> None:
+    """Which failed jobs a rerun retries (transient) and which it fails again (permanent, named by video)."""
+    if st.failed_permanent:
+        warn(f"{st.failed_permanent} failed job(s) are permanent (missing or undecodable media, or a frame plan the "
+             "video cannot meet): fix the media or drop the items; until then a rerun fails them the same way")
+        for r in st.permanent_errors.head(10).iter_rows(named=True):
+            console.print(f"  {r['dataset']} {r['video_id']} ({r['jobs']} job(s)): {r['error']}", markup=False,
+                          soft_wrap=True)
+        if st.permanent_errors.height > 10:
+            console.print(f"  ... and {st.permanent_errors.height - 10} more")
+    if st.failed - st.failed_permanent:
+        console.print(f"{st.failed - st.failed_permanent} failed job(s) are transient (engine, server, timeout): "
+                      "a rerun retries them", soft_wrap=True)
 
 
 @app.command()

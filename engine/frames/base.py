@@ -25,6 +25,7 @@ __all__ = [
     "VideoInfo",
     "decoder_version",
     "get_decoder",
+    "is_media_fault",
     "register_decoder",
 ]
 
@@ -49,7 +50,18 @@ class BudgetLike(Protocol):
 
 
 class DecodeError(RuntimeError):
-    """A video that cannot be decoded (missing, corrupt, truncated, no video stream)."""
+    """A video that cannot be decoded (missing, corrupt, truncated, no video stream, frames too large): the
+    media's own fault, so decoding the same file again fails the same way."""
+
+
+# OS errors that say the file itself is the problem, not the machine (unlike EIO, ENOMEM or a stale handle)
+_MEDIA_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+def is_media_fault(err: BaseException) -> bool:
+    """Whether a failure to read media is the media's own (missing, unreadable, undecodable, too large): it fails
+    again on a rerun until the file is fixed. False for the machine's (an I/O error, memory, a dead worker)."""
+    return isinstance(err, (DecodeError, *_MEDIA_OS_ERRORS))
 
 
 @dataclass(frozen=True)

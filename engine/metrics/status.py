@@ -29,9 +29,16 @@ class SweepStatus:
     the items answered at every budget so far (rescue, harm, n, net, churn), plus `accuracy_to` at the later budget."""
     foreign_shards: list[str] = field(default_factory=list)
     """Shards holding rows of another sweep: not counted."""
+    failed_permanent: int = 0
+    """Of `failed`, the jobs whose media or item is at fault (`error_kind` permanent): a rerun fails them the same
+    way until the media are fixed or the items dropped. The rest are transient (a rerun retries them)."""
+    permanent_errors: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """The permanent failures by (dataset, video_id, error): `jobs` each, most jobs first."""
 
 
 _CELL = ["model_id", "dataset", "budget_id"]
+# an error row whose media or item is at fault (rows from before `error_kind` count as transient: retried)
+_PERMANENT = (pl.col("status") != "ok") & (pl.col("error_kind") == "permanent").fill_null(False)
 
 
 def _expected(manifest: dict) -> pl.DataFrame:
@@ -72,13 +79,14 @@ def _status(out: Path, manifest: dict, sweep_id: str) -> SweepStatus:
     counted = latest.with_columns(pl.lit(expected["dataset"][0], pl.String).alias("dataset")) if legacy else latest
     counts = (
         counted.group_by(_CELL)
-        .agg((pl.col("status") == "ok").sum().alias("done"), (pl.col("status") != "ok").sum().alias("failed"))
+        .agg((pl.col("status") == "ok").sum().alias("done"), (pl.col("status") != "ok").sum().alias("failed"),
+             _PERMANENT.sum().alias("failed_permanent"))
         .collect()
     )
     per = (
         # the spec's (model, budget) pairs decide what is counted (an import has none: then every row counts)
         expected.join(counts, on=_CELL, how="left" if expected.height else "full", coalesce=True)
-        .with_columns(pl.col("expected", "done", "failed").fill_null(0).cast(pl.Int64))
+        .with_columns(pl.col("expected", "done", "failed", "failed_permanent").fill_null(0).cast(pl.Int64))
         .with_columns((pl.col("expected") - pl.col("done") - pl.col("failed")).clip(0).alias("pending"))
         .sort(["model_id", "dataset", "order", "budget_id"], nulls_last=True)  # budgets in the spec's cost order
         .drop("order")
@@ -93,7 +101,17 @@ def _status(out: Path, manifest: dict, sweep_id: str) -> SweepStatus:
         if span > 0:
             rate = times["n"][0] / span
             eta = pending / rate if pending else 0.0
-    return SweepStatus(sweep_id, done, failed, pending, per, rate, eta, live_churn(latest), foreign)
+    return SweepStatus(sweep_id, done, failed, pending, per, rate, eta, live_churn(latest), foreign,
+                       int(per["failed_permanent"].sum()), _permanent_errors(latest))
+
+
+
+def _permanent_errors(latest: pl.LazyFrame) -> pl.DataFrame:
+    """Permanent failures by (dataset, video_id, error), with their job count, most jobs first."""
+    return (
+        latest.filter(_PERMANENT).group_by(["dataset", "video_id", "error"]).agg(pl.len().alias("jobs"))
+        .sort(["jobs", "dataset", "video_id"], descending=[True, False, False]).collect()
+    )
 
 
 def live_churn(latest: pl.LazyFrame) -> pl.DataFrame:

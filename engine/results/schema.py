@@ -56,6 +56,7 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "status": pl.String(),
     "error_type": pl.String(),
     "error": pl.String(),
+    "error_kind": pl.String(),
     "attempt": pl.Int32(),
     "worker": pl.String(),
     "engine_version": pl.String(),
@@ -123,6 +124,10 @@ class ResultRow:
     engine_s: float | None = None
     error_type: str | None = None
     error: str | None = None
+    error_kind: str | None = None
+    """Error rows: `permanent` (the media or the item is at fault: missing, undecodable or too large media, a frame
+    plan the video cannot satisfy; a rerun fails the same way until the media are fixed) or `transient` (the engine,
+    the server, a timeout, the machine: a rerun retries it). Null on ok rows and on error rows from before it."""
     attempt: int = 1
     worker: str | None = None
     engine_version: str | None = None

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from engine.backends.base import EngineRequest, EngineResult
 from engine.backends.prompts import prompt_hash
+from engine.frames.base import is_media_fault
 from engine.frames.decode import decoder_version
 from engine.items import Job
 from engine.results.schema import ResultRow
@@ -17,7 +18,11 @@ from engine.runtime.secrets import redact
 from engine.scoring import extract_letter, score_at_answer, score_letters
 from engine.spec import SweepSpec
 
-__all__ = ["JobContext", "error_row", "scored_row"]
+__all__ = ["ErrorKind", "JobContext", "error_kind", "error_row", "scored_row"]
+
+ErrorKind = Literal["permanent", "transient"]
+"""An error row's `error_kind`: permanent (the media or the item is at fault; a rerun fails the same way until they
+are fixed) or transient (the engine, the server, a timeout, the machine; a rerun retries it)."""
 
 
 @dataclass
@@ -89,10 +94,19 @@ def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
     )
 
 
-def error_row(spec: SweepSpec, ctx: JobContext, error_type: str, message: str, worker: str | None = None) -> ResultRow:
-    """A job that failed: kept as data, retried by a rerun."""
+def error_kind(err: BaseException) -> ErrorKind:
+    """What a failure before the engine was asked says about a rerun: the media's own fault (missing, undecodable,
+    too large: `engine.frames.base.is_media_fault`) or a frame plan the video cannot satisfy (ValueError) is
+    permanent; anything else (an I/O error, memory, a dead worker) transient."""
+    return "permanent" if is_media_fault(err) or isinstance(err, ValueError) else "transient"
+
+
+def error_row(spec: SweepSpec, ctx: JobContext, error_type: str, message: str, worker: str | None = None, *,
+              kind: ErrorKind = "transient") -> ResultRow:
+    """A job that failed: kept as data, retried by a rerun (a permanent one fails again until its media are fixed)."""
     row = _base(spec, ctx)
     row.status, row.error_type, row.error, row.worker = "error", error_type, redact(message)[:2000], worker
+    row.error_kind = kind
     return row
 
 

@@ -51,7 +51,7 @@ from engine.sweep.engines import start_backends
 from engine.sweep.jobs import plan_item
 from engine.sweep.policy import GridPolicy, JobPolicy
 from engine.sweep.preflight import preflight
-from engine.sweep.rows import JobContext, Scorer, error_row, scored_row
+from engine.sweep.rows import JobContext, Scorer, error_kind, error_row, scored_row
 
 __all__ = ["Sweep", "SweepSummary"]
 
@@ -80,6 +80,8 @@ class SweepSummary:
     jobs_skipped: int = 0
     jobs_ok: int = 0
     jobs_failed: int = 0
+    jobs_failed_permanent: int = 0
+    """Of `jobs_failed`, those whose media or item is at fault (`error_kind` permanent): a rerun fails them again."""
     videos: int = 0
     decode_calls: int = 0
     frames_decoded: int = 0
@@ -384,12 +386,12 @@ class Sweep:
         try:
             held, plans, failed = await self._decode(jobs, held)
             rows = [error_row(self.spec, self._ctx(j, None, None), type(failed[_pkey(j)]).__name__,
-                              f"frame plan: {failed[_pkey(j)]}") for j in jobs if _pkey(j) in failed]
+                              f"frame plan: {failed[_pkey(j)]}", kind="permanent") for j in jobs if _pkey(j) in failed]
             jobs = [j for j in jobs if _pkey(j) in plans]
         except (DecodeError, ValueError, OSError) as err:
             # The video is unusable: its visual jobs become error rows; text-only jobs need no media.
             log.warning("%s: %s", jobs[0].item.video_id, err)
-            rows = [error_row(self.spec, self._ctx(j, None, None), type(err).__name__, str(err))
+            rows = [error_row(self.spec, self._ctx(j, None, None), type(err).__name__, str(err), kind=error_kind(err))
                     for j in jobs if not j.budget.is_text_only]
             jobs = [j for j in jobs if j.budget.is_text_only]
             plans = {_pkey(j): self._plan(j, 0, 0.0) for j in jobs}
@@ -403,6 +405,7 @@ class Sweep:
         ok = sum(r.status == "ok" for r in rows)
         self.summary.jobs_ok += ok
         self.summary.jobs_failed += len(rows) - ok
+        self.summary.jobs_failed_permanent += sum(r.error_kind == "permanent" for r in rows)
         self.progress("done", len(rows))
 
     def _decoder_name(self, item: Item) -> str:
@@ -449,7 +452,7 @@ class Sweep:
             try:
                 media = self._media(ctx, held.get(ctx.pipeline))
             except DecodeError as err:  # a frame this job needs does not exist or did not decode
-                failed.append(error_row(self.spec, ctx, type(err).__name__, str(err)))
+                failed.append(error_row(self.spec, ctx, type(err).__name__, str(err), kind="permanent"))
                 continue
             ctx.request = family.build(f"{model_id}/{ctx.job.item.item_id}/{ctx.job.budget.budget_id}/{i}",
                                        ctx.job.item, media, p.scoring, p.system_prompt, p.max_new_tokens)
