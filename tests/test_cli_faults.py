@@ -242,3 +242,158 @@ def test_predict_without_answering_starts_the_predictors_engine_only(tmp_path: P
         res = runner.invoke(app, ["predict", spec, "--predictor", "tiny", flag])
         assert res.exit_code == 2 and "stop here" in res.output, res.output
     assert asked == [["tiny"], ["tiny", "other"]]
+
+
+@pytest.fixture(scope="module")
+def sure_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small finished sweep (text, f2, f4, f8 on three synthetic videos; every answer "A")."""
+    out = tmp_path_factory.mktemp("sure") / "out"
+    asyncio.run(Sweep(parse_spec(small_spec_dict(out)), backends={"tiny": SureEngine()}).run())
+    return out
+
+
+def _no_traceback(res: Any) -> str:
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert "Traceback" not in res.output
+    return " ".join(res.output.split())
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["metrics", "DIR", "--protocol", "nope"], "--protocol: 'nope' is no chain (protocol) of these results; known: "
+     "default"),
+    (["metrics", "DIR", "--pair", "f4:nope"], "--pair 'f4:nope': 'nope' is no budget of these results; known: f2, f4, "
+     "f8, text"),
+    (["metrics", "DIR", "--cascade-stages", "f4,zz"], "--cascade-stages: 'zz' is no budget of these results; known: "
+     "f2, f4, f8, text"),
+    (["metrics", "DIR", "--cascade-match", "zz"], "--cascade-match: 'zz' is no budget"),
+    (["metrics", "DIR", "--cascade-stages", "f8,f4"], "--cascade-stages f8,f4: stages go from fewer frames to more, "
+     "each once; got f8 (8 frames), f4 (4 frames)"),
+    (["metrics", "DIR", "--compare", "tiny:nobody"], "--compare: 'nobody' is no model of these results; known: tiny"),
+    (["report", "DIR", "--protocol", "nope", "-o", "OUT/r.html"], "--protocol: 'nope' is no chain"),
+    (["report", "DIR", "--checkpoint-models", "nobody,tiny", "-o", "OUT/r.html"], "--checkpoint-models: 'nobody' is "
+     "no model of these results; known: tiny"),
+    (["checkpoints", "DIR", "--models", "nobody,tiny"], "--models: 'nobody' is no model of these results; known: tiny"),
+    (["checkpoints", "DIR", "--models", "tiny,other", "--image-datasets", "mme"], "--image-datasets: 'mme' is no "
+     "dataset of these results; known: synthetic"),
+    (["predictor-eval", "DIR", "--model-id", "nobody"], "--model-id: 'nobody' is no model"),
+    (["predictor-eval", "DIR", "--fallback", "f99"], "--fallback: 'f99' is no budget"),
+    (["metrics", "DIR", "--n-boot", "-5"], "Invalid value for '--n-boot'"),
+    (["metrics", "DIR", "--engine", "bogus"], "Invalid value for '--engine'"),
+    (["checkpoints", "DIR", "--engine", "bogus"], "Invalid value for '--engine'"),
+])
+def test_an_option_that_names_nothing_in_the_results_fails_listing_the_known_ids(
+        sure_results: Path, tmp_path: Path, args: list[str], said: str) -> None:
+    """These were accepted silently (an empty or partial table, exit 0), or ended in a Polars traceback
+    (`--engine bogus`)."""
+    argv = [str(sure_results) if a == "DIR" else a.replace("OUT", str(tmp_path)) for a in args]
+    res = runner.invoke(app, [*argv, "--n-boot", "0"] if args[0] in ("metrics", "report") and "--n-boot" not in args
+                        else argv, env={"COLUMNS": "200"})
+    out = _no_traceback(res)
+    assert res.exit_code == 2, out
+    assert said in out, out
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_the_ids_checked_are_the_rows_ids(sure_results: Path, tmp_path: Path) -> None:
+    """The same options naming what the results hold pass (the check refuses only what names nothing)."""
+    res = runner.invoke(app, ["metrics", str(sure_results), "--n-boot", "0", "--protocol", "default", "--pair",
+                              "f2:f8", "--cascade-stages", "f2,f4", "--cascade-match", "f8", "--engine", "in-memory",
+                              "--json", str(tmp_path / "m.json")], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    import json
+
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["options"]["cascade_stages"] == ["f2", "f4"] and doc["groups"][0]["cascade"]["crossfit"]
+
+
+@pytest.mark.parametrize("command", [["report", "DIR", "-o"], ["metrics", "DIR", "--json"],
+                                     ["checkpoints", "DIR", "--models", "tiny,tiny2", "--json"],
+                                     ["predictor-eval", "DIR", "--json"]])
+def test_an_output_that_is_a_folder_is_named_before_any_work(sure_results: Path, tmp_path: Path,
+                                                             command: list[str]) -> None:
+    """`report -o FOLDER` computed every metric, then died in an IsADirectoryError traceback."""
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    argv = [str(sure_results) if a == "DIR" else a for a in command]
+    res = runner.invoke(app, [*argv, str(folder)], env={"COLUMNS": "200"})
+    out = _no_traceback(res)
+    assert res.exit_code == 2 and f"{command[-1]} {folder}: is a folder; give a file name" in out, out
+    (tmp_path / "a-file").write_text("x")
+    res = runner.invoke(app, [*argv, str(tmp_path / "a-file" / "r.out")], env={"COLUMNS": "200"})
+    assert res.exit_code == 2 and f"{tmp_path / 'a-file'} is a file, not a folder" in _no_traceback(res)
+    assert list(folder.iterdir()) == []
+
+
+def _cascade_report(**over: Any) -> dict[str, Any]:
+    from engine.adaptive.cascade_report import CascadeReport
+
+    rep = CascadeReport(tau=0.5, stages=["f2", "f4"], n_items=9, accuracy=0.5, mean_frames_processed=3.0,
+                        mean_frames_decoded=3.0, wall_s=1.0, decode_passes=3, fixed_budget="f4", fixed_accuracy=0.5,
+                        fixed_mean_frames=4.0, fixed_wall_s=1.2, rounds=[{"round": 1, "order": ["fixed", "cascade"],
+                        "fixed_wall_s": 1.2, "cascade_wall_s": 1.0, "ratio": 0.833}], ratio_median=0.833,
+                        ratio_min=0.833, ratio_max=0.833)
+    return {**rep.to_dict(), **over}
+
+
+def test_a_cascade_report_of_another_version_is_named_and_left_out(sure_results: Path, tmp_path: Path) -> None:
+    """A session's report.json written by another framesweep (other keys) ended `report` in a KeyError traceback;
+    it is now named, with both versions, and left out; the sessions this version wrote are shown."""
+    import json
+
+    from engine import __version__
+    from engine.adaptive.cascade_report import CASCADE_SCHEMA
+
+    out = tmp_path / "out"
+    shutil.copytree(sure_results, out)
+    sessions = {"20260101T000000": {k: v for k, v in _cascade_report().items() if k not in ("schema", "framesweep_version", "rounds")},
+                "20260101T000001": _cascade_report(schema="framesweep.cascade/9", framesweep_version="9.0"),
+                "20260101T000002": _cascade_report(), "20260101T000003": "[" * 100_000}
+    for name, doc in sessions.items():
+        (out / "cascade" / name).mkdir(parents=True)
+        (out / "cascade" / name / "report.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    res = runner.invoke(app, ["report", str(out), "--n-boot", "0", "-o", str(tmp_path / "r.html")],
+                        env={"COLUMNS": "300"})
+    said = _no_traceback(res)
+    assert res.exit_code == 0, said
+    old = out / "cascade" / "20260101T000000" / "report.json"
+    assert (f"{old}: a cascade report of another version (schema none, written by a framesweep that recorded no "
+            f"version; this framesweep {__version__} reads {CASCADE_SCHEMA})") in said
+    assert (f"cascade/20260101T000001/report.json: a cascade report of another version (schema framesweep.cascade/9, "
+            f"written by framesweep 9.0;") in said
+    assert "cascade/20260101T000003/report.json: not a JSON cascade report" in said
+    assert said.count("left out of the report") == 3
+    html = (tmp_path / "r.html").read_text()
+    assert "Confidence cascade, run online" in html and html.count("cascade f2 → f4 @ 0.5") == 1
+
+
+def test_two_cascades_in_one_second_get_their_own_session_folders(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session folder was OUT/cascade/<UTC second>: two cascades started in the same second shared it, and
+    the second died on the first's store lock. The cascade itself is replaced by one that records its folder and
+    stops (the test is about the folder; tests/test_adaptive.py runs real cascades). Folders named by the
+    seconds around the test exist already, as a first cascade of that second would have left them."""
+    import time
+
+    import engine.adaptive.cascade as cascade_mod
+
+    seen: list[Path] = []
+
+    async def record(spec: Any, stages: list[str], tau: float, session: Path, *_: Any, **__: Any) -> None:
+        assert session.is_dir() and not any(session.iterdir())  # made for this session, empty
+        (session / "mine").write_text("x")
+        seen.append(session)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(cascade_mod, "run_cascade", record)
+    out = tmp_path / "out"
+    now = time.time()
+    taken = {time.strftime("%Y%m%dT%H%M%S", time.gmtime(now + s)) for s in range(-2, 30)}
+    for name in taken:
+        (out / "cascade" / name).mkdir(parents=True)
+    spec = str(write_toml(tmp_path / "s.toml", small_spec_dict(out)))
+    for _ in range(2):
+        res = runner.invoke(app, ["cascade", spec, "--stages", "f2,f4"], env={"COLUMNS": "200"})
+        assert res.exit_code == 2 and "stop here" in res.output, res.output
+    assert len(seen) == 2 and seen[0] != seen[1]
+    assert all(s.parent == out / "cascade" and s.name not in taken for s in seen)
+    assert all(not any((out / "cascade" / name).iterdir()) for name in taken)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from engine.spec import BudgetPoint, ModelSpec, SweepSpec
 from engine.sweep import Sweep, start_backends
 from engine.sweep.policy import Key
 
-__all__ = ["CascadePolicy", "CascadeSweep", "cascade_budget_id", "reset_caches", "run_cascade"]
+__all__ = ["CascadePolicy", "CascadeSweep", "cascade_budget_id", "new_session_dir", "reset_caches", "run_cascade"]
 
 
 class CascadePolicy:
@@ -116,6 +117,22 @@ class CascadeSweep(Sweep):
     @property
     def decode_passes(self) -> int:
         return self.summary.decode_calls
+
+
+def new_session_dir(out_dir: Path | str) -> Path:
+    """A new folder OUT/cascade/<UTC time>-<6 hex> for one cascade session, created here and by no one else
+    (`mkdir` without exist_ok), so two cascades started in the same second never share one (they did: the second
+    found the first's stores locked and died)."""
+    parent = Path(out_dir) / "cascade"
+    parent.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    while True:
+        session = parent / f"{stamp}-{uuid.uuid4().hex[:6]}"
+        try:
+            session.mkdir()
+        except FileExistsError:  # the same 6 hex in the same second: draw again
+            continue
+        return session
 
 
 def stage_budgets(spec: SweepSpec, ids: list[str]) -> list[BudgetPoint]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -9,11 +10,28 @@ from typing import Any
 
 import polars as pl
 
+from engine import __version__
 from engine.metrics.cascade import cascade_items
 from engine.metrics.grid import matched
 from engine.results.store import own_rows, scan_results
 
-__all__ = ["CascadeReport", "TimedRound", "cascade_budget_id", "cascade_report", "online_decisions"]
+__all__ = [
+    "CASCADE_SCHEMA",
+    "CascadeReport",
+    "CascadeReportError",
+    "TimedRound",
+    "cascade_budget_id",
+    "cascade_report",
+    "online_decisions",
+    "read_cascade_report",
+]
+
+CASCADE_SCHEMA = "framesweep.cascade/1"
+"""The layout of a session's report.json (`CascadeReport.to_dict`); another one is not read."""
+
+
+class CascadeReportError(ValueError):
+    """A session's report.json that cannot be shown; the message names the file."""
 
 
 def cascade_budget_id(tau: float) -> str:
@@ -70,7 +88,28 @@ class CascadeReport:
     """Models left out of the timed runs and the simulation: the stages/fixed budget above their max_frames."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The report.json of the session: this report, its schema and the framesweep that wrote it."""
+        return {"schema": CASCADE_SCHEMA, "framesweep_version": __version__, **asdict(self)}
+
+
+def read_cascade_report(path: Path | str) -> dict[str, Any]:
+    """A session's report.json as `to_dict` wrote it; `CascadeReportError` (one sentence naming the file and,
+    for a report of another layout, both versions) when it is unreadable, not JSON or of another schema."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_bytes())
+    except OSError as err:
+        raise CascadeReportError(f"{path}: cannot read the cascade report ({err.strerror or err})") from None
+    except (ValueError, RecursionError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise CascadeReportError(f"{path}: not a JSON cascade report ({str(err) or 'nested too deeply'})") from None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if schema != CASCADE_SCHEMA:
+        theirs = doc.get("framesweep_version") if isinstance(doc, dict) else None
+        writer = f"framesweep {theirs}" if theirs else "a framesweep that recorded no version"
+        raise CascadeReportError(
+            f"{path}: a cascade report of another version (schema {schema or 'none'}, written by {writer}; this "
+            f"framesweep {__version__} reads {CASCADE_SCHEMA}); rerun `framesweep cascade` to replace it")
+    return doc
 
 
 def online_decisions(online_dir: Path | str, tau: float) -> pl.LazyFrame:

@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from engine.cli._console import console, fail, heading, shards_named, warn
+from engine.cli._checks import PolarsEngine, check_output, known_ids, refuse, summary_problems, unknown
 from engine.cli.checkpoints import checkpoint_doc, checkpoints, manifest_spec
 from engine.runtime.atomic import atomic_write
 
@@ -23,13 +24,13 @@ __all__ = ["register"]
 
 
 _Dir = Annotated[Path, typer.Argument(metavar="DIR", help="Results directory (safe while a sweep writes to it).")]
-_NBoot = Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates for confidence intervals (0: none).")]
+_NBoot = Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap replicates for confidence intervals (0: none).")]
 _Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed.")]
 _Pair = Annotated[list[str] | None, typer.Option("--pair", help="Extra transition FROM:TO (repeatable; default all).")]
 _Stages = Annotated[str | None, typer.Option("--cascade-stages", help="Comma-separated cascade stages (budget ids).")]
 _Match = Annotated[str | None, typer.Option("--cascade-match", help="Fixed budget the cascade must match.")]
 _Compare = Annotated[str | None, typer.Option("--compare", help="BASE:OTHER models for checkpoint flows.")]
-_Engine = Annotated[str, typer.Option("--engine", help="Polars engine: auto, streaming or in-memory.")]
+_Engine = Annotated[PolarsEngine, typer.Option("--engine", help="Polars engine: auto, streaming or in-memory.")]
 _Protocol = Annotated[list[str] | None, typer.Option(
     "--protocol", help="Only this chain (protocol id: default, px50176, random-seed1, cached, ...; repeatable).")]
 _IsoTol = Annotated[float, typer.Option(
@@ -84,6 +85,8 @@ def _document(out_dir: Path, opts: SummaryOptions) -> dict[str, Any]:
         opts = dataclasses.replace(opts, primary_protocol=_primary_protocol(out_dir))
     rows = _rows(out_dir)
     with shards_named(out_dir):
+        if opts.protocols or opts.pairs or opts.cascade_stages or opts.cascade_match or opts.compare:
+            refuse(out_dir, summary_problems(opts, known_ids(rows, opts.engine)))  # type: ignore[arg-type]
         return summary_document(summary_tables(rows, opts), opts, source=str(out_dir))
 
 
@@ -185,6 +188,7 @@ def metrics(
 ) -> None:
     """Paired item-level metrics of a sweep, per protocol chain: tables here, the full document as JSON with
     --json."""
+    check_output("--json", json_path)
     doc = _document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine, protocol,
                                       iso_tolerance))
     for g in doc["groups"]:
@@ -215,6 +219,7 @@ def report(
     from engine.adaptive.predictions import scan_predictions
     from engine.report import write_report
 
+    check_output("-o", output)
     doc = _document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine, protocol,
                                       iso_tolerance))
     pred_dir = predictions or out_dir
@@ -222,14 +227,27 @@ def report(
         doc["predictor"] = _predictor_doc(out_dir, pred_dir, None, fallback, engine, warn_foreign=False)["groups"]
     if checkpoint_models or any((m.get("checkpoint") or {}).get("base") for m in manifest_spec(out_dir).get("models") or []
                                 if isinstance(m, dict)):
-        doc["checkpoints"] = checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), engine)
-    sessions = sorted((out_dir / "cascade").glob("*/report.json"))
+        doc["checkpoints"] = checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), engine,
+                                            "--checkpoint-models")
+    sessions = _cascade_sessions(out_dir)
     if sessions:
-        import json
-
-        doc["cascade_online"] = [json.loads(p.read_text()) for p in sessions]
+        doc["cascade_online"] = sessions
     write_report(doc, output, title or f"framesweep: {out_dir.name}")
     console.print(f"wrote {output}")
+
+
+def _cascade_sessions(out_dir: Path) -> list[dict[str, Any]]:
+    """The online cascade sessions' reports; one that cannot be shown (unreadable, of another version) is
+    named on stderr and left out."""
+    from engine.adaptive.cascade_report import CascadeReportError, read_cascade_report
+
+    sessions = []
+    for path in sorted((out_dir / "cascade").glob("*/report.json")):
+        try:
+            sessions.append(read_cascade_report(path))
+        except CascadeReportError as err:
+            warn(f"{err}; left out of the report")
+    return sessions
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -259,6 +277,10 @@ def _predictor_doc(out_dir: Path, pred_dir: Path, model_id: str | None, fallback
     from engine.adaptive.predictions import evaluate_predictor, predictor_document, scan_predictions
 
     rows = _snapshot(out_dir, engine, warn_foreign)
+    if model_id is not None or fallback is not None:
+        known = known_ids(rows, engine)  # type: ignore[arg-type]
+        refuse(out_dir, unknown("--model-id", [model_id] if model_id else [], known.models, "model")
+               + unknown("--fallback", [fallback] if fallback else [], known.budgets, "budget"))
     tables = _collect(evaluate_predictor(rows, scan_predictions(pred_dir), model_id, fallback=fallback), engine)
     return {"schema": "framesweep.predictor/1", "source": str(out_dir), "predictions": str(pred_dir),
             "fallback": fallback, "groups": predictor_document(tables)}
@@ -299,6 +321,7 @@ def _print_predictor(g: dict[str, Any]) -> None:
 def predictor_eval(out_dir: _Dir, predictions: _Preds = None, model_id: _ModelId = None, fallback: _Fallback = None,
                    json_path: _Json = None, engine: _Engine = "auto") -> None:
     """Score a hybrid-frame predictor against a finished sweep: accuracy, frames, agreement, confusion."""
+    check_output("--json", json_path)
     doc = _predictor_doc(out_dir, predictions or out_dir, model_id, fallback, engine)
     for g in doc["groups"]:
         _print_predictor(g)
@@ -323,6 +346,7 @@ def export_manifest(
     from engine.adaptive.predictions import export_manifest as run_export
     from engine.adaptive.predictions import scan_predictions
 
+    check_output("--out", out)
     readers = {".parquet": pl.scan_parquet, ".jsonl": pl.scan_ndjson, ".ndjson": pl.scan_ndjson, ".csv": pl.scan_csv}
     if items is not None and items.suffix not in readers:
         fail(f"--items: unknown format {items.suffix!r} (known: {', '.join(readers)})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.resources
 import os
 import sys
@@ -309,23 +310,29 @@ def cascade(
     """Run the confidence cascade online, beside a fixed budget and the offline simulation.
 
     The spec's grid is swept first (resumable: it feeds the offline simulation); then, on the
-    same engines, the fixed budget and the cascade run fresh and timed under OUT/cascade/<time>/,
-    --repeats rounds, each policy from cold engine caches (prefix and multimodal caches reset).
+    same engines, the fixed budget and the cascade run fresh and timed under OUT/cascade/<time>-<id>/
+    (a new folder per session), --repeats rounds, each policy from cold engine caches (prefix and
+    multimodal caches reset).
     """
     import json
-    from datetime import UTC, datetime
 
-    from engine.adaptive.cascade import run_cascade
+    from engine.adaptive.cascade import new_session_dir, run_cascade
+    from engine.cli._checks import check_output
 
     _logging(verbose)
+    check_output("--json", json_out)
     spec = _load(spec_path, out)
     _preflight(spec, str(spec_path))
-    session = spec.store.out_dir / "cascade" / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    session = new_session_dir(spec.store.out_dir)
     try:
         rep = asyncio.run(run_cascade(spec, stages.split(","), tau, session, fixed, repeats=repeats))
-    except (ValueError, PlacementError) as err:
+    except (ValueError, PlacementError, ForeignSweepError, CorruptShardError, StoreLockedError,
+            StoreFullError) as err:
         fail(err)
-        raise typer.Exit(2) from None
+        with contextlib.suppress(OSError):
+            session.rmdir()  # only when the session wrote nothing (refused before any work)
+        codes = {StoreLockedError: 3, StoreFullError: EXIT_STORE_FULL}
+        raise typer.Exit(codes.get(type(err), 2)) from None
     for model_id, ids in rep.skipped_models.items():
         warn(f"{model_id} left out of the cascade: {', '.join(ids)} above its max_frames")
     t = Table(title=f"cascade {' -> '.join(rep.stages)} at tau {rep.tau:g} ({rep.n_items} items)")

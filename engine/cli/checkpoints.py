@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from engine.cli._checks import PolarsEngine, check_output, known_ids, refuse, unknown
 from engine.cli._console import console, fail, shards_named
 from engine.runtime.atomic import atomic_write
 
@@ -57,8 +58,9 @@ def _study(spec: dict[str, Any], models: list[str] | None) -> list[Checkpoint]:
 
 
 def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list[str] | None,
-                   engine: str) -> dict[str, Any]:
-    """The checkpoint document of DIR (`engine.metrics.checkpoints.checkpoint_document`); exits 2 on a bad study."""
+                   engine: PolarsEngine, models_option: str = "--models") -> dict[str, Any]:
+    """The checkpoint document of DIR (`engine.metrics.checkpoints.checkpoint_document`); exits 2 on a bad study
+    or on a model or dataset named (`models_option`, --image-datasets) that the results do not hold."""
     import polars as pl
 
     from engine.metrics.checkpoints import CHECKPOINT_COLUMNS, checkpoint_document, checkpoint_tables
@@ -74,9 +76,13 @@ def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list
             raise ValueError("the run's spec has no [models.checkpoint] tables: give --models BASE,CHECKPOINT,...")
         with shards_named(out_dir):
             rows = load_rows(out_dir).select(CHECKPOINT_COLUMNS).collect(engine=polars_engine).lazy()
+        if models or image_datasets:
+            known = known_ids(rows, engine)
+            refuse(out_dir, unknown(models_option, models or [], known.models, "model")
+                   + unknown("--image-datasets", image_datasets or [], known.datasets, "dataset"))
         tables = checkpoint_tables(rows, study, image_datasets, benchmarks=_benchmarks(spec))
     except ValueError as err:
-        fail(f"{'--models' if models else 'study'}: {err}")
+        fail(f"{models_option if models else 'study'}: {err}")
         raise typer.Exit(2) from None
     frames = pl.collect_all(list(tables.values()), engine=polars_engine)
     return {"schema": "framesweep.checkpoints/2", "source": str(out_dir),
@@ -139,10 +145,11 @@ def checkpoints(
     out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")],
     models: _Models = None, image_datasets: _ImageDs = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON document here.")] = None,
-    engine: Annotated[str, typer.Option("--engine", help="Polars engine: auto, streaming or in-memory.")] = "auto",
+    engine: Annotated[PolarsEngine, typer.Option("--engine", help="Polars engine: auto, streaming or in-memory.")] = "auto",
 ) -> None:
     """Checkpoint audit: scores, gains and flows against each base; video gain vs image loss ("temporal trap"),
     against train frames; official image-benchmark scores."""
+    check_output("--json", json_path)
     doc = checkpoint_doc(out_dir, _split(models), _split(image_datasets), engine)
     print_checkpoints(doc)
     if json_path is not None:
