@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import polars as pl
 import pytest
 from conftest import small_spec_dict, write_toml
 
@@ -46,11 +48,13 @@ def test_engine_key_changes_with_every_setting_but_replicas(tmp_path: Path) -> N
 
 
 def test_engine_key_follows_the_checkpoint_content(tmp_path: Path) -> None:
-    """A checkpoint rebuilt at the same path is another engine: its config or index bytes, or a weight
-    file's size or mtime, change the key; an unchanged folder keeps it (no engine needed)."""
+    """A checkpoint changed at the same path is another engine: the bytes of its config, its processor config
+    or a weight file change the key; an untouched folder, or the same bytes written again (another mtime),
+    keep it (no engine needed; every answer-shaping file: tests/backends/test_checkpoint.py)."""
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / "config.json").write_text('{"hidden_size": 8}')
+    (ckpt / "processor_config.json").write_text('{"max_pixels": 12544}')
     (ckpt / "model.safetensors.index.json").write_text('{"weight_map": {}}')
     weights = ckpt / "model-00001-of-00001.safetensors"
     weights.write_bytes(b"\0" * 64)
@@ -62,25 +66,29 @@ def test_engine_key_follows_the_checkpoint_content(tmp_path: Path) -> None:
 
     first = key()
     assert key() == first and engine_settings(ckpt, base, {})["checkpoint"]  # nothing changed
-    weights.write_bytes(b"\1" * 65)  # rebuilt: another size and mtime
+    os.utime(weights, ns=(2_000_000_000, 2_000_000_000))  # the same bytes, another mtime: the same engine
+    assert key() == first
+    weights.write_bytes(b"\1" * 64)  # other weights of the same size
     rebuilt = key()
     assert rebuilt != first
-    os.utime(weights, ns=(2_000_000_000, 2_000_000_000))  # the same size, another mtime
+    (ckpt / "processor_config.json").write_text('{"max_pixels": 50176}')  # another frame size
     assert key() != rebuilt
-    touched = key()
+    edited = key()
     (ckpt / "config.json").write_text('{"hidden_size": 16}')
-    assert key() != touched
+    assert key() != edited
     # a hub id (no such local folder) keys as before: no fingerprint
     assert "checkpoint" not in engine_settings("org/no-such-model", base, {})
 
 
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory: pytest.TempPathFactory, tiny_qwen25: Path) -> Iterator[Path]:
-    """`framesweep engines up` on the small spec; `engines down` (and the cluster stopped) at the end."""
+    """`framesweep engines up` on the small spec, its model a copy of the tiny checkpoint (a test edits it);
+    `engines down` (and the cluster stopped) at the end."""
     from engine.runtime.local_cluster import recorded_cluster, stop_local_cluster
 
     work = tmp_path_factory.mktemp("warm")
-    spec = write_toml(work / "spec.toml", small_spec_dict(work / "out"))
+    shutil.copytree(tiny_qwen25, work / "ckpt")
+    spec = write_toml(work / "spec.toml", _on_copy(small_spec_dict(work / "out"), work / "ckpt"))
     try:
         r = _cli("engines", "up", str(spec))
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
@@ -93,6 +101,11 @@ def warm(tmp_path_factory: pytest.TempPathFactory, tiny_qwen25: Path) -> Iterato
         stop_local_cluster()  # whatever `down` left
 
 
+def _on_copy(spec: dict, ckpt: Path) -> dict:
+    spec["models"][0]["path"] = str(ckpt)
+    return spec
+
+
 def _listed() -> list[dict]:
     r = _cli("engines", "--json")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -103,7 +116,7 @@ def test_engines_list_shows_settings_and_memory(warm: Path) -> None:
     (e,) = _listed()
     assert e["name"] == warm_name(e["key"], 0)
     assert e["settings"]["engine"]["max_model_len"] == 4096 and e["settings"]["engine"]["dtype"] == "float32"
-    assert e["settings"]["model_path"].endswith("tiny-qwen2_5_vl-v1-seed0")
+    assert e["settings"]["model_path"] == str((warm.parent / "ckpt").resolve())
     assert e["engine_core"] == "in_process" and e["rss_mb"] > 100
 
 
@@ -122,7 +135,7 @@ def test_a_run_reuses_the_warm_engine_and_never_imports_vllm(warm: Path) -> None
 
 def test_another_engine_setting_starts_its_own_engine(warm: Path, tmp_path: Path) -> None:
     (before,) = _listed()
-    d = small_spec_dict(tmp_path / "out")
+    d = _on_copy(small_spec_dict(tmp_path / "out"), warm.parent / "ckpt")
     d["models"][0]["engine"]["max_num_seqs"] = 8
     spec = write_toml(tmp_path / "spec.toml", d)
     r = _cli("run", str(spec), "-v")
@@ -132,6 +145,30 @@ def test_another_engine_setting_starts_its_own_engine(warm: Path, tmp_path: Path
     rows = scan_results(tmp_path / "out").collect()
     assert rows.height == 36 and before["worker"] not in set(rows["worker"])
     assert [e["name"] for e in _listed()] == [before["name"]]  # the run's own engine ended with it
+
+
+def test_an_edited_processor_config_is_another_engine(warm: Path, tmp_path: Path) -> None:
+    """The warm engine loaded the checkpoint's processor config; once that file changes (here the video
+    frames' minimum size), the next run must not be answered by it: a new engine, which reads the new file
+    (more tokens per frame), and the log names the checkpoint as what differs. Before, the key covered
+    config.json and the weights' names and sizes only: the old engine answered with the old processor."""
+    (before,) = _listed()
+    config = warm.parent / "ckpt" / "processor_config.json"
+    processor = json.loads(config.read_text())
+    processor["video_processor"]["size"]["shortest_edge"] = 224 * 224  # 96x64 frames sent enlarged
+    config.write_text(json.dumps(processor, indent=2))
+    r = _cli("run", str(write_toml(tmp_path / "spec.toml", _on_copy(small_spec_dict(tmp_path / "out"),
+                                                                       warm.parent / "ckpt"))), "-v")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    assert "reused" not in r.stdout
+    assert "checkpoint: " in r.stderr and "a new engine was started for this run" in " ".join(r.stderr.split())
+    rows = scan_results(tmp_path / "out").collect()
+    assert rows.height == 36 and (rows["status"] == "ok").all() and before["worker"] not in set(rows["worker"])
+    old = scan_results(warm.parent / "out").collect()  # the warm engine's answers to the same jobs (test above)
+    pairs = rows.join(old, on=["item_id", "budget_id"], suffix="_old").filter(pl.col("frames") > 0)
+    assert pairs.height == 27  # 9 questions x 3 visual budgets
+    assert (pairs["prompt_tokens"] > pairs["prompt_tokens_old"]).all()  # the new processor's larger frames
+    assert [e["name"] for e in _listed()] == [before["name"]]
 
 
 def test_engines_down_stops_the_engines_and_the_cluster(warm: Path) -> None:

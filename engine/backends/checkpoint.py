@@ -2,19 +2,42 @@
 
 One resolver and one fingerprint serve every reader: the warm-engine key, the answer fingerprint
 recorded on result rows and in the manifest, and the export's model hash.
+
+The fingerprint is the checkpoint's content: every file that can shape an answer, by its path in the
+folder and the SHA-256 of its bytes (config, processor and preprocessor configs, tokenizer files, chat
+template, generation config, custom code, the weights). Only documentation (``*.md``, LICENSE, NOTICE,
+images) and hidden paths (``.cache/``, ``.gitattributes``, temp files) are left out. Two copies of one
+checkpoint fingerprint alike; an edit to any of those files changes it.
+
+Hashing the weights' bytes on every run would cost seconds per GB, so a file above `_DIRECT_BYTES` has its
+digest kept in a small cache file (``checkpoint-digests.json`` in the framesweep cache folder) keyed by its
+resolved path, size, modification and change times (ns) and inode: a rerun costs a `stat` per file, and a
+file written again (another mtime, ctime or inode) is hashed again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
+import os
+import threading
 from pathlib import Path
+from typing import Any
 
 from engine.backends.tiny import tiny_checkpoint_dir
-from engine.runtime.atomic import file_sha256
+from engine.runtime.atomic import atomic_write, file_sha256
+from engine.runtime.paths import cache_dir
 
 __all__ = ["checkpoint_fingerprint", "model_folder"]
 
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+log = logging.getLogger(__name__)
+
+_DIRECT_BYTES = 1 << 20
+"""Files up to this size are hashed on every call (cheaper than a cache entry); larger ones through the cache."""
+_DOC_SUFFIXES = (".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf")
+_DOC_PREFIXES = ("license", "notice", "copying")
+_CACHE_LOCK = threading.Lock()
 
 
 def model_folder(path: str) -> Path | None:
@@ -40,24 +63,84 @@ def model_folder(path: str) -> Path | None:
 
 
 def checkpoint_fingerprint(folder: Path, *, mtime: bool = True) -> str | None:
-    """A fingerprint of a checkpoint folder's content (SHA-256 hex): the bytes of `config.json` and of
-    every `*.index.json`, and each weight file's name and size, with `mtime` also its modification time
-    (weights are never read); None when `folder` is not a local folder with a `config.json` (a hub id
-    that vLLM resolves itself).
+    """The fingerprint of a checkpoint folder's content (SHA-256 hex; see the module docstring), None when
+    `folder` is not a local folder with a `config.json` (a hub id that vLLM resolves itself).
 
-    With `mtime` (the warm-engine key) a checkpoint rebuilt in place is another engine; without it (the
-    export's provenance hash) two copies of one checkpoint hash alike."""
+    `mtime` is accepted for callers written when the fingerprint read weight files' sizes and times instead
+    of their bytes; it has no effect: the fingerprint is the content alone, so a checkpoint rebuilt in place
+    with the same bytes is the same checkpoint, and one rebuilt with other bytes another."""
+    del mtime
+    folder = Path(folder)
     if not (folder / "config.json").is_file():
         return None
     h = hashlib.sha256()
-    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        rel = f.relative_to(folder).as_posix()
-        try:
-            if rel == "config.json" or f.name.endswith(".index.json"):
-                h.update(f"{rel}\0sha256 {file_sha256(f)}\n".encode())
-            elif f.name.endswith(_WEIGHT_SUFFIXES):
-                st = f.stat()
-                h.update(f"{rel}\0{st.st_size}{f' {st.st_mtime_ns}' if mtime else ''}\n".encode())
-        except OSError as err:  # unreadable, or gone meanwhile: part of the fingerprint all the same
-            h.update(f"{rel}\0{type(err).__name__}\n".encode())
+    with _DigestCache() as cache:
+        for f in _answer_files(folder):
+            rel = f.relative_to(folder).as_posix()
+            try:
+                h.update(f"{rel}\0sha256 {cache.digest(f)}\n".encode())
+            except OSError as err:  # unreadable, or gone meanwhile: part of the fingerprint all the same
+                h.update(f"{rel}\0{type(err).__name__}\n".encode())
     return h.hexdigest()
+
+
+def _answer_files(folder: Path) -> list[Path]:
+    """The files of `folder` (and its subfolders, symlinks followed as in a hub snapshot) that can shape an
+    answer: all but hidden paths and documentation."""
+    out = []
+    for f in folder.rglob("*"):
+        rel = f.relative_to(folder)
+        name = f.name.lower()
+        if any(part.startswith(".") for part in rel.parts) or name.endswith(_DOC_SUFFIXES) \
+                or name.startswith(_DOC_PREFIXES):
+            continue
+        if f.is_file():
+            out.append(f)
+    return sorted(out, key=lambda p: p.relative_to(folder).as_posix())
+
+
+class _DigestCache:
+    """SHA-256 of large files, kept by (resolved path, size, mtime_ns, ctime_ns, inode) in the framesweep cache
+    folder (the change time too: a file written again with its old mtime restored is still hashed again).
+
+    A lost or unreadable cache only costs hashing again; concurrent writers may drop each other's new entries
+    (the last write wins), never write a wrong one (an entry is checked against the file's stat on use)."""
+
+    def __init__(self) -> None:
+        self.path = cache_dir() / "checkpoint-digests.json"
+        self.entries: dict[str, list[Any]] = {}
+        self.changed = False
+
+    def __enter__(self) -> _DigestCache:
+        try:
+            data = json.loads(self.path.read_text())
+            self.entries = data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            self.entries = {}
+        return self
+
+    def digest(self, f: Path) -> str:
+        st = f.stat()
+        if st.st_size <= _DIRECT_BYTES:
+            return file_sha256(f)
+        real = str(f.resolve())
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        entry = self.entries.get(real)
+        if isinstance(entry, list) and len(entry) == len(stamp) + 1 and entry[:-1] == stamp:
+            return str(entry[-1])
+        digest = file_sha256(f)
+        after = f.stat()
+        if [after.st_size, after.st_mtime_ns, after.st_ctime_ns, after.st_ino] == stamp:  # not rewritten meanwhile
+            self.entries[real] = [*stamp, digest]
+            self.changed = True
+        return digest
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.changed:
+            return
+        with _CACHE_LOCK:
+            live = {k: v for k, v in self.entries.items() if os.path.exists(k)}  # files gone: entries dropped
+            try:
+                atomic_write(self.path, json.dumps(live, sort_keys=True), durable=False)
+            except OSError as err:  # a cache that cannot be written: hashed again next time
+                log.debug("could not write %s: %s", self.path, err)

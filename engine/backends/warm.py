@@ -1,8 +1,9 @@
 """Warm engines: named, detached engine actors that outlive a run, found again by their settings.
 
 An engine's key is a hash of everything that makes it answer the way it does: the model path,
-a fingerprint of a local checkpoint's content (its config and index files, each weight file's
-name, size and mtime: a checkpoint rebuilt at the same path is another engine), every engine
+the fingerprint of a local checkpoint's content (`engine.backends.checkpoint`: the bytes of every
+file that shapes an answer, weights included: a checkpoint edited or rebuilt at the same path is
+another engine, an untouched one keeps its engine), every engine
 setting of the spec (except `replicas`, the number of such engines), the model family's engine
 arguments, the seed, and the code of the actor itself (`vllm_actor.py`: a warm engine started by
 other code is not the same engine). A run reuses a live engine only when the key matches exactly;
@@ -37,8 +38,9 @@ def engine_settings(model_path: str | Path, engine: EngineSpec, family_kwargs: d
                     seed: int = 0) -> dict[str, Any]:
     """What an engine's key is made of (also what `framesweep engines` lists).
 
-    A local checkpoint folder adds its content fingerprint (`checkpoint_fingerprint`): a checkpoint
-    rebuilt at the same path is another engine."""
+    A local checkpoint folder adds its content fingerprint (`checkpoint_fingerprint`): a checkpoint whose
+    config, processor, tokenizer, chat template, generation config or weights changed at the same path is
+    another engine."""
     path = Path(model_path).expanduser().resolve()
     settings: dict[str, Any] = {
         "model_path": str(path),
