@@ -364,11 +364,15 @@ def export_manifest(
 def import_lmms_eval(
     paths: Annotated[list[Path], typer.Argument(metavar="LOGS", help="lmms-eval samples files or directories.")],
     out: Annotated[Path, typer.Option("--out", help="framesweep results directory to write.")],
-    frames: Annotated[int | None, typer.Option("--frames", help="Frame budget (default: from results.json).")] = None,
+    frames: Annotated[int | None, typer.Option("--frames", min=0, help="Frame count of logs whose results.json "
+        "records none (a log that records another count is refused; default: each log's own).")] = None,
     budget_id: Annotated[str | None, typer.Option("--budget-id", help="Budget id (default: text / f<frames>).")] = None,
-    model_id: Annotated[str | None, typer.Option("--model-id", help="Model id (default: from the log).")] = None,
-    dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset name (default: the task).")] = None,
-    sweep_id: Annotated[str, typer.Option("--sweep-id", help="Recorded on every row.")] = "lmms-eval",
+    model_id: Annotated[str | None, typer.Option("--model-id", help="Model id (default: the model_name each "
+        "log's results.json records).")] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset name (default: each log's task; a "
+        "text-only task joins the video task that reads its data).")] = None,
+    sweep_id: Annotated[str | None, typer.Option("--sweep-id", help="Recorded on every row; a directory with a "
+        "manifest takes only its own (default: lmms-eval, or the id an earlier import recorded).")] = None,
     extraction: Annotated[str | None, typer.Option(
         "--extraction", help="Read MCQ answers again from the raw response: official, strict or lmms_eval "
         "(lmms-eval's own reading stays in pred_extracted; default: keep it as pred).")] = None,
@@ -382,15 +386,17 @@ def import_lmms_eval(
         fail(f"--extraction: unknown rule {extraction!r} (known: {', '.join(EXTRACTION_RULES)})")
         raise typer.Exit(2)
     try:
-        summary = run_import(paths, out, frames=frames, budget_id=budget_id, model_id=model_id, dataset=dataset,
-                             sweep_id=sweep_id, extraction=extraction)
+        with shards_named(out):
+            summary = run_import(paths, out, frames=frames, budget_id=budget_id, model_id=model_id, dataset=dataset,
+                                 sweep_id=sweep_id, extraction=extraction)
     except (ValueError, OSError, StoreLockedError) as err:
         fail(err)
         raise typer.Exit(2) from None
-    for name, b in summary.budgets.items():
-        console.print(f"{name} -> budget {b}")
-    console.print(f"imported {summary.runs} runs: {summary.rows} rows written, "
-                  f"{summary.skipped} already there -> {out}")
+    for name, (model, data, budget) in summary.placed.items():
+        console.print(f"{name} -> model {model}, dataset {data}, budget {budget}", markup=False, soft_wrap=True)
+    same = f", {summary.duplicates} given twice" if summary.duplicates else ""
+    console.print(f"imported {summary.runs} runs: {summary.rows} rows written, {summary.skipped} already there"
+                  f"{same} -> {out}", markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,12 +1,15 @@
-"""Import lmms-eval per-sample logs as a framesweep results dataset (one run per budget).
+"""Import lmms-eval per-sample logs as a framesweep results dataset (one budget per run).
 
-lmms-eval writes ``<output_path>/<model>/<date_id>_samples_<task>.jsonl`` (one JSON
-object per sample: ``doc_id, target, filtered_resps, resps, doc_hash, input`` plus one
-key per metric holding that metric's per-sample value or dict; 0.3.x also keeps
-``doc`` and ``arguments``) and ``<date_id>_results.json`` (the run's config;
-``config.model_args`` carries the frame budget, e.g. ``max_num_frames=32``). Each
-samples file becomes one budget of the imported sweep, so several runs of the same
-task at different budgets give paired trajectories without rerunning anything.
+Each samples file (`engine.results.lmms_logs` describes lmms-eval's layout) becomes one budget,
+so several runs of one task at different frame counts give paired trajectories without
+rerunning anything. Each log's frame count, model and task come from its own results.json:
+the frame count from ``model_args`` (`FRAME_KEYS`; a text-only task variant, e.g.
+``videomme_no_visual``, is the ``text`` budget whatever model_args say), the model from
+``model_name``, the dataset from the task (a text-only variant joins the video task of the
+import that reads the same data). ``frames`` is a fallback for logs that record no frame count
+and a check for those that do; two logs giving one key different answers, a model named by an
+unexpanded environment variable, and a directory of another sweep are refused before anything
+is written.
 
 Correctness: a metric dict with ``score`` gives it (1 = right); else ``pred_answer``
 vs ``answer``; a numeric metric that is always 0 or 1 is correctness, any other numeric
@@ -24,13 +27,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engine.results.lmms_logs import LmmsRun, LogConfig, budget_from_config, find_runs, placeholder, read_config
+from engine.results.lmms_merge import held_answers, merge_rows, new_rows
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
 from engine.scoring import ExtractionRule, extract_letter
@@ -39,21 +43,9 @@ __all__ = ["ImportSummary", "LmmsRun", "budget_from_config", "find_runs", "impor
 
 log = logging.getLogger(__name__)
 
-_SAMPLES = re.compile(r"^(?P<date>.+?)_samples_(?P<task>.+)\.jsonl$")
-_FRAME_KEYS = ("max_num_frames", "max_frames_num", "num_frames", "nframes", "max_frames", "frames_num",
-               "frame_num", "num_frm", "frames")
 _RESERVED = {"doc_id", "target", "filtered_resps", "resps", "doc_hash", "prompt_hash", "target_hash", "input",
-             "doc", "arguments"}
-
-
-@dataclass(frozen=True)
-class LmmsRun:
-    """One lmms-eval samples file and the results.json of its run (if found)."""
-
-    samples: Path
-    results: Path | None
-    date_id: str
-    task: str
+             "doc", "arguments", "token_counts", "input_media"}
+DEFAULT_SWEEP_ID = "lmms-eval"
 
 
 @dataclass
@@ -63,35 +55,16 @@ class ImportSummary:
     runs: int
     rows: int
     skipped: int
-    budgets: dict[str, str]
-    """samples file name -> budget id."""
+    """Rows whose key the directory already held with the same answer."""
+    placed: dict[str, tuple[str, str, str]]
+    """``<model directory>/<samples file>`` -> the (model id, dataset, budget id) its rows got."""
+    duplicates: int = 0
+    """Rows given again, with the same answer, by a second log of the import."""
 
-
-def find_runs(paths: Iterable[str | Path]) -> list[LmmsRun]:
-    """Every ``*_samples_*.jsonl`` under the given files or directories, with its results.json."""
-    files: list[Path] = []
-    for p in map(Path, paths):
-        files += sorted(p.rglob("*_samples_*.jsonl")) if p.is_dir() else [p]
-    runs = []
-    for f in files:
-        m = _SAMPLES.match(f.name)
-        if not m:
-            raise ValueError(f"{f}: not an lmms-eval samples file (<date_id>_samples_<task>.jsonl)")
-        results = f.with_name(f"{m['date']}_results.json")
-        runs.append(LmmsRun(f, results if results.exists() else None, m["date"], m["task"]))
-    return runs
-
-
-def budget_from_config(config: dict[str, Any]) -> int | None:
-    """The frame budget in a results.json's ``config.model_args`` (string or mapping), if any."""
-    args = (config.get("config") or {}).get("model_args") or ""
-    if isinstance(args, dict):
-        args = ",".join(f"{k}={v}" for k, v in args.items())
-    for key in _FRAME_KEYS:
-        m = re.search(rf"(?:^|[,\s]){key}\s*=\s*(\d+)", str(args))
-        if m:
-            return int(m[1])
-    return None
+    @property
+    def budgets(self) -> dict[str, str]:
+        """``<model directory>/<samples file>`` -> budget id."""
+        return {name: budget for name, (_, _, budget) in self.placed.items()}
 
 
 def _first(*values: Any) -> Any:
@@ -195,78 +168,199 @@ def _reextract(row: ResultRow, doc: dict[str, Any], rule: ExtractionRule) -> Non
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
+    samples = []
     with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                sample = json.loads(line)
+            except ValueError as err:
+                raise ValueError(f"{path}:{n}: not a JSON line ({err})") from None
+            if not isinstance(sample, dict):
+                raise ValueError(f"{path}:{n}: not an lmms-eval sample (no JSON object)")
+            samples.append(sample)
+    return samples
 
 
-def _context(run: LmmsRun, samples: list[dict[str, Any]], *, frames: int | None, budget_id: str | None,
-             model_id: str | None, dataset: str | None, sweep_id: str) -> _Context:
-    config = json.loads(run.results.read_text()) if run.results else {}
-    n = frames if frames is not None else budget_from_config(config)
-    if n is None:
-        raise ValueError(f"{run.samples}: no frame budget in {run.results or 'a results.json'}; pass --frames")
+@dataclass(frozen=True)
+class _Log:
+    """One run, resolved: the model, dataset and budget its rows get."""
+
+    run: LmmsRun
+    config: LogConfig
+    frames: int
+    budget_id: str
+    model_id: str
+    dataset: str
+
+
+def _frames(run: LmmsRun, cfg: LogConfig, frames: int | None) -> int:
+    """The log's frame count: its config's, checked against `frames`; `frames` where it records none."""
+    if cfg.visual is False:
+        if frames:
+            raise ValueError(f"{run.samples}: task {run.task} sends no visual (its doc_to_visual in {cfg.source}): "
+                             f"a text-only run, which --frames {frames} contradicts")
+        return 0
+    if cfg.fps is not None:  # lmms-eval then samples at this rate: the count varies per video
+        if frames is None:
+            raise ValueError(f"{run.samples}: model_args in {cfg.source} sample at fps={cfg.fps}, so the frame "
+                             "count varies per video; pass --frames N only if every video got N frames")
+        return frames
+    named = " and ".join(f"{k}={v}" for k, v in cfg.frames.items())
+    values = set(cfg.frames.values())
+    if frames is None and len(values) == 1:
+        return values.pop()
+    if frames is None and values:
+        raise ValueError(f"{run.samples}: model_args in {cfg.source} record {named}, not which one the model "
+                         "used; pass --frames with that one")
+    if frames is None:
+        where = f"model_args in {cfg.source}" if run.results else "a results.json (none beside it)"
+        raise ValueError(f"{run.samples}: no frame count in {where}; pass --frames")
+    if values and frames not in values:
+        raise ValueError(f"{run.samples}: its run records {named} (model_args in {cfg.source}); --frames {frames} "
+                         "contradicts it")
+    return frames
+
+
+def _model_id(run: LmmsRun, cfg: LogConfig, model_id: str | None) -> str:
+    """--model-id, else the model lmms-eval named from model_args, else the log directory's name."""
+    if model_id:
+        return model_id
+    name = cfg.model or run.samples.parent.name
+    if var := placeholder(name):
+        where = f"{cfg.source}: model_args name" if cfg.model else f"{run.samples.parent}: the directory names"
+        raise ValueError(f"{where} the model {name!r}: {var} is an environment variable that was never expanded; "
+                         "pass --model-id")
+    return name
+
+
+def _datasets(pairs: list[tuple[LmmsRun, LogConfig]], dataset: str | None) -> list[str]:
+    """Each log's dataset: --dataset, else its task; a text-only task takes the video task reading its data."""
+    if dataset:
+        return [dataset] * len(pairs)
+    video: dict[tuple[str, ...], set[str]] = {}
+    for run, cfg in pairs:
+        if cfg.visual is not False and cfg.data:
+            video.setdefault(cfg.data, set()).add(run.task)
+    names = []
+    for run, cfg in pairs:
+        tasks = sorted(video.get(cfg.data, ())) if cfg.data else []
+        if cfg.visual is not False or len(tasks) == 1:
+            names.append(run.task if cfg.visual is not False else tasks[0])
+            continue
+        data = " ".join(x for x in cfg.data if x) if cfg.data else "no recorded dataset"
+        others = f"as do the video tasks {', '.join(tasks)}" if tasks else "and no video run of this import does"
+        raise ValueError(f"{run.samples}: text-only task {run.task} reads {data}, {others}; pass --dataset "
+                         "(the dataset of its video runs)")
+    return names
+
+
+def _resolve(runs: list[LmmsRun], *, frames: int | None, budget_id: str | None, model_id: str | None,
+             dataset: str | None) -> list[_Log]:
+    """Where each run's rows go, from each log's own config (any refusal before anything is read further)."""
+    pairs = [(run, read_config(run)) for run in runs]
+    counts = [_frames(run, cfg, frames) for run, cfg in pairs]
+    if budget_id is not None and len(set(counts)) > 1:
+        raise ValueError(f"--budget-id {budget_id} would put runs of {sorted(set(counts))} frames under one budget; "
+                         "import one frame count at a time")
+    models = [_model_id(run, cfg, model_id) for run, cfg in pairs]
+    return [_Log(run, cfg, n, budget_id or ("text" if n == 0 else f"f{n}"), m, d)
+            for (run, cfg), n, m, d in zip(pairs, counts, models, _datasets(pairs, dataset), strict=True)]
+
+
+def _rows_of(log_: _Log, sweep_id: str, extraction: ExtractionRule | None) -> list[ResultRow]:
+    samples = _read(log_.run.samples)
     numeric = [v for s in samples for v in _metrics(s)[1].values()]
-    return _Context(
-        sweep_id=sweep_id,
-        model_id=model_id or config.get("model_name") or run.samples.parent.name,
-        model_family=str((config.get("config") or {}).get("model") or "lmms-eval"),
-        dataset=dataset or run.task,
-        dataset_version=str((config.get("versions") or {}).get(run.task, "lmms-eval")),
-        budget_id=budget_id or ("text" if n == 0 else f"f{n}"), frames=n,
-        finished_at=datetime.fromtimestamp(run.samples.stat().st_mtime, UTC),
-        binary=bool(numeric) and all(v in (0.0, 1.0) for v in numeric),
+    ctx = _Context(
+        sweep_id=sweep_id, model_id=log_.model_id, model_family=log_.config.family or "lmms-eval",
+        dataset=log_.dataset, dataset_version=log_.config.version or "lmms-eval", budget_id=log_.budget_id,
+        frames=log_.frames, finished_at=datetime.fromtimestamp(log_.run.samples.stat().st_mtime, UTC),
+        binary=bool(numeric) and all(v in (0.0, 1.0) for v in numeric), extraction=extraction,
     )
+    return [_row(s, ctx) for s in samples]
 
 
 def run_rows(run: LmmsRun, *, frames: int | None = None, budget_id: str | None = None, model_id: str | None = None,
-             dataset: str | None = None, sweep_id: str = "lmms-eval",
+             dataset: str | None = None, sweep_id: str = DEFAULT_SWEEP_ID,
              extraction: ExtractionRule | None = None) -> Iterator[ResultRow]:
     """The result rows of one lmms-eval run (one budget).
 
     Args:
         run: The samples file (and its results.json).
-        frames: Frame budget; default: from results.json's model_args.
-        budget_id: Budget id; default ``text`` for 0 frames, else ``f<frames>``.
+        frames: Frame count where the log records none; a check where it does (a contradiction raises).
+        budget_id: Budget id; default ``text`` for 0 frames or a text-only task, else ``f<frames>``.
         model_id: Model id; default: results.json's model_name, else the log directory's name.
         dataset: Dataset name; default: the lmms-eval task name.
         sweep_id: Recorded on every row.
         extraction: Read multiple-choice answers again from the raw response with this rule
             (None: keep lmms-eval's own reading).
     """
-    samples = _read(run.samples)
-    ctx = _context(run, samples, frames=frames, budget_id=budget_id, model_id=model_id, dataset=dataset,
-                   sweep_id=sweep_id)
-    if extraction is not None:
-        ctx = replace(ctx, extraction=extraction)
-    return (_row(s, ctx) for s in samples)
+    (one,) = _resolve([run], frames=frames, budget_id=budget_id, model_id=model_id, dataset=dataset)
+    return iter(_rows_of(one, sweep_id, extraction))
 
 
-def import_lmms_eval(paths: Sequence[str | Path], out_dir: str | Path, **options: Any) -> ImportSummary:
-    """Import lmms-eval runs into a results directory (keys already committed are skipped).
+def _manifest(out_dir: Path) -> dict[str, Any] | None:
+    """OUT/manifest.json (None when there is none)."""
+    path = out_dir / "manifest.json"
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: not readable as JSON ({err})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("sweep_id"), str):
+        raise ValueError(f"{path}: names no sweep_id")
+    return doc
+
+
+def _sweep_id(out_dir: Path, sweep_id: str | None) -> str:
+    """The sweep id to record: --sweep-id, or the directory's own when an earlier import made it."""
+    manifest = _manifest(out_dir)
+    if manifest is None:
+        return sweep_id or DEFAULT_SWEEP_ID
+    own = manifest["sweep_id"]
+    if sweep_id == own or (sweep_id is None and manifest.get("source") == "lmms-eval"):
+        return own
+    given = "without --sweep-id" if sweep_id is None else f"as sweep {sweep_id!r}"
+    raise ValueError(f"{out_dir} holds sweep {own!r} (its manifest.json): rows imported {given} would count for "
+                     f"nothing there; pass --sweep-id {own}")
+
+
+def import_lmms_eval(paths: Sequence[str | Path], out_dir: str | Path, *, frames: int | None = None,
+                     budget_id: str | None = None, model_id: str | None = None, dataset: str | None = None,
+                     sweep_id: str | None = None, extraction: ExtractionRule | None = None) -> ImportSummary:
+    """Import lmms-eval runs into a results directory, all or nothing.
+
+    Every log is read and checked before anything is written; keys the directory already holds with the
+    same answer are skipped.
 
     Args:
         paths: Samples files or directories holding them.
         out_dir: The framesweep results directory to write.
-        **options: Passed to `run_rows` (frames, budget_id, model_id, dataset, sweep_id, extraction).
+        frames, budget_id, model_id, dataset, extraction: As for `run_rows`, for every log.
+        sweep_id: Recorded on every row; a directory with a manifest takes only its own (default: the id an
+            earlier import recorded there, else ``lmms-eval``).
 
-    Returns:
-        Runs, rows written, rows skipped (already committed), and the budget of each run.
+    Raises:
+        ValueError: A refusal (a log's config contradicted or incomplete, two logs or a log and the directory
+            giving one key different answers, another sweep's directory), one sentence naming the file.
     """
+    out = Path(out_dir)
+    sweep = _sweep_id(out, sweep_id)
     runs = find_runs(paths)
-    written = skipped = 0
-    budgets: dict[str, str] = {}
-    with ResultStore(out_dir) as store:
-        done = store.done_keys()
-        for run in runs:
-            rows = list(run_rows(run, **options))
-            fresh = [r for r in rows if r.key not in done]
-            done.update(r.key for r in fresh)  # two runs mapped to one budget: the first one wins
-            skipped += len(rows) - len(fresh)
-            store.add(fresh)
-            written += store.commit()
-            budgets[run.samples.name] = rows[0].budget_id if rows else ""
-            log.info("%s: %d rows (%d already committed)", run.samples.name, len(fresh), len(rows) - len(fresh))
-        if not (Path(out_dir) / "manifest.json").exists():
-            store.write_manifest({"sweep_id": options.get("sweep_id", "lmms-eval"), "source": "lmms-eval",
-                                  "runs": [str(r.samples) for r in runs]})
-    return ImportSummary(runs=len(runs), rows=written, skipped=skipped, budgets=budgets)
+    if not runs:
+        raise ValueError(f"no lmms-eval samples file (<date_id>_samples_<task>.jsonl) in {', '.join(map(str, paths))}")
+    logs = _resolve(runs, frames=frames, budget_id=budget_id, model_id=model_id, dataset=dataset)
+    rows, duplicates = merge_rows([(lg.run.samples, _rows_of(lg, sweep, extraction)) for lg in logs])
+    with ResultStore(out) as store:
+        fresh = [row for row, _ in new_rows(rows, held_answers(out, sweep), out)]
+        store.add(fresh)
+        written = store.commit()
+        if _manifest(out) is None:
+            store.write_manifest({"sweep_id": sweep, "source": "lmms-eval", "runs": [str(r.samples) for r in runs]})
+    for lg in logs:
+        log.info("%s: model %s, dataset %s, budget %s", lg.run.samples, lg.model_id, lg.dataset, lg.budget_id)
+    return ImportSummary(runs=len(runs), rows=written, skipped=len(rows) - len(fresh), duplicates=duplicates,
+                         placed={f"{lg.run.samples.parent.name}/{lg.run.samples.name}": (lg.model_id, lg.dataset,
+                                                                                      lg.budget_id) for lg in logs})

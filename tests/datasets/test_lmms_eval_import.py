@@ -67,14 +67,18 @@ def test_round_trip(tmp_path: Path) -> None:
     logs, out = _write_logs(tmp_path / "logs"), tmp_path / "out"
     runs = find_runs([logs])
     assert [r.task for r in runs] == ["videomme"] * 3
-    with pytest.raises(ValueError, match="no frame budget"):
+    with pytest.raises(ValueError, match="no frame count in model_args in .*20250103_080000_results.json; pass "
+                                         "--frames"):
         import_lmms_eval([runs[2].samples], out)
     first = import_lmms_eval([runs[0].samples, runs[1].samples], out)
     assert (first.runs, first.rows, first.skipped) == (2, 6, 0)
     text = import_lmms_eval([runs[2].samples], out, frames=0)
-    assert text.budgets == {runs[2].samples.name: "text"}
-    again = import_lmms_eval([logs], out, frames=8)  # every run forced onto f8: all keys are taken
-    assert (again.rows, again.skipped) == (0, 9)
+    assert text.budgets == {f"{MODEL_DIR}/{runs[2].samples.name}": "text"}
+    with pytest.raises(ValueError, match=r"20250101_120000_samples_videomme.jsonl: its run records max_frames_num=8 "
+                                         r"\(model_args in .*\); --frames 0 contradicts it"):
+        import_lmms_eval([logs], out, frames=0)  # a run is never forced onto another's budget
+    again = import_lmms_eval([runs[0].samples, runs[1].samples], out)
+    assert (again.rows, again.skipped) == (0, 6)
 
     df = scan_results(out).collect()
     assert df.schema == pl.Schema(RESULT_SCHEMA)
@@ -128,7 +132,7 @@ def test_import_command(tmp_path: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(app, ["import-lmms-eval", str(runs[0].samples), str(runs[1].samples), "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert "-> budget f8" in res.output and "6 rows written" in res.output
+    assert "dataset videomme, budget f8" in res.output and "6 rows written" in res.output
     res = runner.invoke(app, ["import-lmms-eval", str(runs[2].samples), "--out", str(out)])
     assert res.exit_code == 2 and "--frames" in res.output
     res = runner.invoke(app, ["import-lmms-eval", str(runs[2].samples), "--out", str(out), "--frames", "0"])
