@@ -39,6 +39,7 @@ from engine.metrics.overwrite import text_items
 from engine.metrics.regression import terminal_items
 from engine.results.store import own_rows
 from engine.runtime.atomic import atomic_write
+from engine.runtime.secrets import redact, redact_columns, register_secret_env
 
 __all__ = ["COLUMNS", "export"]
 
@@ -157,6 +158,13 @@ def _datacard(frame: pl.DataFrame, prov: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _register_secrets(spec: dict[str, Any]) -> None:
+    """The API keys the spec's servers were called with (read from this environment, by the variable each
+    model names) and the cluster token, so that none is copied into the artifact."""
+    names = [(m.get("http") or {}).get("api_key_env") for m in spec.get("models", [])]
+    register_secret_env("RAY_AUTH_TOKEN", *[n for n in names if n])
+
+
 def export(out_dir: Path | str, to: Path | str) -> dict[str, Any]:
     """Write the artifact of the results in `out_dir` to the folder `to` (see the module docstring).
 
@@ -165,6 +173,7 @@ def export(out_dir: Path | str, to: Path | str) -> dict[str, Any]:
     """
     out_dir, to = Path(out_dir), Path(to)
     prov = _provenance(out_dir)
+    _register_secrets(prov["spec"])
     rows = own_rows(out_dir)[0].collect().lazy()
     on_chain = chain_rows(rows).join(grid_budgets(rows), on=[*GROUP, "budget_id"], how="semi")
     models = pl.LazyFrame({"model_id": list(prov["models"]) or [""],
@@ -177,11 +186,12 @@ def export(out_dir: Path | str, to: Path | str) -> dict[str, Any]:
         .join(models, on="model_id", how="left")
         .select([c for c in COLUMNS])
         .sort([*GROUP, "item_id", "frames", "budget_id"])
+        .pipe(redact_columns)  # rows stored by an older version or imported may hold a key
         .collect()
     )
     to.mkdir(parents=True, exist_ok=True)
     items = to / "items.parquet"
     atomic_write(items, lambda fh: frame.write_parquet(fh, compression="zstd"))
-    atomic_write(to / "provenance.json", json.dumps(prov, indent=2, default=str))
-    atomic_write(to / "README.md", _datacard(frame, prov))
+    atomic_write(to / "provenance.json", redact(json.dumps(prov, indent=2, default=str)))
+    atomic_write(to / "README.md", redact(_datacard(frame, prov)))
     return {"rows": frame.height, "path": str(items), "chains": frame.select(GROUP).n_unique()}

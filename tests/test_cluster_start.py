@@ -46,3 +46,79 @@ def test_local_cluster_started_from_a_worker_thread_outlives_it(tmp_path: Path) 
     assert got["answer"] == 49
     assert got["states"].get("gcs_server") not in (None, "zombie"), got["states"]
     assert got["states"].get("raylet") not in (None, "zombie"), got["states"]
+
+
+# --- the persistent local cluster (`framesweep engines up`): one at a time, and every one found -----------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+START = """
+import json
+from engine.runtime.local_cluster import start_local_cluster
+
+print(json.dumps(start_local_cluster(object_store_mb=100)), flush=True)
+"""
+
+
+def _local_cache(tmp_path: Path, monkeypatch) -> dict[str, str]:
+    import os
+
+    monkeypatch.setenv("FRAMESWEEP_CACHE", str(tmp_path / "cache"))
+    return dict(os.environ)
+
+
+def test_two_starts_at_once_make_one_cluster(tmp_path: Path, monkeypatch) -> None:
+    """Two `engines up` at once: before, each found no record and started its own cluster; `engines down`
+    then stopped the recorded one and the other ran on unseen. Now the second waits for the first's
+    start (a file lock) and joins it."""
+    import json
+
+    from engine.runtime.local_cluster import local_cluster_pids, stop_local_cluster, unrecorded_clusters
+
+    env = _local_cache(tmp_path, monkeypatch)
+    procs = [subprocess.Popen([sys.executable, "-c", START], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        recs = []
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err[-3000:]
+            recs.append(json.loads(out.strip().splitlines()[-1]))
+        assert recs[0] == recs[1]  # the same cluster: one address, one process
+        assert local_cluster_pids() == [recs[0]["pid"]] and unrecorded_clusters() == []
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        stopped = stop_local_cluster()
+    assert stopped == 1 and local_cluster_pids() == []
+
+
+def test_a_cluster_without_a_record_is_named_and_stopped(tmp_path: Path, monkeypatch) -> None:
+    """A local cluster framesweep started whose record is gone (what the race above left: the second record
+    overwrote the first) is found by its process: `engines` names it, `engines down` stops it."""
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+    from engine.runtime.local_cluster import (
+        _record_path,
+        local_cluster_pids,
+        recorded_cluster,
+        start_local_cluster,
+        stop_local_cluster,
+    )
+
+    _local_cache(tmp_path, monkeypatch)
+    try:
+        rec = start_local_cluster(object_store_mb=100)
+        _record_path().unlink()
+        assert recorded_cluster() is None and local_cluster_pids() == [rec["pid"]]
+        listed = CliRunner().invoke(app, ["engines"])
+        assert listed.exit_code == 0, listed.output
+        assert "without a record" in " ".join(listed.output.split()) and str(rec["pid"]) in listed.output
+        down = CliRunner().invoke(app, ["engines", "down"])
+        assert down.exit_code == 0, down.output
+        assert "local Ray cluster stopped" in down.output
+        assert local_cluster_pids() == []
+    finally:
+        stop_local_cluster()

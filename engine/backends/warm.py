@@ -21,6 +21,7 @@ from typing import Any
 
 from engine.backends.checkpoint import checkpoint_fingerprint
 from engine.runtime.atomic import file_sha256
+from engine.runtime.secrets import redact
 from engine.spec import EngineSpec
 
 __all__ = ["NAMESPACE", "checkpoint_fingerprint", "engine_key", "engine_settings", "engines_down", "find_engine",
@@ -93,7 +94,7 @@ async def list_engines(timeout_s: float = 30.0) -> list[dict[str, Any]]:
         try:
             return {"name": name, **await asyncio.wait_for(actor.describe.remote(), timeout_s)}
         except (TimeoutError, ray.exceptions.RayError) as err:
-            return {"name": name, "error": f"{type(err).__name__}: {err}"[:300]}
+            return {"name": name, "error": redact(f"{type(err).__name__}: {err}")[:300]}
 
     return list(await asyncio.gather(*(one(n) for n in _names())))
 

@@ -64,12 +64,22 @@ def engines(ctx: typer.Context, address: Address = None,
     from engine.backends.warm import join_engines_cluster, list_engines
 
     found = asyncio.run(list_engines()) if join_engines_cluster(address) else []
+    if address is None:
+        _name_unrecorded()
     if json_out:
         typer.echo(json.dumps(found, indent=2, default=str))
     elif not found:
         console.print("no warm engines (start them with `framesweep engines up SPEC`)")
     else:
         _print(found)
+
+
+def _name_unrecorded() -> None:
+    from engine.runtime.local_cluster import unrecorded_clusters
+
+    if others := unrecorded_clusters():
+        warn(f"{len(others)} more local Ray cluster(s) started by framesweep run without a record (`ray start` pid "
+             f"{', '.join(map(str, others))}); their engines are not listed: `framesweep engines down` stops them")
 
 
 @engines_app.command("up")
@@ -127,13 +137,13 @@ def down(
     """Stop every warm engine, and the local cluster `engines up` started."""
     from engine.backends.warm import engines_down
 
-    stopped, cluster_stopped = engines_down(address, keep_cluster=keep_cluster)
+    stopped, clusters = engines_down(address, keep_cluster=keep_cluster)
     if stopped is None:
         console.print("no warm engines (no local cluster runs)")
-        return
-    console.print(f"stopped {len(stopped)} warm engine(s)" + (": " + ", ".join(stopped) if stopped else ""))
-    if cluster_stopped:
-        console.print("local Ray cluster stopped")
+    else:
+        console.print(f"stopped {len(stopped)} warm engine(s)" + (": " + ", ".join(stopped) if stopped else ""))
+    if clusters:
+        console.print("local Ray cluster stopped" if clusters == 1 else f"{clusters} local Ray clusters stopped")
 
 
 def register(app: typer.Typer) -> None:

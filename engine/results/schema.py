@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 
 import polars as pl
 
+from engine.runtime.secrets import redact_columns
+
 __all__ = ["KEY_COLUMNS", "RESULT_SCHEMA", "ResultRow", "rows_to_frame"]
 
 KEY_COLUMNS: tuple[str, ...] = ("model_id", "dataset", "item_id", "budget_id")
@@ -159,6 +161,9 @@ assert {f.name for f in fields(ResultRow)} == set(RESULT_SCHEMA), "ResultRow and
 
 
 def rows_to_frame(rows: list[ResultRow]) -> pl.DataFrame:
-    """Rows as a DataFrame with exactly the result schema, in schema column order."""
+    """Rows as a DataFrame with exactly the result schema, in schema column order; every registered secret
+    is redacted from every text (each string and list-of-string column), whatever put it there."""
     data = [asdict(r) for r in rows]
-    return pl.DataFrame(data, schema=RESULT_SCHEMA) if data else pl.DataFrame(schema=RESULT_SCHEMA)
+    if not data:
+        return pl.DataFrame(schema=RESULT_SCHEMA)
+    return redact_columns(pl.DataFrame(data, schema=RESULT_SCHEMA))

@@ -6,11 +6,18 @@
 the named engine actors on it can be reused. `engines down` ends that process (Ray then stops every
 process of the cluster) and forgets the record. Nothing else on the machine is touched: the
 cluster keeps its files in a temp folder of its own, never Ray's shared one.
+
+Finding or starting the cluster, and stopping it, hold a file lock (`cluster.lock` beside the
+record): two `engines up` at once start one cluster, the second joining the first. A cluster is
+also known by its process (`ray start --head --block` with this cache's temp folder), so one
+left without a record (by a version without the lock, or a record removed by hand) is still
+found: `framesweep engines` names it and `engines down` stops it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -22,14 +29,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from engine.runtime.atomic import atomic_write
 from engine.runtime.paths import cache_dir
 
-__all__ = ["ClusterStartError", "local_cluster_env", "recorded_cluster", "start_local_cluster",
-           "stop_local_cluster"]
+__all__ = ["ClusterStartError", "local_cluster_env", "local_cluster_pids", "recorded_cluster", "start_local_cluster",
+           "stop_local_cluster", "unrecorded_clusters"]
 
 log = logging.getLogger(__name__)
 
@@ -76,18 +84,80 @@ def _listening(address: str) -> bool:
     return False
 
 
-def recorded_cluster() -> dict[str, Any] | None:
-    """The recorded local cluster, if its process still runs (a stale record is removed)."""
-    path = _record_path()
+def _read_record() -> dict[str, Any] | None:
     try:
-        rec = json.loads(path.read_text())
+        rec = json.loads(_record_path().read_text())
     except (OSError, ValueError):
         return None
-    if _alive(int(rec.get("pid", -1))) and _listening(rec.get("address", "127.0.0.1:0")):
-        return dict(rec)
-    log.info("the recorded local Ray cluster (pid %s) is gone; forgetting it", rec.get("pid"))
-    path.unlink(missing_ok=True)
-    return None
+    return rec if isinstance(rec, dict) else None
+
+
+def _is_cluster_cmd(cmd: list[str], temp: str | Path) -> bool:
+    return f"--temp-dir={temp}" in cmd and {"start", "--head", "--block"} <= set(cmd)
+
+
+def local_cluster_pids(temp: str | Path | None = None) -> list[int]:
+    """Every running `ray start --head --block` process of a local cluster framesweep started with this cache
+    folder (known by its command line: the cluster's own temp folder, else `temp`), recorded or not."""
+    import psutil
+
+    temp = temp or _temp_dir()
+    pids = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if _is_cluster_cmd(proc.info.get("cmdline") or [], temp) and proc.info.get("status") != psutil.STATUS_ZOMBIE:
+            pids.append(proc.pid)
+    return sorted(pids)
+
+
+def unrecorded_clusters() -> list[int]:
+    """The `ray start` pids of local clusters framesweep started that the record does not name."""
+    rec = _read_record() or {}
+    return [pid for pid in local_cluster_pids() if pid != rec.get("pid")]
+
+
+def recorded_cluster(wait_s: float = 0.0) -> dict[str, Any] | None:
+    """The recorded local cluster, if its process still runs and answers (within `wait_s`: one starting, or
+    slow under load, is waited for); a record whose process is gone is removed."""
+    rec = _read_record()
+    if rec is None:
+        return None
+    pid = int(rec.get("pid", -1))
+    if not _alive(pid) or pid not in local_cluster_pids(rec.get("temp_dir")):
+        log.info("the recorded local Ray cluster (pid %s) is gone; forgetting it", rec.get("pid"))
+        if _read_record() == rec:  # not a record another process has written since
+            _record_path().unlink(missing_ok=True)
+        return None
+    deadline = time.monotonic() + wait_s
+    while not _listening(rec.get("address", "127.0.0.1:0")):
+        if time.monotonic() >= deadline:
+            log.warning("the recorded local Ray cluster (pid %d) runs but does not answer at %s", pid,
+                        rec.get("address"))
+            return None
+        time.sleep(0.5)
+    return dict(rec)
+
+
+@contextlib.contextmanager
+def _exclusive(timeout_s: float) -> Iterator[None]:
+    """Hold the local cluster's lock: one process at a time finds-or-starts, or stops, the cluster."""
+    path = _record_path().parent / "cluster.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by the cluster's process (O_CLOEXEC)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ClusterStartError(f"another framesweep process has been starting or stopping the local "
+                                            f"Ray cluster for {timeout_s:.0f}s (lock {path}); try again when it "
+                                            "is done") from None
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _free_port() -> int:
@@ -98,10 +168,18 @@ def _free_port() -> int:
 
 def start_local_cluster(object_store_mb: int = 1024, timeout_s: float = 120.0) -> dict[str, Any]:
     """Start a persistent local cluster (or return the recorded one); returns its record
-    (`address`, `pid`, `log`, `started_at`)."""
-    rec = recorded_cluster()
-    if rec is not None:
-        return rec
+    (`address`, `pid`, `log`, `started_at`). Exclusive: a second caller meanwhile waits and gets the first's."""
+    with _exclusive(timeout_s + 30.0):
+        rec = recorded_cluster(wait_s=timeout_s)
+        if rec is not None:
+            return rec
+        if (left := _read_record()) is not None:
+            raise ClusterStartError(f"the recorded local Ray cluster (pid {left.get('pid')}) runs but does not "
+                                    f"answer at {left.get('address')}; stop it with `framesweep engines down`")
+        return _start(object_store_mb, timeout_s)
+
+
+def _start(object_store_mb: int, timeout_s: float) -> dict[str, Any]:
     port = _free_port()
     address = f"127.0.0.1:{port}"
     logfile = _record_path().parent / "cluster.log"
@@ -156,19 +234,22 @@ def _end_session(pid: int, timeout_s: float) -> None:
             os.kill(p, signal.SIGKILL)
 
 
-def stop_local_cluster(timeout_s: float = 30.0) -> bool:
-    """Stop the recorded local cluster (every process of its session) and forget it; False if none ran."""
-    path = _record_path()
-    try:
-        rec = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-    pid = int(rec.get("pid", -1))
-    running = _alive(pid)
-    if running:
-        _end_session(pid, timeout_s)
-    path.unlink(missing_ok=True)
-    if rec.get("temp_dir") and Path(rec["temp_dir"]).name.startswith("fs-ray-"):
-        shutil.rmtree(rec["temp_dir"], ignore_errors=True)  # the cluster's own folder: sessions, logs, sockets
-    log.info("local Ray cluster at %s stopped", rec.get("address"))
-    return running
+def stop_local_cluster(timeout_s: float = 30.0) -> int:
+    """Stop the recorded local cluster and any other local cluster framesweep started with this cache folder
+    (`unrecorded_clusters`: every process of their sessions) and forget the record; how many ran (0: none)."""
+    with _exclusive(timeout_s + 30.0):
+        rec = _read_record() or {}
+        pids = sorted({*local_cluster_pids(), *(local_cluster_pids(rec["temp_dir"]) if rec.get("temp_dir") else [])})
+        for pid in pids:
+            _end_session(pid, timeout_s)
+        _record_path().unlink(missing_ok=True)
+        for temp in {_temp_dir(), Path(rec.get("temp_dir") or _temp_dir())}:
+            if (pids or rec) and temp.name.startswith("fs-ray-"):
+                shutil.rmtree(temp, ignore_errors=True)  # the clusters' own folder: sessions, logs, sockets
+        others = [p for p in pids if p != rec.get("pid")]
+        if others:
+            log.warning("stopped %d local Ray cluster(s) without a record (pids %s)", len(others),
+                        ", ".join(map(str, others)))
+        if rec:
+            log.info("local Ray cluster at %s stopped", rec.get("address"))
+        return len(pids)

@@ -16,6 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
+from engine.runtime.secrets import redact
+
 __all__ = ["EngineHungError", "NoReplicaError", "ReplicaPool", "is_actor_death", "revive_actor"]
 
 log = logging.getLogger(__name__)
@@ -134,9 +136,9 @@ class ReplicaPool(Generic[T]):
             return  # another caller already saw it die
         self._healthy.remove(member)
         self.deaths += 1
+        first = (redact(str(err)).splitlines() or [""])[0][:200]  # redacted before it is cut
         log.warning("%s: a member died (%s: %s); %d healthy, reviving it in the background",
-                    self.name, type(err).__name__, str(err).splitlines()[0][:200] if str(err) else "",
-                    len(self._healthy))
+                    self.name, type(err).__name__, first, len(self._healthy))
         task = asyncio.create_task(self._bring_back(member))
         self._reviving.add(task)
         task.add_done_callback(self._reviving.discard)
