@@ -132,21 +132,23 @@ def join_engines_cluster(address: str | None = None) -> bool:
     return True
 
 
-def engines_down(address: str | None = None, *, keep_cluster: bool = False) -> tuple[list[str] | None, bool]:
+def engines_down(address: str | None = None, *, keep_cluster: bool = False) -> tuple[list[str] | None, int]:
     """`framesweep engines down`: stop every warm engine of the cluster at `address` (else of the recorded
-    local cluster), then, unless `keep_cluster` or `address` is given, that local cluster (the engines
-    first: the cluster then stops in seconds rather than after its kill timeout).
+    local cluster), then, unless `keep_cluster` or `address` is given, that local cluster and any other local
+    cluster framesweep started without a record (the engines first: the cluster then stops in seconds rather
+    than after its kill timeout).
 
-    Returns the names stopped (None: no cluster to join) and whether a local cluster was stopped.
+    Returns the names stopped (None: no cluster to join) and how many local clusters were stopped.
     """
     import ray
 
-    from engine.runtime.local_cluster import stop_local_cluster
+    from engine.runtime.local_cluster import stop_local_cluster, unrecorded_clusters
 
+    local = address is None and not keep_cluster
     if not join_engines_cluster(address):
-        return None, False
+        return None, stop_local_cluster() if local and unrecorded_clusters() else 0
     stopped = stop_engines()
-    if address is not None or keep_cluster:
-        return stopped, False
+    if not local:
+        return stopped, 0
     ray.shutdown()
     return stopped, stop_local_cluster()
