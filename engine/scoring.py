@@ -33,24 +33,34 @@ class LetterScore:
     """The option distribution read from the engine's first-token logprobs."""
 
     probs: list[float | None]
-    """Probability per option letter, renormalised over the letters returned; None where not returned."""
+    """Probability per option letter (see `score_letters`); None where the engine returned none."""
     pred: str | None
     confidence: float | None
+    returned: int = 0
+    """How many of the option letters had a (finite) log-probability."""
 
 
 def score_letters(letters: list[str], logprobs: dict[str, float]) -> LetterScore:
-    """Renormalise the returned letters' probabilities; prediction = argmax; confidence = its probability.
+    """The option distribution: prediction = the most probable returned letter; confidence = its probability.
 
-    A letter the engine did not return stays missing (None): it is never guessed.
+    With every letter returned, their probabilities are renormalised over the letters (they sum to
+    1). With only some returned, each keeps the probability the engine gave it, not renormalised:
+    renormalising over the letters that happen to be there would overstate them (one letter returned
+    would get 1.0), while the missing letters' unknown mass can only lower the true renormalised
+    value, so the confidence is then a lower bound of it. A letter the engine did not return stays
+    missing (None): it is never guessed.
     """
     present = [(x, logprobs[x]) for x in letters if x in logprobs and math.isfinite(logprobs[x])]
     if not present:
-        return LetterScore([None] * len(letters), None, None)
-    top = max(lp for _, lp in present)
-    z = sum(math.exp(lp - top) for _, lp in present)
-    p = {x: math.exp(lp - top) / z for x, lp in present}
+        return LetterScore([None] * len(letters), None, None, 0)
+    if len(present) == len(letters):
+        top = max(lp for _, lp in present)
+        z = sum(math.exp(lp - top) for _, lp in present)
+        p = {x: math.exp(lp - top) / z for x, lp in present}
+    else:
+        p = {x: min(1.0, math.exp(lp)) for x, lp in present}
     pred = max(present, key=lambda t: (t[1], -letters.index(t[0])))[0]
-    return LetterScore([p.get(x) for x in letters], pred, p[pred])
+    return LetterScore([p.get(x) for x in letters], pred, p[pred], len(present))
 
 
 _TOKEN_WRAP = " \t\r\n()[]*_.:,;\"'`"
@@ -87,8 +97,9 @@ def score_at_answer(letters: list[str], pred: str | None,
     (`read`: text -> letter), among several tokens spelling `pred` it is the one whose letter,
     masked, changes what the rule reads ("B or C? The answer is C." read by an answer-phrase
     rule: the second "C"); otherwise, or when the tokens do not spell the text, the first such
-    token. The letters returned there are renormalised and the confidence is the probability of
-    `pred` (not of the most probable letter). None when no letter was extracted or no token
+    token. The letters returned there are scored as `score_letters` does (renormalised only when
+    every letter is there) and the confidence is the probability of `pred` (not of the most
+    probable letter), null when `pred` was not among them. None when no letter was extracted or no token
     spells it (e.g. the official rule read the "A" of "Answer").
 
     Args:
@@ -106,7 +117,7 @@ def score_at_answer(letters: list[str], pred: str | None,
     k = _read_at(spelling, positions, pred, text, read)
     ls = score_letters(letters, positions[k][1])
     conf = ls.probs[letters.index(pred)] if pred in letters else None
-    return LetterScore(ls.probs, pred, conf)
+    return LetterScore(ls.probs, pred, conf, ls.returned)
 
 
 def _read_at(spelling: list[int], positions: Sequence[tuple[str, dict[str, float]]], pred: str,

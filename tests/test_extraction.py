@@ -100,12 +100,18 @@ def _lp(**p: float) -> dict[str, float]:
 
 
 def test_generate_confidence_is_the_extracted_letters_at_its_position(tmp_path: Path) -> None:
-    # "I think C": the first token is no letter; C is said at token 3, where C has .6 of the letters' mass
+    # "I think C": the first token is no letter; C is said at token 3, where C has .6 (D not returned: the
+    # letters keep their probabilities, not renormalised over the three, which would overstate C as .75)
     positions = [("I", {}), (" think", _lp(A=0.05)), (" C", _lp(A=0.1, B=0.1, C=0.6))]
     row = _row(tmp_path, "I think C", positions)
-    assert (row.pred, row.correct, row.pred_extracted) == ("C", True, "C")
-    assert row.confidence == pytest.approx(0.6 / 0.8)
-    assert row.option_probs[:3] == pytest.approx([0.125, 0.125, 0.75]) and row.option_probs[3] is None
+    assert (row.pred, row.correct, row.pred_extracted, row.letters_returned) == ("C", True, "C", 3)
+    assert row.confidence == pytest.approx(0.6)
+    assert row.option_probs[:3] == pytest.approx([0.1, 0.1, 0.6]) and row.option_probs[3] is None
+    # every letter returned: renormalised over the letters
+    row = _row(tmp_path, "I think C", [*positions[:2], (" C", _lp(A=0.1, B=0.1, C=0.6, D=0.2))])
+    assert row.confidence == pytest.approx(0.6) and row.letters_returned == 4
+    row = _row(tmp_path, "I think C", [*positions[:2], (" C", _lp(A=0.05, B=0.05, C=0.3, D=0.1))])
+    assert row.confidence == pytest.approx(0.6) and sum(row.option_probs) == pytest.approx(1.0)
 
 
 def test_generate_confidence_follows_the_rule_and_is_null_without_a_letter(tmp_path: Path) -> None:
@@ -144,5 +150,6 @@ def test_letter_logprobs_pool_spellings() -> None:
                            ("D", None)], "ABCD")
     assert set(got) == {"B", "C"}
     assert math.exp(got["C"]) == pytest.approx(0.3)
-    assert score_at_answer(list("ABCD"), "C", [(" C", got)]).confidence == pytest.approx(0.5)  # type: ignore[union-attr]
+    at = score_at_answer(list("ABCD"), "C", [(" C", got)])
+    assert at is not None and at.confidence == pytest.approx(0.3) and at.returned == 2  # B and C, not renormalised
     assert score_at_answer(list("ABCD"), None, [(" C", got)]) is None

@@ -51,6 +51,7 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "score": pl.Float64(),
     "confidence": pl.Float64(),
     "option_probs": pl.List(pl.Float64()),
+    "letters_returned": pl.Int32(),
     "prompt_tokens": pl.Int32(),
     "output_tokens": pl.Int32(),
     "decode_s": pl.Float64(),
@@ -120,6 +121,9 @@ class ResultRow:
     score: float | None = None
     confidence: float | None = None
     option_probs: list[float | None] | None = None
+    letters_returned: int | None = None
+    """MCQ: how many option letters had a log-probability where the distribution was read (below their number,
+    `option_probs` are not renormalised and `confidence` is a lower bound: `engine.scoring.score_letters`)."""
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     decode_s: float | None = None

@@ -157,7 +157,7 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scor
     judged = _judge(spec, item, res.text, scorer)
     if item.kind == "mcq" and letter_mode:
         ls = score_letters(item.letters, res.letter_logprobs)
-        row.option_probs, row.confidence = ls.probs, ls.confidence
+        row.option_probs, row.confidence, row.letters_returned = ls.probs, ls.confidence, ls.returned
         row.pred_extracted = judged.pred or None
         row.pred = ls.pred
         row.correct = row.pred is not None and row.pred == item.answer
@@ -168,7 +168,8 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scor
         row.pred_extracted = row.pred
         at = score_at_answer(list(item.letters), row.pred, res.token_letters, text=res.text,
                              read=lambda t: _judge(spec, item, t, scorer).pred or None)
-        row.option_probs, row.confidence = (at.probs, at.confidence) if at is not None else (None, None)
+        if at is not None:
+            row.option_probs, row.confidence, row.letters_returned = at.probs, at.confidence, at.returned
     elif res.mean_logprob is not None:
         row.confidence = float(np.exp(res.mean_logprob))
     return row
