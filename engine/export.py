@@ -11,6 +11,12 @@
 - ``provenance.json``: the sweep spec as run, and per model its path and hashes;
 - ``README.md``: a datacard with counts and the meaning of every column.
 
+The folder is built whole in a hidden temp folder beside `to` and then renamed into place (an earlier
+export there is replaced, its files never mixed with the new ones); a killed export leaves that temp
+folder, which the next export to the same place removes. `to` must lie outside the results directory
+(an artifact inside it would be read as part of the sweep) and be a new folder, an empty one or an
+earlier export (`ExportTargetError` otherwise).
+
 Annotations (definitions: `engine.metrics`; null for items not matched in their chain, i.e.
 lacking a usable result at some budget of it): ``trajectory`` ("1"/"0" per chain budget,
 cheapest first), ``confused`` (right at some budget, wrong at a later one), ``confused_visual``
@@ -22,9 +28,14 @@ budget), ``transition`` (this budget against the chain's previous one: ``rescue`
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
+import os
 import platform
+import re
+import shutil
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,11 +48,19 @@ from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP, chain_rows, grid_budgets, matched
 from engine.metrics.overwrite import text_items
 from engine.metrics.regression import terminal_items
+from engine.results.manifest import read_manifest
 from engine.results.store import own_rows
-from engine.runtime.atomic import atomic_write
+from engine.runtime.atomic import fsync_dir, is_own_temp, temp_name
 from engine.runtime.secrets import redact, redact_columns, register_secret_env
 
-__all__ = ["COLUMNS", "export"]
+__all__ = ["COLUMNS", "ExportTargetError", "check_target", "export"]
+
+ARTIFACT = ("items.parquet", "provenance.json", "README.md")
+"""The files of an artifact folder."""
+
+
+class ExportTargetError(ValueError):
+    """`--to` cannot take the artifact (inside the results directory, a file, a folder of other files)."""
 
 COLUMNS: dict[str, str] = {
     "model_id": "the model (the spec's id)",
@@ -72,7 +91,8 @@ COLUMNS: dict[str, str] = {
     "sweep_id": "the sweep", "dataset_version": "the adapter's version", "engine_version": "the engine's version",
     "decoder": "the video decoder", "decoder_version": "its package and version (e.g. av 14.2.0)",
     "pipeline": "raw (decoded) or cached (frame cache)",
-    "model_path": "the model's path as the spec gives it", "model_hash": "SHA-256 of its config and weight index",
+    "model_path": "the model's path as the spec gives it",
+    "model_hash": "the checkpoint's content fingerprint (SHA-256 over every file that shapes an answer)",
 }
 _ROW_COLUMNS = ["video_id", "frames", "frames_sent", "frame_indices", "width", "height", "pixels_total", "task_kind",
                 "task_type", "category", "duration", "response", "pred", "answer", "correct", "score", "confidence",
@@ -81,14 +101,14 @@ _ROW_COLUMNS = ["video_id", "frames", "frames_sent", "frame_indices", "width", "
 
 
 def model_hash(path: str) -> str | None:
-    """SHA-256 over the model's config.json, its weight index and its weight files' names and sizes
-    (`engine.backends.checkpoint.checkpoint_fingerprint` without modification times: copies hash alike), None
+    """The checkpoint's content fingerprint (`engine.backends.checkpoint.checkpoint_fingerprint`: the bytes of
+    its config, processor, tokenizer, chat template, generation config and weights; copies hash alike), None
     if not found.
 
     `path` is a folder, ``tiny:NAME`` (the local tiny build) or a hub id, read from the local hub
     cache's snapshot of its default revision (nothing is downloaded)."""
     folder = model_folder(path)
-    return None if folder is None else checkpoint_fingerprint(folder, mtime=False)
+    return None if folder is None else checkpoint_fingerprint(folder)
 
 
 def _annotations(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -113,8 +133,7 @@ def _annotations(rows: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _provenance(out_dir: Path) -> dict[str, Any]:
-    manifest_path = out_dir / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    manifest = read_manifest(out_dir)  # a damaged one is named (ManifestError, exit 2)
     spec = manifest.get("spec") or {}
     models = {m["id"]: {"path": m.get("path"), "family": m.get("family"), "hash": model_hash(m.get("path") or "")}
               for m in spec.get("models", [])}
@@ -172,6 +191,8 @@ def export(out_dir: Path | str, to: Path | str) -> dict[str, Any]:
         {"rows": n, "path": items.parquet path, "chains": n}.
     """
     out_dir, to = Path(out_dir), Path(to)
+    check_target(out_dir, to)
+    to = to.resolve()  # a link to a folder: the folder it names is replaced, not the link
     prov = _provenance(out_dir)
     _register_secrets(prov["spec"])
     rows = own_rows(out_dir)[0].collect().lazy()
@@ -189,9 +210,87 @@ def export(out_dir: Path | str, to: Path | str) -> dict[str, Any]:
         .pipe(redact_columns)  # rows stored by an older version or imported may hold a key
         .collect()
     )
-    to.mkdir(parents=True, exist_ok=True)
-    items = to / "items.parquet"
-    atomic_write(items, lambda fh: frame.write_parquet(fh, compression="zstd"))
-    atomic_write(to / "provenance.json", redact(json.dumps(prov, indent=2, default=str)))
-    atomic_write(to / "README.md", redact(_datacard(frame, prov)))
-    return {"rows": frame.height, "path": str(items), "chains": frame.select(GROUP).n_unique()}
+    with _building(to) as tmp:
+        frame.write_parquet(tmp / "items.parquet", compression="zstd")
+        (tmp / "provenance.json").write_text(redact(json.dumps(prov, indent=2, default=str)))
+        (tmp / "README.md").write_text(redact(_datacard(frame, prov)))
+    return {"rows": frame.height, "path": str(to / "items.parquet"), "chains": frame.select(GROUP).n_unique()}
+
+
+def check_target(out_dir: Path | str, to: Path | str) -> None:
+    """Raise `ExportTargetError` (one sentence) unless `to` can take the artifact of `out_dir`."""
+    out_dir, to = Path(out_dir), Path(to)
+    real_out, real_to = out_dir.resolve(), to.resolve()
+    if real_to == real_out or real_out in real_to.parents:
+        raise ExportTargetError(f"--to {to} is inside the results directory {out_dir} (the artifact would be read "
+                                "as part of the sweep); give a folder outside it")
+    if not to.exists():
+        return
+    if not to.is_dir():
+        raise ExportTargetError(f"--to {to} is an existing file; give a folder (a new one, or an earlier "
+                                "export to replace)")
+    other = sorted(p.name for p in to.iterdir() if p.name not in ARTIFACT and not is_own_temp(p.name))
+    if other:
+        raise ExportTargetError(f"--to {to} is a folder holding other files ({', '.join(other[:3])}"
+                                f"{', ...' if len(other) > 3 else ''}), which an export would replace; give a new "
+                                "or empty folder, or an earlier export")
+
+
+def _stale_pattern(to: Path) -> re.Pattern[str]:
+    """The temp folders `_building` names beside `to` (`temp_name`'s names), the pid first."""
+    return re.compile(rf"\.{re.escape(to.name)}\.fs-(\d+)-\d+-[0-9a-f]+\.(?:new|old)")
+
+
+def _temp(to: Path, kind: str) -> Path:
+    """A folder name beside `to` in framesweep's temp naming, `.NAME.fs-<pid>-<thread>-<hex>.<kind>`."""
+    name = temp_name(to).name
+    return to.with_name(f"{name.removesuffix('.tmp')}.{kind}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_exports(to: Path) -> list[Path]:
+    """Remove the temp folders a killed export to `to` left beside it (their process gone); an earlier export
+    moved aside (`.old`) while `to` itself is missing is put back first. Returns what was removed."""
+    pattern, removed = _stale_pattern(to), []
+    for p in sorted(to.parent.iterdir()):
+        m = pattern.fullmatch(p.name)
+        if m is None or not p.is_dir() or p.is_symlink() or _alive(int(m.group(1))):
+            continue
+        if p.name.endswith(".old") and not to.exists():
+            os.replace(p, to)  # killed between its two renames: the earlier export is still the artifact
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        removed.append(p)
+    return removed
+
+
+@contextlib.contextmanager
+def _building(to: Path) -> Iterator[Path]:
+    """A hidden folder beside `to` to write the artifact in; on success it replaces `to` whole (an earlier
+    export moved aside first, removed after); on any error it is removed."""
+    to.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_exports(to)
+    tmp, old = _temp(to, "new"), _temp(to, "old")
+    tmp.mkdir()
+    try:
+        yield tmp
+        for f in tmp.iterdir():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        fsync_dir(tmp)
+        if to.exists():
+            os.replace(to, old)
+        os.replace(tmp, to)
+        fsync_dir(to.parent)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)

@@ -117,3 +117,127 @@ def test_provenance_versions_and_a_hub_model_hashed_from_the_local_cache(tmp_pat
     prov = json.loads((tmp_path / "art" / "provenance.json").read_text())
     assert prov["framesweep_version"] == "0.0.9" and prov["exported_by"]["framesweep"]
     assert prov["exported_by"]["polars"] == pl.__version__
+
+
+# --- where the artifact goes: never into the sweep, never over a user's file, never half-written ---------
+
+def _export(out: Path, to: Path) -> object:
+    return CliRunner().invoke(app, ["export", str(out), "--to", str(to)])
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_export_into_the_results_directory_is_refused(tmp_path: Path) -> None:
+    """Before, `--to OUT/results/art` wrote an items.parquet among the shards: the sweep read it as rows."""
+    out = tmp_path / "out"
+    _sweep(out)
+    before = _tree(out)
+    for to in (out, out / "results" / "art", out / "art"):
+        res = _export(out, to)
+        assert res.exit_code == 2, res.output
+        assert "inside the results directory" in " ".join(res.output.split()) and "Traceback" not in res.output
+    assert _tree(out) == before  # nothing written, nothing created
+
+
+def test_export_to_an_existing_file_or_a_folder_of_other_files_is_one_sentence(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _sweep(out)
+    (tmp_path / "notes.txt").write_text("mine")
+    res = _export(out, tmp_path / "notes.txt")
+    assert res.exit_code == 2 and "is an existing file" in " ".join(res.output.split())
+    assert len(res.output.strip().splitlines()) <= 2 and "Traceback" not in res.output  # one sentence, wrapped
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    res = _export(out, tmp_path)  # a folder holding the sweep and the notes: an export would replace it
+    assert res.exit_code == 2 and "holding other files" in " ".join(res.output.split())
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_an_earlier_export_is_replaced_whole_and_an_empty_folder_taken(tmp_path: Path) -> None:
+    out, art = tmp_path / "out", tmp_path / "art"
+    _sweep(out)
+    art.mkdir()
+    assert _export(out, art).exit_code == 0
+    (art / ".items.parquet.fs-1-2-0123abcd.tmp").write_bytes(b"x")  # a temp an older version left inside
+    res = _export(out, art)
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in art.iterdir()) == ["README.md", "items.parquet", "provenance.json"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp folder left beside
+
+
+_KILLED_MID_WRITE = """
+import os, sys, time
+import polars as pl
+from engine.cli.app import main
+
+def stalled(self, path, **kw):  # writes part of the file, then stalls there for the test to kill it
+    with open(path, "wb") as fh:
+        fh.write(b"PAR1 partial")
+    print("WRITING", flush=True)
+    time.sleep(600)
+
+pl.DataFrame.write_parquet = stalled
+sys.argv = ["framesweep", "export", sys.argv[1], "--to", sys.argv[2]]
+main()
+"""
+
+
+def _killed_mid_write(out: Path, art: Path, sig: int) -> int:
+    """A real `framesweep export` process killed with `sig` while it writes items.parquet. Only the stall is
+    injected (a real write is too short to be caught in the middle); the kill and the cleanup are real."""
+    import os
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_MID_WRITE, str(out), str(art)], stdout=subprocess.PIPE,
+                            text=True, cwd=Path(__file__).resolve().parents[1])
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "WRITING"
+    os.kill(proc.pid, sig)
+    return proc.wait(timeout=60)
+
+
+def test_a_killed_export_leaves_the_earlier_artifact_and_its_temp_is_removed_next_time(tmp_path: Path) -> None:
+    import signal
+
+    out, art = tmp_path / "out", tmp_path / "art"
+    _sweep(out)
+    assert _export(out, art).exit_code == 0
+    earlier = _tree(art)
+    assert _killed_mid_write(out, art, signal.SIGKILL) == -signal.SIGKILL
+    assert _tree(art) == earlier  # the artifact is the earlier one, whole; no temp inside it
+    left = [p for p in tmp_path.iterdir() if p.name.startswith(".art.")]
+    assert len(left) == 1 and (left[0] / "items.parquet").read_bytes() == b"PAR1 partial"  # beside, not in it
+    assert _export(out, art).exit_code == 0  # the next export recognises the dead one's folder and removes it
+    assert [p for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    # SIGTERM: the export cleans up after itself at once
+    assert _killed_mid_write(out, art, signal.SIGTERM) == 128 + signal.SIGTERM
+    assert [p for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert pl.read_parquet(art / "items.parquet").height == 15
+
+
+def test_export_of_the_quickstart_demos_own_results(tmp_path: Path, warm_engine: Path) -> None:
+    """`framesweep demo` then `framesweep export` of its results, as the Quickstart reads: the demo's model is
+    `tiny:qwen2_5_vl`, and its hash step failed (TypeError, nothing written) while every test exported
+    folder-path models only. Runs on the suite's warm engine (the demo's settings are the small spec's)."""
+    import os
+    import subprocess
+
+    from engine.backends.checkpoint import checkpoint_fingerprint
+    from engine.backends.tiny import tiny_checkpoint_dir
+
+    root = Path(__file__).resolve().parents[1]
+    out, art = tmp_path / "demo", tmp_path / "art"
+    r = subprocess.run([sys.executable, "-m", "engine.cli", "demo", "--out", str(out)], check=False, cwd=root,
+                       capture_output=True, text=True, timeout=600, env=dict(os.environ, COLUMNS="120"))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    r = subprocess.run([sys.executable, "-m", "engine.cli", "export", str(out), "--to", str(art)], check=False,
+                       cwd=root, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    items = pl.read_parquet(art / "items.parquet")
+    assert items.height == 6 * 3 * 4 and set(items["model_path"]) == {"tiny:qwen2_5_vl"}
+    fingerprint = checkpoint_fingerprint(tiny_checkpoint_dir("qwen2_5_vl"))
+    assert fingerprint is not None and set(items["model_hash"]) == {fingerprint}
+    prov = json.loads((art / "provenance.json").read_text())
+    (model,) = prov["models"].values()
+    assert model["path"] == "tiny:qwen2_5_vl" and model["hash"] == fingerprint
+    assert items["trajectory"].null_count() < items.height  # annotated: the demo's items are matched

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -12,17 +13,40 @@ from engine.cli._console import console, fail, shards_named
 __all__ = ["register"]
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM ends the export through its cleanup (the half-built folder is removed), exit 143."""
+    raise SystemExit(128 + signum)
+
+
 def export(
     out_dir: Annotated[Path, typer.Argument(help="Results directory of a sweep.")],
-    to: Annotated[Path, typer.Option("--to", help="Folder to write items.parquet, provenance.json and README.md.")],
+    to: Annotated[Path, typer.Option("--to", help="Folder to write items.parquet, provenance.json and README.md "
+                                     "(new, empty, or an earlier export, which is replaced; outside OUT).")],
 ) -> None:
-    """Write the audit artifact: per-item outputs per chain with derived annotations and provenance."""
+    """Write the audit artifact: per-item outputs per chain with derived annotations and provenance.
+
+    Exit codes: 0 written; 2 OUT is not a results directory, holds an unreadable shard, or --to cannot
+    take the artifact (inside OUT, a file, a folder of other files); 1 the artifact could not be written
+    (the OS error named; nothing is left half-written)."""
+    from engine.export import ExportTargetError, check_target
     from engine.export import export as run_export
     if not (out_dir / "results").is_dir():
         fail(f"{out_dir}: no results folder (not a framesweep results directory)")
         raise typer.Exit(2)
-    with shards_named(out_dir):
-        done = run_export(out_dir, to)
+    try:
+        check_target(out_dir, to)
+    except ExportTargetError as err:
+        fail(err)
+        raise typer.Exit(2) from None
+    before = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        with shards_named(out_dir):
+            done = run_export(out_dir, to)
+    except OSError as err:
+        fail(f"could not write the artifact to {to}: {err.strerror or err} ({err.filename or to})")
+        raise typer.Exit(1) from None
+    finally:
+        signal.signal(signal.SIGTERM, before)
     console.print(f"{done['rows']} rows over {done['chains']} chains -> {done['path']}")
 
 
