@@ -20,7 +20,12 @@ __all__ = ["CoalescingBackend"]
 
 class CoalescingBackend:
     """Wraps a `Backend`: `concurrency` engine calls at a time (one per engine replica; default the
-    backend's own `concurrency`, else 1), each carrying every batch queued meanwhile."""
+    backend's own `concurrency`, else 1), each carrying every batch queued meanwhile.
+
+    The task that hands batches out runs only while batches are queued: an idle coalescer holds no
+    pending task, so one dropped without `close` (a pipeline used for one answer) leaves none behind
+    for the garbage collector to destroy pending. `close` cancels the calls in flight; their callers
+    are cancelled too, never left waiting."""
 
     def __init__(self, backend: Backend, max_requests: int = 512, concurrency: int | None = None) -> None:
         self.backend = backend
@@ -29,7 +34,7 @@ class CoalescingBackend:
         self.concurrency = max(1, concurrency or int(backend.concurrency))
         self._calls: set[asyncio.Task[None]] = set()
         self._queue: list[tuple[list[EngineRequest], asyncio.Future[list[EngineResult]]]] = []
-        self._wake: asyncio.Event | None = None
+        self._slots = asyncio.Semaphore(self.concurrency)
         self._worker: asyncio.Task[None] | None = None
         self.calls = 0
 
@@ -40,20 +45,20 @@ class CoalescingBackend:
         return await self.backend.reset_caches()
 
     async def close(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
-            self._worker = None
-        for t in list(self._calls):
+        tasks = [t for t in (self._worker, *self._calls) if t is not None]
+        self._worker = None
+        for t in tasks:
             t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        queued, self._queue = self._queue, []
+        for _, fut in queued:
+            fut.cancel()
 
     async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
-        if self._worker is None or self._worker.done():
-            self._wake = asyncio.Event()
-            self._worker = asyncio.create_task(self._run())
         fut: asyncio.Future[list[EngineResult]] = asyncio.get_running_loop().create_future()
         self._queue.append((list(requests), fut))
-        assert self._wake is not None
-        self._wake.set()
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._run())
         return await fut
 
     def _take(self) -> list[tuple[list[EngineRequest], asyncio.Future[list[EngineResult]]]]:
@@ -66,26 +71,31 @@ class CoalescingBackend:
         return batch
 
     async def _run(self) -> None:
-        assert self._wake is not None
-        slots = asyncio.Semaphore(self.concurrency)
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._queue:
-                await slots.acquire()  # while every slot is busy, batches keep queueing (and merge)
-                batch = self._take()
-                if not batch:
-                    slots.release()
-                    continue
-                task = asyncio.create_task(self._call(batch))
-                self._calls.add(task)
-                task.add_done_callback(lambda t: (self._calls.discard(t), slots.release()))
+        """Hand the queued batches out, as many per call as were queued while every slot was busy; return
+        when nothing is queued (the next `generate` starts a new one)."""
+        while self._queue:
+            await self._slots.acquire()  # while every slot is busy, batches keep queueing (and merge)
+            batch = self._take()
+            if not batch:
+                self._slots.release()
+                continue
+            task = asyncio.create_task(self._call(batch))
+            self._calls.add(task)
+            task.add_done_callback(self._call_done)
+
+    def _call_done(self, task: asyncio.Task[None]) -> None:
+        self._calls.discard(task)
+        self._slots.release()
 
     async def _call(self, batch: list[tuple[list[EngineRequest], asyncio.Future[list[EngineResult]]]]) -> None:
         flat = [r for reqs, _ in batch for r in reqs]
         self.calls += 1
         try:
             results = await self.backend.generate(flat)
+        except asyncio.CancelledError:  # closed: the callers are cancelled, not left waiting
+            for _, fut in batch:
+                fut.cancel()
+            raise
         except Exception as err:  # noqa: BLE001 - every caller sees the engine's error
             for _, fut in batch:
                 if not fut.done():

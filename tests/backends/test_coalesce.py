@@ -111,3 +111,45 @@ def test_one_call_in_flight_per_replica() -> None:
     _, b, rest = asyncio.run(go())
     assert engine.peak == 2 and engine.sizes == [3, 2, 2]
     assert [r.text for r in b] == ["b0", "b1"] and [[r.text for r in x] for x in rest] == [["c0"], ["d0"]]
+
+
+def test_an_idle_coalescer_dropped_without_close_leaves_no_pending_task(caplog) -> None:  # type: ignore[no-untyped-def]
+    """A pipeline used for one answer (the cascade's warm-up) drops its coalescer without closing it. Its
+    dispatching task used to wait for the next batch forever, and the garbage collector destroyed it pending
+    ("Task was destroyed but it is pending!" on every cascade run); it now ends once nothing is queued."""
+    import gc
+    import logging
+
+    async def use() -> list[str]:
+        merged = CoalescingBackend(SlowEcho())
+        return [r.text for r in await merged.generate(_reqs("a", 2))]
+
+    async def go() -> tuple[list[str], int]:
+        texts = await use()
+        await asyncio.sleep(0)  # the finished call's callbacks run
+        gc.collect()
+        await asyncio.sleep(0)
+        return texts, len(asyncio.all_tasks())
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        texts, tasks = asyncio.run(go())
+        gc.collect()
+    assert texts == ["a0", "a1"] and tasks == 1  # only the test's own
+    assert "destroyed but it is pending" not in caplog.text, caplog.text
+
+
+def test_close_cancels_the_calls_in_flight_and_their_callers() -> None:
+    merged = CoalescingBackend(SlowEcho())
+
+    async def go():  # type: ignore[no-untyped-def]
+        caller = asyncio.create_task(merged.generate(_reqs("a", 1)))
+        await asyncio.sleep(0.01)  # in the engine
+        queued = asyncio.create_task(merged.generate(_reqs("b", 1)))  # waits for the slot
+        await asyncio.sleep(0)
+        await merged.close()
+        done = await asyncio.wait_for(asyncio.gather(caller, queued, return_exceptions=True), 5)  # never hangs
+        return done, len(asyncio.all_tasks())
+
+    done, tasks = asyncio.run(go())
+    assert all(isinstance(d, asyncio.CancelledError) for d in done), done
+    assert tasks == 1
