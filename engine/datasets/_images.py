@@ -8,9 +8,12 @@ hash (questions over the same image then share one "video" and one decode).
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from PIL import Image
 
 from engine.datasets._paths import resolve_under
 from engine.datasets.errors import RowError
@@ -28,11 +31,19 @@ def image_cache_dir(configured: Path | None, dataset: str) -> Path:
 
 
 def _suffix(data: bytes, name: str | None) -> str:
+    """The file suffix of image bytes; a row problem when they are no image (e.g. base64 of some text), which
+    would otherwise count as media found and fail as an error row on every run."""
     for magic, ext in _MAGIC:
         if data.startswith(magic):
             return ext
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return ".webp"
+    try:  # a format without a magic number above (TIFF, ...): Pillow tells
+        with Image.open(io.BytesIO(data)) as im:
+            im.verify()
+    except Exception:  # Pillow raises several types for bytes it cannot read
+        raise RowError(f"image: the {len(data)} bytes are no image Pillow can read (they start "
+                       f"{data[:12]!r})") from None
     suffix = Path(name).suffix.lower() if name else ""
     return suffix if suffix and len(suffix) <= 6 else ".img"
 

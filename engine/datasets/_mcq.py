@@ -8,17 +8,26 @@ from collections.abc import Sequence
 from engine.datasets.errors import RowError
 from engine.items import option_letters
 
-__all__ = ["answer_letter", "lettered_options", "paren_block", "yes_no_answer"]
+__all__ = ["MAX_OPTIONS", "answer_letter", "check_option_count", "lettered_options", "paren_block", "yes_no_answer"]
 
 _LABEL = re.compile(r"^\s*\(?([A-Z])[.:)]\s?(.*)$", re.DOTALL)
 
+MAX_OPTIONS = 26
+"""Options are named by the letters A-Z: a question with more cannot be asked (a 27th would be '[')."""
 
-def lettered_options(options: Sequence[str], field: str = "options", max_options: int = 26) -> tuple[str, ...]:
-    """Option texts without their "A. " labels; labels, when present, must run A, B, C, ... in order."""
+
+def check_option_count(options: Sequence[object], field: str = "options", max_options: int = MAX_OPTIONS) -> None:
+    """A row problem unless there are 2 to `max_options` options (at most the 26 letters that name them)."""
     if len(options) < 2:
         raise RowError(f"{field}: expected at least 2 options, got {len(options)}")
     if len(options) > max_options:
-        raise RowError(f"{field}: expected at most {max_options} options, got {len(options)}")
+        more = " (the letters A-Z)" if max_options == MAX_OPTIONS else ""
+        raise RowError(f"{field}: expected at most {max_options} options{more}, got {len(options)}")
+
+
+def lettered_options(options: Sequence[str], field: str = "options", max_options: int = MAX_OPTIONS) -> tuple[str, ...]:
+    """Option texts without their "A. " labels; labels, when present, must run A, B, C, ... in order."""
+    check_option_count(options, field, max_options)
     texts = []
     for letter, opt in zip(option_letters(len(options)), options, strict=True):
         m = _LABEL.match(opt)

@@ -18,19 +18,19 @@ def resolve_under(root: Path, relative: str | os.PathLike[str], *, source: str |
     The root itself is resolved first (a symlinked root is fine); then the joined path is
     resolved (symlinks of the parts that exist, then ``..``), and must lie inside it. An
     absolute `relative`, ``..`` that climbs out, or a symlink inside the root pointing
-    outside it are all rejected, naming the annotation file, row and item. The file need
-    not exist: a missing file is the scheduler's error row, not the adapter's.
+    outside it are all rejected, naming the annotation file, row and item (fatal, whatever
+    `strict` says). An empty path is a bad row (skipped and counted with ``strict = false``).
+    The file need not exist: a missing file is the scheduler's error row, not the adapter's.
     """
     text = os.fspath(relative)
-    reason = None
-    if not text or "\x00" in text:
-        reason = f"empty or invalid media path {text!r}"
-    else:
-        base = Path(root).resolve()
-        path = (base / text).resolve()
-        if path == base or path.is_relative_to(base):
-            return path
-        reason = f"media path {text!r} escapes its root {base} (resolves to {path})"
+    if not text.strip() or "\x00" in text:
+        raise DatasetError([Problem(str(source), row, f"empty or invalid media path {text!r}", item_id,
+                                    fatal="\x00" in text)])
+    base = Path(root).resolve()
+    path = (base / text).resolve()
+    if path == base or path.is_relative_to(base):
+        return path
+    reason = f"media path {text!r} escapes its root {base} (resolves to {path})"
     raise DatasetError([Problem(str(source), row, reason, item_id, fatal=True)])
 
 

@@ -115,7 +115,10 @@ def read_parquet(path: Path, columns: Mapping[str, Kind], problems: Problems,
         for reason in bad:
             problems.add(f, None, reason, fatal=True)
         if not bad:
-            out.append((f, pl.read_parquet(f)))
+            try:
+                out.append((f, pl.read_parquet(f)))
+            except Exception as err:  # a valid footer over corrupt data pages: polars raises several types
+                problems.add(f, None, f"not a readable Parquet file: {err}", fatal=True)
     return out
 
 
@@ -148,6 +151,8 @@ def read_json(path: Path, problems: Problems) -> Any:
         problems.add(path, None, "annotation file not found", fatal=True)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         problems.add(path, None, f"not valid JSON: {err}", fatal=True)
+    except RecursionError:
+        problems.add(path, None, "not readable JSON: arrays or objects nested too deeply", fatal=True)
     except OSError as err:
         problems.add(path, None, f"cannot read: {err}", fatal=True)
     return None

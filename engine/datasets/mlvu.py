@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.datasets._base import BaseAdapter, Occurrences
-from engine.datasets._mcq import answer_letter, paren_block
+from engine.datasets._mcq import answer_letter, check_option_count, paren_block
 from engine.datasets._paths import check_root, resolve_under
 from engine.datasets._tables import collect_rows, json_list, need, optional
-from engine.datasets.errors import Problems, RowError
+from engine.datasets.errors import Problems
 from engine.datasets.registry import register_adapter
 from engine.items import Item
 from engine.spec.datasets import MLVUSpec
@@ -99,8 +99,7 @@ class MLVU(BaseAdapter):
             return Item(**common, answer=answer, references=refs, kind="open", prompt=question,
                         system_prompt=OPEN_SYSTEM, extra={"duration_s": duration, "scoring_points": points})
         candidates = list(need(rec, "candidates", "list[str]"))
-        if len(candidates) < 2:
-            raise RowError(f"candidates: expected at least 2, got {len(candidates)}")
+        check_option_count(candidates, "candidates")
         return Item(**common, options=tuple(candidates), answer=answer_letter(answer, candidates), kind="mcq",
                     prompt=paren_block(question, candidates) + MC_SUFFIX, system_prompt=MC_SYSTEM,
                     response_prefix=ANSWER_START, extra={"duration_s": duration, "answer_text": answer})

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.datasets._base import BaseAdapter, Occurrences
-from engine.datasets._mcq import answer_letter, paren_block
+from engine.datasets._mcq import answer_letter, check_option_count, paren_block
 from engine.datasets._paths import check_root, resolve_under
 from engine.datasets._tables import collect_rows, json_list, need
 from engine.datasets.errors import Problems, RowError
@@ -102,8 +102,7 @@ class MVBench(BaseAdapter):
         path = resolve_under(self.spec.media_root, folder + video, source=source, row=i, item_id=item_id)
         question = need(rec, "question")
         candidates = list(need(rec, "candidates", "list[str]"))
-        if len(candidates) < 2:
-            raise RowError(f"candidates: expected at least 2, got {len(candidates)}")
+        check_option_count(candidates, "candidates")
         answer = need(rec, "answer")
         clip = None
         if bounded:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.datasets._base import BaseAdapter, ItemScore
+from engine.datasets._mcq import check_option_count
 from engine.datasets._paths import check_root, resolve_under
 from engine.datasets._tables import Kind, collect_rows, need, read_parquet
 from engine.datasets.errors import Problems, RowError
@@ -254,8 +255,7 @@ class VideoMMMU(BaseAdapter):
         answer = need(rec, "answer").strip()
         mcq = qtype == "multiple-choice"
         if mcq:
-            if len(raw) < 2:
-                raise RowError(f"options: a multiple-choice question needs at least 2, got {len(raw)}")
+            check_option_count(raw)
             if answer not in option_letters(len(raw)):
                 raise RowError(f"answer: expected an option letter A-{option_letters(len(raw))[-1]}, "
                                f"got {answer[:40]!r}")

@@ -78,3 +78,26 @@ def test_malformed_entries_are_located(tmp_path: Path) -> None:
     assert "row 4" in text and "expected an object" in text
     lenient = build_adapter(fixture(tmp_path, qa=bad[:3], strict=False))
     assert len(list(lenient.items())) == 3 and len(lenient.problems) == 2
+
+
+def test_an_empty_video_path_is_a_bad_row_that_strict_false_skips(tmp_path: Path) -> None:
+    """One sample with `"video": ""` failed the whole load (a fatal problem) even with strict = false; it is a
+    row problem: named (strict), or skipped and counted while the rest loads."""
+    qa = [QA[0], sample("v_empty", "", ("human", "<image>\nWhat happens?")), QA[1]]
+    with pytest.raises(DatasetError) as err:
+        list(build_adapter(fixture(tmp_path, qa=qa)).items())
+    assert "qa_processed.json: row 1 (item 0_30_s_academic_oe_v0_1_qa_processed/v_empty): empty or invalid media " \
+           "path ''" in str(err.value)
+    lenient = build_adapter(fixture(tmp_path, qa=qa, strict=False))
+    items = list(lenient.items())
+    assert len(items) == 4 and len(lenient.problems) == 1 and "v_empty" not in " ".join(it.item_id for it in items)
+
+
+def test_a_deeply_nested_json_is_one_sentence_naming_the_file(tmp_path: Path) -> None:
+    """A JSON file nested past Python's recursion limit ended the load in a RecursionError traceback."""
+    spec = fixture(tmp_path)
+    deep = tmp_path / "ann" / "0_30_s_academic_oe_v0_1_qa_processed.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(DatasetError) as err:
+        list(build_adapter(spec).items())
+    assert f"{deep}: not readable JSON: arrays or objects nested too deeply" in str(err.value)

@@ -116,6 +116,32 @@ def test_malformed_rows_are_located(tmp_path: Path) -> None:
     assert {it.group_id for it in lenient.items()} == {"0"} and len(lenient.problems) == 4
 
 
+def test_base64_that_is_no_image_is_a_bad_row_not_media_found(tmp_path: Path) -> None:
+    """Valid base64 of some text was written to the image cache as `<digest>.img` and counted as media found
+    by inspect; every run then failed its jobs as error rows. It is a located row problem now: the load stops
+    (strict), or the row is skipped and counted (strict = false) and is no media at all."""
+    from engine.datasets.survey import survey
+    from engine.spec import parse_spec
+
+    text = b64(b"this decodes fine as base64, but it is a sentence and no picture at all." * 2)
+    rows = [row(0), row(1, image=text), row(2, image="1")]  # row 2 shares row 1's "image"
+    with pytest.raises(DatasetError) as err:
+        list(build_adapter(spec(tmp_path, rows)).items())
+    said = str(err.value)
+    for r in (1, 2):
+        assert f"MMBench_DEV_EN.tsv: row {r}: image: the 144 bytes are no image Pillow can read" in said, said
+    assert "2 problem(s)" in said
+    lenient = spec(tmp_path, rows, strict=False)
+    adapter = build_adapter(lenient)
+    assert {it.group_id for it in adapter.items()} == {"0"} and len(adapter.problems) == 2
+    assert [p.suffix for p in (tmp_path / "img").iterdir()] == [".png"]  # nothing else was cached
+    sweep = parse_spec({"sweep_id": "mmb", "models": [{"id": "m", "family": "qwen2_5_vl", "path": "tiny:qwen2_5_vl"}],
+                        "dataset": lenient.model_dump(mode="json"), "budgets": [{"frames": 1}],
+                        "store": {"out_dir": str(tmp_path / "out")}})
+    (got,) = survey(sweep)  # what `framesweep inspect` shows
+    assert (got.media_total, got.media_found, len(got.problems)) == (1, 1, 2)
+
+
 def test_missing_column_is_fatal(tmp_path: Path) -> None:
     path = tmp_path / "MMBench_DEV_EN.tsv"
     path.write_text("index\tquestion\tA\tB\tanswer\tcategory\n0\tq\ta\tb\tA\tc\n")

@@ -69,3 +69,15 @@ def test_bad_rows(tmp_path: Path) -> None:
     assert "action_sequence.json: row 0: missing field 'start'" in msg
     assert "row 1: start/end: expected 0 <= start < end" in msg
     assert "row 2: field 'candidates': expected a list of strings, got str" in msg
+
+
+def test_more_candidates_than_letters_is_a_bad_row(tmp_path: Path) -> None:
+    """27 candidates were lettered A..Z and then '[' (past Z); a located row problem now."""
+    spec = _fixture(tmp_path)
+    many = [f"c{k}" for k in range(27)]
+    write_json(spec.annotation_dir / "action_antonym.json", [
+        {"video": "166583.webm", "question": "What is the action?", "candidates": many, "answer": "c26"}])
+    with pytest.raises(DatasetError) as err:
+        list(build_adapter(spec).items())
+    assert "action_antonym.json: row 0: candidates: expected at most 26 options (the letters A-Z), got 27" in \
+        str(err.value)

@@ -121,7 +121,7 @@ def test_malformed_rows_are_located(tmp_path: Path) -> None:
     assert "3 problem(s)" in text
     assert "Perception/test-00000-of-00001.parquet: row 1" in text and "expected <split>_<Subject>_<n>" in text
     assert "row 2" in text and "expected an option letter A-D" in text
-    assert "row 3" in text and "needs at least 2" in text
+    assert "row 3" in text and "expected at least 2 options" in text
     lenient = build_adapter(spec.model_copy(update={"strict": False}))
     assert len(list(lenient.items())) == 4 and len(lenient.problems) == 3
 
@@ -143,3 +143,33 @@ def test_new_adapters_are_listed_with_versions() -> None:
         assert name in out and version in out
     one = CliRunner().invoke(app, ["datasets", "mmbench"], env={"COLUMNS": "200"}).output
     assert "circular" in one
+
+
+def test_more_options_than_letters_is_a_bad_row(tmp_path: Path) -> None:
+    """A question with 30 options was lettered past Z ('[', '\\\\', ']', ...) and asked that way; it is a located
+    row problem now (skipped and counted with strict = false)."""
+    many = [f"choice {k}" for k in range(30)]
+    spec = fixture(tmp_path, perception=[q("validation_Chemistry_12", "ok?", "B"),
+                                         q("validation_Physics_1", "which?", "C", many)])
+    with pytest.raises(DatasetError) as err:
+        list(build_adapter(spec).items())
+    assert "Perception/test-00000-of-00001.parquet: row 1: options: expected at most 26 options (the letters A-Z), " \
+           "got 30" in str(err.value)
+    lenient = build_adapter(spec.model_copy(update={"strict": False}))
+    items = list(lenient.items())
+    assert "Perception/validation_Physics_1" not in {it.item_id for it in items} and len(lenient.problems) == 1
+    assert all(len(it.options) <= 26 for it in items)
+
+
+def test_a_corrupt_parquet_is_one_sentence_naming_the_file(tmp_path: Path) -> None:
+    """A shard whose footer reads but whose data pages are damaged ended the load in a Polars ComputeError
+    traceback; it is a fatal problem naming the file (exit 2 from inspect and run)."""
+    spec = fixture(tmp_path)
+    shard = tmp_path / "VideoMMMU" / "Perception" / "test-00000-of-00001.parquet"
+    data = bytearray(shard.read_bytes())
+    data[8:len(data) // 2] = b"\xff" * (len(data) // 2 - 8)  # the pages; the footer at the end stays whole
+    shard.write_bytes(bytes(data))
+    for strict in (True, False):
+        with pytest.raises(DatasetError) as err:
+            list(build_adapter(spec.model_copy(update={"strict": strict})).items())
+        assert f"{shard}: not a readable Parquet file: " in str(err.value)
