@@ -397,3 +397,26 @@ def test_two_cascades_in_one_second_get_their_own_session_folders(tmp_path: Path
     assert len(seen) == 2 and seen[0] != seen[1]
     assert all(s.parent == out / "cascade" and s.name not in taken for s in seen)
     assert all(not any((out / "cascade" / name).iterdir()) for name in taken)
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--predictor", "nobody"], "--predictor 'nobody' is not a model of the spec; known: tiny"),
+    (["--predictor", "tiny", "--glimpse", "-2"], "Invalid value for '--glimpse'"),
+    (["--predictor", "tiny", "--manifest", "FOLDER"], "--manifest FOLDER: is a folder; give a file name"),
+])
+def test_predict_refuses_bad_options_before_any_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       args: list[str], said: str) -> None:
+    """A negative --glimpse became a BudgetPoint validation traceback after the engines had started; a folder
+    given as --manifest failed after every prediction. The engine start is replaced by one that fails the test."""
+    import engine.sweep
+
+    async def started(*_: object, **__: object) -> None:
+        raise AssertionError("an engine was started")
+
+    monkeypatch.setattr(engine.sweep, "start_backends", started)
+    (tmp_path / "folder").mkdir()
+    spec = str(write_toml(tmp_path / "s.toml", small_spec_dict(tmp_path / "out")))
+    argv = [a.replace("FOLDER", str(tmp_path / "folder")) for a in args]
+    res = runner.invoke(app, ["predict", spec, *argv], env={"COLUMNS": "200"})
+    out = _no_traceback(res)
+    assert res.exit_code == 2 and said.replace("FOLDER", str(tmp_path / "folder")) in out, out

@@ -372,7 +372,8 @@ def cascade(
 def predict(
     spec_path: Annotated[Path, typer.Argument(metavar="SPEC.toml", help="Sweep spec (TOML).")],
     predictor: Annotated[str, typer.Option("--predictor", help="Id of the spec's model that predicts.")],
-    glimpse: Annotated[int, typer.Option("--glimpse", help="Low-resolution frames shown to the predictor.")] = 0,
+    glimpse: Annotated[int, typer.Option("--glimpse", min=0, max=4096,
+                                         help="Low-resolution frames shown to the predictor.")] = 0,
     run_items: Annotated[bool, typer.Option("--run/--no-run", help="Answer every item at its predicted budget.")] = True,
     manifest: Annotated[Path | None, typer.Option("--manifest", help="Write the frame-count manifest (JSONL).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Results directory (overrides store.out_dir).")] = None,
@@ -383,11 +384,14 @@ def predict(
     from engine.adaptive.predictor import answers_items, predict_frames, run_predicted
     from engine.sweep import start_backends
 
+    from engine.cli._checks import check_output
+
     _logging(verbose)
+    check_output("--manifest", manifest)
     spec = _load(spec_path, out)
     _preflight(spec, str(spec_path))
     if predictor not in {m.id for m in spec.models}:
-        fail(f"--predictor {predictor!r} is not a model of the spec")
+        fail(f"--predictor {predictor!r} is not a model of the spec; known: {', '.join(m.id for m in spec.models)}")
         raise typer.Exit(2)
     if run_items and not answers_items(spec):
         names = ", ".join(ds.name for ds in spec.dataset_specs())
