@@ -345,7 +345,8 @@ def test_a_cascade_report_of_another_version_is_named_and_left_out(sure_results:
 
     out = tmp_path / "out"
     shutil.copytree(sure_results, out)
-    sessions = {"20260101T000000": {k: v for k, v in _cascade_report().items() if k not in ("schema", "framesweep_version", "rounds")},
+    unversioned = {k: v for k, v in _cascade_report().items() if k not in ("schema", "framesweep_version", "rounds")}
+    sessions = {"20260101T000000": unversioned,
                 "20260101T000001": _cascade_report(schema="framesweep.cascade/9", framesweep_version="9.0"),
                 "20260101T000002": _cascade_report(), "20260101T000003": "[" * 100_000}
     for name, doc in sessions.items():

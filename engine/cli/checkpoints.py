@@ -145,7 +145,8 @@ def checkpoints(
     out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")],
     models: _Models = None, image_datasets: _ImageDs = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON document here.")] = None,
-    engine: Annotated[PolarsEngine, typer.Option("--engine", help="Polars engine: auto, streaming or in-memory.")] = "auto",
+    engine: Annotated[PolarsEngine, typer.Option(
+        "--engine", help="Polars engine: auto, streaming or in-memory.")] = "auto",
 ) -> None:
     """Checkpoint audit: scores, gains and flows against each base; video gain vs image loss ("temporal trap"),
     against train frames; official image-benchmark scores."""

@@ -141,8 +141,8 @@ def test_inspect_runs_the_preflight_of_run(tmp_path: Path) -> None:
                       "decode.decoder: unknown decoder 'nope'"):
             assert field in out, (command, field, out)
         assert "items per task" not in out and not (tmp_path / "o").exists()
-    spec.write_text(spec.read_text().replace('"tiny:nope"', f'"{tmp_path / "no-such-model"}"')
-                    .replace('family = "nope"', 'family = "qwen2_5_vl"').replace('decoder = "nope"', 'decoder = "pyav"'))
+    text = spec.read_text().replace('"tiny:nope"', f'"{tmp_path / "no-such-model"}"')
+    spec.write_text(text.replace('family = "nope"', 'family = "qwen2_5_vl"').replace('decoder = "nope"', 'decoder = "pyav"'))
     result = runner.invoke(app, ["inspect", str(spec)], env={"COLUMNS": "200"})
     assert result.exit_code == 2 and "models.1.path: " in _output(result) and "no such checkpoint directory" in \
         _output(result), _output(result)
