@@ -8,8 +8,12 @@ the letters' logprobs are read from `top_logprobs` (start vLLM's server with
 `--logprobs-mode processed_logprobs` to get the renormalised distribution).
 
 Bounded concurrency; retries with exponential backoff on 5xx, connection errors
-and timeouts; then the request becomes an error result (an error row). The API
-key is read from an environment variable and never logged or returned.
+and timeouts; then the request becomes an error result (an error row). httpx's
+`timeout_s` bounds each read, so a server that trickles bytes would never time
+out: every request also has a deadline for the whole of it (`request_timeout_s`),
+past which it counts as timed out (`TimeoutError`). The API key is read from an
+environment variable and never logged or returned; a server's text is redacted
+before it is cut short (a key across the cut would leave its prefix).
 """
 
 from __future__ import annotations
@@ -31,13 +35,13 @@ from PIL import Image
 from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT, BackendBase, EngineRequest, EngineResult
 from engine.runtime.secrets import redact, register_secret
 from engine.scoring import letter_logprobs
-from engine.spec import HTTPSpec
+from engine.spec import HTTPSpec, SpecError
 
 __all__ = ["FrameEncoder", "MalformedReply", "OpenAIHTTPBackend"]
 
 log = logging.getLogger(__name__)
 
-_RETRYABLE = (httpx.TimeoutException, httpx.TransportError)
+_RETRYABLE = (httpx.TimeoutException, httpx.TransportError, TimeoutError)
 
 
 class MalformedReply(ValueError):
@@ -117,15 +121,26 @@ class OpenAIHTTPBackend(BackendBase):
     async def start(self) -> dict[str, Any]:
         self._client = httpx.AsyncClient(base_url=self.http.base_url.rstrip("/"), headers=self._headers(),
                                          timeout=self.http.timeout_s, transport=self._transport)
-        version = "unknown"
         try:
-            resp = await self._client.get("/version")
-            if resp.status_code == 200:
-                version = f"vllm {resp.json().get('version', '?')}"
-        except httpx.HTTPError:
-            pass
-        self.info = {"engine_version": f"openai-http ({version})", "worker": self.http.base_url}
+            async with asyncio.timeout(self.http.request_timeout_s):
+                resp: httpx.Response | None = await self._client.get("/version")
+        except (httpx.HTTPError, TimeoutError):
+            resp = None  # the chat requests will say what is wrong, each on its row
+        self.info = {"engine_version": f"openai-http ({self._version(resp)})", "worker": self.http.base_url}
         return self.info
+
+    def _version(self, resp: httpx.Response | None) -> str:
+        """The server's version from its `/version` reply; a 200 that is not JSON is no OpenAI-compatible server."""
+        if resp is None or resp.status_code != 200:
+            return "unknown"
+        try:
+            doc = resp.json()
+        except ValueError:
+            url = self.http.base_url.rstrip("/") + "/version"
+            raise SpecError(f"[models.http] base_url: {url} answered 200 with a body that is not JSON "
+                            f"({redact(resp.text)[:80]!r}); is {self.http.base_url} an OpenAI-compatible server "
+                            "(e.g. vllm serve)?") from None
+        return f"vllm {doc.get('version', '?')}" if isinstance(doc, dict) else "unknown"
 
     async def close(self) -> None:
         if self._client is not None:
@@ -148,16 +163,16 @@ class OpenAIHTTPBackend(BackendBase):
         delay = self.http.backoff_s
         for attempt in range(self.http.max_retries + 1):
             try:
-                resp = await self._client.post(path, json=body)
+                resp = await self._send(path, body)
                 if resp.status_code < 500:
                     resp.raise_for_status()
                     return resp.json()
                 err: Exception = httpx.HTTPStatusError(
-                    f"server error {resp.status_code}: {resp.text[:300]}", request=resp.request, response=resp)
+                    f"server error {resp.status_code}: {redact(resp.text)[:300]}", request=resp.request, response=resp)
             except _RETRYABLE as e:
                 err = e
             except httpx.HTTPStatusError as e:
-                raise httpx.HTTPStatusError(f"{e.response.status_code}: {e.response.text[:500]}",
+                raise httpx.HTTPStatusError(f"{e.response.status_code}: {redact(e.response.text)[:500]}",
                                             request=e.request, response=e.response) from None
             if attempt == self.http.max_retries:
                 raise err
@@ -165,6 +180,17 @@ class OpenAIHTTPBackend(BackendBase):
             await asyncio.sleep(delay)
             delay *= 2
         raise AssertionError("unreachable")
+
+    async def _send(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        """One POST, its reply read to the last byte within `request_timeout_s` (else TimeoutError)."""
+        assert self._client is not None, "backend not started"
+        deadline = self.http.request_timeout_s
+        try:
+            async with asyncio.timeout(deadline):
+                return await self._client.post(path, json=body)
+        except TimeoutError:
+            raise TimeoutError(f"{path}: no complete reply within {deadline:g} s "
+                               "([models.http] request_timeout_s)") from None
 
     async def _body(self, r: EngineRequest) -> dict[str, Any]:
         messages = self._messages(r)
@@ -221,8 +247,9 @@ class OpenAIHTTPBackend(BackendBase):
             except MalformedReply as err:
                 return self._error(r, err.kind, str(err))
             except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
+                reply = redact(str(data))[:300]  # redacted before it is cut
                 return self._error(r, "MalformedReply",
-                                   f"unreadable chat completion ({type(err).__name__}: {err}): {str(data)[:300]}")
+                                   f"unreadable chat completion ({type(err).__name__}: {err}): {reply}")
 
     def _result(self, r: EngineRequest, data: dict[str, Any], engine_s: float) -> EngineResult:
         choice = data["choices"][0]

@@ -259,7 +259,12 @@ class HTTPSpec(_Strict):
         default=None, description="Environment variable holding the API key (never logged or stored)."
     )
     concurrency: int = Field(default=8, ge=1, description="Requests in flight at once.")
-    timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout in seconds.")
+    timeout_s: float = Field(default=120.0, gt=0, description="Timeout in seconds of each connect, read and write "
+                             "of a request (a server that trickles bytes never trips it: see request_timeout_s).")
+    request_timeout_s: float = Field(
+        default=600.0, gt=0, allow_inf_nan=False,
+        description="Deadline in seconds of one whole request, from sending it to the reply's last byte; past it "
+        "the request counts as timed out (retried like a timeout, then an error row).")
     max_retries: int = Field(default=3, ge=0, description="Retries on 5xx, connection errors and timeouts.")
     backoff_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles each retry.")
     jpeg_quality: int = Field(default=85, ge=1, le=100, description="JPEG quality of the frames sent.")

@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import quote
 
 import polars as pl
 import pytest
@@ -198,3 +199,181 @@ frames = 0
     assert res.exit_code == EXIT_FAILED_JOBS == 4, res.output
     assert "2 ok, 4 failed" in res.output and "sekret" not in res.output
     assert scan_results(tmp_path / "out").collect().height == 6
+
+
+# --- replies a real vLLM server does not give on demand -------------------------------------------------------
+# A scripted loopback stand-in, used only for these: a reply trickled a few bytes at a time (each read well within
+# httpx's timeout), error bodies that echo the API key (JSON-escaped or URL-encoded, across the length at which the
+# text is cut), a /version that answers 200 with HTML, and first-token logprobs that hold only some option letters.
+
+ECHO_KEY = "sk-echoed/key+0123456789"
+
+
+class ScriptedServer:
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, code: int, body: bytes, kind: str = "application/json", trickle: int = 0) -> None:
+                self.send_response(code)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                try:
+                    for i in range(trickle):  # one byte every 0.2 s: each read is quick, the whole reply is not
+                        self.wfile.write(body[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                    self.wfile.write(body[trickle:])
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up: expected here
+                    pass
+
+            def do_GET(self) -> None:
+                if outer.mode == "html_version":
+                    return self._send(200, b"<html><body>It works!</body></html>", "text/html")
+                self._send(200, b'{"version": "fake"}')
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if self.path == "/tokenize":
+                    return self._send(200, json.dumps({"tokens": [ord(body["prompt"])]}).encode())
+                kind = "flash" if "flash" in json.dumps(body["messages"]) else "other"
+                if outer.mode == "echo":
+                    return self._echo(kind)
+                letters = "B" if outer.mode == "partial" and kind == "flash" else "ABCD"
+                top = [{"token": x, "logprob": -1.2 - 0.1 * i} for i, x in enumerate(letters)]
+                doc = {"choices": [{"message": {"content": letters[0]},
+                                    "logprobs": {"content": [{"token": letters[0], "logprob": -1.2,
+                                                              "top_logprobs": top}]}}],
+                       "usage": {"prompt_tokens": 42, "completion_tokens": 1}}
+                self._send(200, json.dumps(doc).encode(), trickle=30 if outer.mode == "trickle" else 0)
+
+            def _echo(self, kind: str) -> None:
+                """The key across the cut: at character 296 of a 500's text (cut at 300) JSON-escaped, of a 401's
+                text (cut at 500) URL-encoded; a 200 without a choice holds it at 296 of its repr (cut at 300)."""
+                if kind == "flash":
+                    head = '{"error": "'
+                    text = head + "x" * (296 - len(head)) + json.dumps(ECHO_KEY)[1:-1].replace("/", "\\/") + '"}'
+                    return self._send(500, text.encode())
+                head = '{"detail": "'
+                if outer.hits.setdefault(kind, 0) == 0:  # first the 401, then (a rerun) the malformed 200
+                    outer.hits[kind] = 1
+                    text = head + "y" * (496 - len(head)) + quote(ECHO_KEY, safe="") + '"}'
+                    return self._send(401, text.encode())
+                pad = 296 - len(repr({"choices": [], "detail": ""})) + 2
+                self._send(200, json.dumps({"choices": [], "detail": "z" * pad + ECHO_KEY}).encode())
+
+        self.hits: dict[str, int] = {}
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture()
+def scripted(request: pytest.FixtureRequest):
+    s = ScriptedServer(request.param)
+    yield s
+    s.httpd.shutdown()
+
+
+def _one_video_spec(url: str, out: Path, questions: list[str], **http: object) -> dict:
+    return {
+        "sweep_id": "scripted",
+        "models": [{"id": "remote", "family": "qwen2_5_vl", "path": "tiny", "backend": "openai",
+                    "http": {"base_url": url, "max_retries": 0, "backoff_s": 0.01, **http}}],
+        "dataset": {"name": "synthetic", "n_videos": 1, "seconds": 2.0, "fps": 8, "width": 64, "height": 48,
+                    "questions": questions},
+        "budgets": [{"frames": 0}],
+        "store": {"out_dir": str(out), "commit_interval_s": 0.2},
+    }
+
+
+@pytest.mark.parametrize("scripted", ["trickle"], indirect=True)
+def test_a_reply_trickled_past_the_request_deadline_is_an_error_row(scripted: ScriptedServer, tmp_path: Path) -> None:
+    """Each byte comes within httpx's per-read timeout (timeout_s), so without a deadline for the whole request
+    the trickled reply (6 s) was waited for and scored; past request_timeout_s it is a TimeoutError row naming
+    the setting."""
+    spec = parse_spec(_one_video_spec(scripted.url, tmp_path / "out", ["flash_count"], timeout_s=1.0,
+                                      request_timeout_s=1.0))
+    summary = asyncio.run(Sweep(spec).run())
+    assert (summary.jobs_ok, summary.jobs_failed) == (0, 1)
+    row = scan_results(tmp_path / "out").collect().row(0, named=True)
+    assert (row["status"], row["error_type"]) == ("error", "TimeoutError")
+    assert "request_timeout_s" in row["error"] and "1 s" in row["error"], row["error"]
+
+
+@pytest.mark.parametrize("scripted", ["echo"], indirect=True)
+def test_a_key_echoed_across_the_cut_leaves_no_prefix(scripted: ScriptedServer, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Error texts were cut (300, 500 characters) before they were redacted: a key echoed across the cut, JSON-
+    escaped or URL-encoded, left its prefix in `error`. Now the whole text is redacted first."""
+    monkeypatch.setenv("FS_ECHO_KEY", ECHO_KEY)
+    spec = parse_spec(_one_video_spec(scripted.url, tmp_path / "out", ["flash_count", "first_colour"],
+                                      api_key_env="FS_ECHO_KEY"))
+    for _ in range(2):  # the rerun meets the malformed 200
+        asyncio.run(Sweep(spec).run())
+    rows = scan_results(tmp_path / "out").collect()
+    # the 500 twice (each run), the 401, then the malformed 200
+    assert sorted(rows["error_type"].to_list()) == ["HTTPStatusError"] * 3 + ["MalformedReply"]
+    for e in rows["error"].to_list():
+        assert "***" in e and "sk-" not in e and "sk%2D" not in e.upper(), e
+
+
+@pytest.mark.parametrize("scripted", ["html_version"], indirect=True)
+def test_a_version_endpoint_answering_html_stops_the_start_in_one_sentence(scripted: ScriptedServer,
+                                                                            tmp_path: Path) -> None:
+    """`/version` answering 200 with a body that is not JSON crashed the start with a JSONDecodeError traceback;
+    now `run` exits 2 naming the URL."""
+    from typer.testing import CliRunner
+
+    from engine.cli.app import app
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'''sweep_id = "html"
+[[models]]
+id = "remote"
+family = "qwen2_5_vl"
+path = "tiny"
+backend = "openai"
+[models.http]
+base_url = "{scripted.url}"
+[dataset]
+name = "synthetic"
+n_videos = 1
+seconds = 2.0
+fps = 8
+width = 64
+height = 48
+[[budgets]]
+frames = 0
+''')
+    res = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2, res.output
+    assert f"{scripted.url}/version" in res.output and "not JSON" in res.output, res.output
+    assert "JSONDecodeError" not in res.output and isinstance(res.exception, SystemExit)
+    assert scan_results(tmp_path / "out").collect().height == 0  # stopped before any row
+
+
+@pytest.mark.parametrize("scripted", ["partial"], indirect=True)
+def test_a_reply_with_some_letters_never_overstates_confidence(scripted: ScriptedServer, tmp_path: Path) -> None:
+    """First-token logprobs for one option letter of four (B at -1.2) gave that letter confidence 1.0 (renormalised
+    over the letters returned); now it keeps the probability the server gave it, and the row says how many letters
+    had a logprob. A reply with all four is renormalised over them."""
+    import math
+
+    spec = parse_spec(_one_video_spec(scripted.url, tmp_path / "out", ["flash_count", "first_colour"]))
+    summary = asyncio.run(Sweep(spec).run())
+    assert (summary.jobs_ok, summary.jobs_failed) == (2, 0)
+    rows = {r["task_type"]: r for r in scan_results(tmp_path / "out").collect().iter_rows(named=True)}
+    one = rows["flash_count"]
+    assert (one["pred"], one["letters_returned"]) == ("B", 1)
+    assert one["confidence"] == pytest.approx(math.exp(-1.2)) and one["option_probs"][0] is None
+    four = rows["first_colour"]
+    probs = [math.exp(-1.2 - 0.1 * i) for i in range(4)]
+    assert (four["pred"], four["letters_returned"]) == ("A", 4)
+    assert four["confidence"] == pytest.approx(probs[0] / sum(probs)) and sum(four["option_probs"]) == pytest.approx(1)

@@ -147,3 +147,25 @@ def test_frames_are_encoded_once_per_video_index_and_size(server: str, tiny_qwen
     res, encoded = asyncio.run(go())
     assert all(r.ok for r in res)
     assert encoded == 8  # 2 budgets x 2 questions, 4 + 8 frames requested, 8 distinct frames
+
+
+def test_a_real_server_answers_within_the_request_deadline(server: str, tiny_qwen25: Path) -> None:
+    """Against vLLM's own server: its /version is read (JSON), and letter requests sent under a total deadline
+    per request (`request_timeout_s`) come back whole, every option letter with a logprob, so the letters are
+    renormalised over all four (`letters_returned` 4)."""
+    from engine.scoring import score_letters
+
+    async def go():  # type: ignore[no-untyped-def]
+        be = OpenAIHTTPBackend(HTTPSpec(base_url=server, request_timeout_s=300), str(tiny_qwen25))
+        info = await be.start()
+        try:
+            return info, await be.generate(_requests()[:2])
+        finally:
+            await be.close()
+
+    info, res = asyncio.run(go())
+    assert info["engine_version"].startswith("openai-http (vllm ") and "unknown" not in info["engine_version"]
+    for r in res:
+        assert r.ok, r.error
+        s = score_letters(list("ABCD"), r.letter_logprobs)
+        assert s.returned == 4 and math.isclose(sum(p for p in s.probs if p is not None), 1.0, rel_tol=1e-6)
