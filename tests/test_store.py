@@ -250,3 +250,89 @@ def test_the_readme_names_every_result_column() -> None:
     section = text[text.index("`OUT/results/part-*.parquet` holds"):text.index("One results directory holds one sweep")]
     named = set(re.findall(r"[a-z_]+", " ".join(re.findall(r"`([^`]+)`", section))))
     assert sorted(set(RESULT_SCHEMA) - named) == []
+
+
+def test_a_deleted_lock_is_taken_again_before_the_next_commit(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`.lock` deleted while a driver holds it, and nobody made a new one: the driver takes a new `.lock` at its next
+    commit and goes on; a second driver is refused again (before the fix it took the new file and wrote too)."""
+    st = ResultStore(tmp_path)
+    st.add([row("a", "text")])
+    assert st.commit() == 1
+    (tmp_path / ".lock").unlink()
+    st.add([row("b", "text")])
+    assert st.commit() == 1
+    assert "was deleted while this driver held it; it is taken again" in caplog.text
+    with pytest.raises(StoreLockedError, match="another framesweep driver"):
+        ResultStore(tmp_path)
+    st.close()
+    assert sorted(scan_results(tmp_path).collect()["item_id"]) == ["a", "b"]
+
+
+def test_a_replaced_lock_stops_the_driver_without_committing(tmp_path: Path) -> None:
+    """`.lock` deleted and taken by a second driver meanwhile: the first one's next commit (and its manifest write)
+    stops with one sentence (exit 3 in the CLI) and commits nothing more; the second one writes on."""
+    from engine.results.store import StoreLockLostError
+
+    first = ResultStore(tmp_path)
+    first.add([row("a", "text")])
+    first.commit()
+    (tmp_path / ".lock").unlink()
+    second = ResultStore(tmp_path)  # what a second `framesweep run` does now
+    first.add([row("b", "text")])
+    with pytest.raises(StoreLockLostError, match=r"\.lock was replaced while this driver held it .* stopped without "
+                                                 r"committing"):
+        first.commit()
+    with pytest.raises(StoreLockLostError):
+        first.write_manifest({"sweep_id": "s"})
+    first.close()  # releases its old file; commits nothing
+    assert scan_results(tmp_path).collect()["item_id"].to_list() == ["a"]
+    assert not list((tmp_path / "results").glob(".*.tmp"))
+    second.add([row("c", "text")])
+    second.close()
+    assert sorted(scan_results(tmp_path).collect()["item_id"]) == ["a", "c"]
+
+
+def _full_tmpfs(mnt: Path) -> None:
+    """A tmpfs with no inode left (needs mount permission; the test is skipped without it)."""
+    import subprocess
+
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,nr_inodes=8", "tmpfs", str(mnt)],
+                      capture_output=True, check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    (mnt / "out" / "results").mkdir(parents=True)
+    for i in range(16):
+        try:
+            (mnt / f"filler{i}").touch()
+        except OSError:
+            return
+    raise AssertionError("the tmpfs did not fill up")
+
+
+def test_disk_full_while_taking_the_lock_is_one_sentence_and_exit_5(tmp_path: Path) -> None:
+    """A real full filesystem (no inode left): taking the lock fails as StoreFullError; `framesweep run` exits 5 with
+    one sentence naming the lock file, before any item is loaded or engine started (it was a raw OSError
+    traceback, after the engines had started)."""
+    import subprocess
+    import sys
+
+    from conftest import small_spec_dict, write_toml
+
+    from engine.results.store import StoreFullError
+
+    mnt = tmp_path / "small"
+    _full_tmpfs(mnt)
+    try:
+        with pytest.raises(StoreFullError, match=r"\.lock: no space left on device to take the directory's lock"):
+            ResultStore(mnt / "out")
+        d = small_spec_dict(mnt / "out")
+        d["dataset"]["root"] = str(tmp_path / "videos")  # made when the items load: they must not
+        spec = write_toml(tmp_path / "spec.toml", d)
+        res = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(spec)], capture_output=True, text=True,
+                             timeout=120)
+        assert res.returncode == 5, res.stdout + res.stderr
+        assert "no space left on device to take the directory's lock" in res.stderr
+        assert "Traceback" not in res.stderr and "Errno" not in res.stderr
+        assert not (tmp_path / "videos").exists()  # the lock came first: no item was loaded
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)

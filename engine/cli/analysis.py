@@ -67,11 +67,7 @@ def _options(n_boot: int, seed: int, pair: list[str] | None, stages: str | None,
 
 def _primary_protocol(out_dir: Path) -> str | None:
     """The spec's primary_protocol, from the results directory's manifest (None when it names none)."""
-    try:
-        spec = json.loads((out_dir / "manifest.json").read_text()).get("spec") or {}
-    except (OSError, ValueError):
-        return None
-    return spec.get("primary_protocol") if isinstance(spec, dict) else None
+    return manifest_spec(out_dir).get("primary_protocol")
 
 
 def _document(out_dir: Path, opts: SummaryOptions) -> dict[str, Any]:

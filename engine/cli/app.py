@@ -70,6 +70,7 @@ EXIT_STORE_FULL = 5
 def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
     from engine.sweep import Sweep
     from engine.sweep.preflight import preflight
+    from engine.sweep.resume import AnswerMismatchError
 
     try:
         preflight(spec, source)
@@ -79,7 +80,7 @@ def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
     columns = (TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, transient=False) as progress:
-        task = progress.add_task("starting engines", total=None)
+        task = progress.add_task("planning", total=None)  # engines start only once jobs are pending
 
         def on_progress(event: str, n: int) -> None:
             if event == "total":
@@ -95,7 +96,8 @@ def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
         except StoreLockedError as err:
             fail(err)
             return 3
-        except (DatasetError, SpecError, ForeignSweepError, CorruptShardError, PlacementError) as err:
+        except (DatasetError, SpecError, ForeignSweepError, CorruptShardError, PlacementError,
+                AnswerMismatchError) as err:  # CorruptShardError includes a damaged manifest (ManifestError)
             fail(err)
             return 2
         except StoreFullError as err:
@@ -210,7 +212,7 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
 
     try:
         st = sweep_status(out_dir)
-    except (FileNotFoundError, CorruptShardError) as err:
+    except CorruptShardError as err:  # a damaged or missing manifest too (ManifestError)
         fail(err)
         raise typer.Exit(2) from None
     t = Table(title=f"{st.sweep_id}: {st.done} done, {st.failed} failed, {st.pending} pending")

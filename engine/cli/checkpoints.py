@@ -16,6 +16,7 @@ from rich.table import Table
 
 from engine.cli._checks import PolarsEngine, check_output, known_ids, refuse, unknown
 from engine.cli._console import console, fail, shards_named
+from engine.results.manifest import read_manifest
 from engine.runtime.atomic import atomic_write
 
 if TYPE_CHECKING:
@@ -31,12 +32,9 @@ _ImageDs = Annotated[str | None, typer.Option(
 
 
 def manifest_spec(out_dir: Path) -> dict[str, Any]:
-    """The spec stored in DIR's manifest ({} when there is none)."""
-    try:
-        spec = json.loads((out_dir / "manifest.json").read_text()).get("spec") or {}
-    except (OSError, ValueError):
-        return {}
-    return spec if isinstance(spec, dict) else {}
+    """The spec stored in DIR's manifest ({} when there is none); a damaged manifest is named (exit 2)."""
+    with shards_named(out_dir):
+        return read_manifest(out_dir).get("spec") or {}
 
 
 def _benchmarks(spec: dict[str, Any]) -> dict[str, str]:

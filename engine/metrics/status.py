@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import polars as pl
 
 from engine.metrics.flows import transitions
 from engine.metrics.grid import BASE_GROUP, GROUP, matched
+from engine.results.manifest import read_manifest
 from engine.results.store import naming_corrupt_shards, own_rows
 
 __all__ = ["SweepStatus", "sweep_status"]
@@ -59,11 +59,8 @@ def _expected(manifest: dict) -> pl.DataFrame:
 def sweep_status(out_dir: str | Path) -> SweepStatus:
     """Done/failed/pending per (model, dataset, budget) against the manifest's expected job counts."""
     out = Path(out_dir)
-    manifest_path = out / "manifest.json"
-    if not manifest_path.exists():
-        raise FileNotFoundError(f"{out}: no manifest.json (not a framesweep results directory?)")
-    manifest = json.loads(manifest_path.read_text())
-    sweep_id = manifest.get("sweep_id", out.name)
+    manifest = read_manifest(out, required=True)  # ManifestError (exit 2) when missing or damaged
+    sweep_id = manifest.get("sweep_id") or out.name
     with naming_corrupt_shards(out):  # a shard with corrupt data pages fails in a collect: named, not a raw error
         return _status(out, manifest, sweep_id)
 
@@ -92,7 +89,9 @@ def _status(out: Path, manifest: dict, sweep_id: str) -> SweepStatus:
         .drop("order")
     )
     done, failed, pending = (int(per[c].sum()) for c in ("done", "failed", "pending"))
-    times = latest.filter(pl.col("status") == "ok").select(
+    if expected.height:  # only what the spec expects: a budget dropped from it neither counts nor blocks the churn
+        counted = counted.join(expected.lazy().select(_CELL), on=_CELL, how="semi")
+    times = counted.filter(pl.col("status") == "ok").select(
         pl.col("finished_at").min().alias("t0"), pl.col("finished_at").max().alias("t1"), pl.len().alias("n")
     ).collect()
     rate = eta = None
@@ -101,9 +100,8 @@ def _status(out: Path, manifest: dict, sweep_id: str) -> SweepStatus:
         if span > 0:
             rate = times["n"][0] / span
             eta = pending / rate if pending else 0.0
-    return SweepStatus(sweep_id, done, failed, pending, per, rate, eta, live_churn(latest), foreign,
-                       int(per["failed_permanent"].sum()), _permanent_errors(latest))
-
+    return SweepStatus(sweep_id, done, failed, pending, per, rate, eta, live_churn(counted), foreign,
+                       int(per["failed_permanent"].sum()), _permanent_errors(counted))
 
 
 def _permanent_errors(latest: pl.LazyFrame) -> pl.DataFrame:

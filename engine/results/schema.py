@@ -75,6 +75,8 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     # what the item's media is (image | video | none), whatever the budget sends; null on rows from before it
     "media_kind": pl.String(),
     "group_id": pl.String(),
+    # how the answer was made (engine.sweep.fingerprint); null on rows from before it
+    "answer_fingerprint": pl.String(),
 }
 
 
@@ -155,6 +157,11 @@ class ResultRow:
     the dataset's kind, never the budget's (an image item at a 16-frame budget is still an image)."""
     group_id: str | None = None
     """Items scored together (the two MME questions of an image, MMBench's rotations, Video-MME v2's groups)."""
+    answer_fingerprint: str | None = None
+    """SHA-256 of everything that shapes this answer (checkpoint, family and template, output-changing engine
+    settings, prompt and scoring, dataset settings and adapter version, the budget's protocol), the same for every
+    row of one (model, dataset, budget); a rerun refuses to add rows to keys made another way
+    (`engine.sweep.fingerprint`)."""
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -16,8 +16,6 @@ sees a shard completely or not at all. A key is done once a shard holding an
 from __future__ import annotations
 
 import errno
-import fcntl
-import json
 import logging
 import os
 import re
@@ -29,10 +27,20 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
+from engine.results.errors import (
+    CorruptShardError,
+    ForeignSweepError,
+    ManifestError,
+    StoreFullError,
+    StoreLockedError,
+    StoreLockLostError,
+)
+from engine.results.lock import DirLock
+from engine.results.manifest import manifest_sweep_id, read_manifest, write_manifest
 from engine.results.pages import encode_shard, page_problem
 from engine.results.schema import KEY_COLUMNS, RESULT_SCHEMA, ResultRow, rows_to_frame
 from engine.runtime.atomic import atomic_write, clean_stale_temps, fsync_dir
@@ -40,8 +48,10 @@ from engine.runtime.atomic import atomic_write, clean_stale_temps, fsync_dir
 __all__ = [
     "CorruptShardError",
     "ForeignSweepError",
+    "ManifestError",
     "ResultStore",
     "StoreFullError",
+    "StoreLockLostError",
     "StoreLockedError",
     "doctor",
     "foreign_shards",
@@ -58,18 +68,6 @@ log = logging.getLogger(__name__)
 _SHARD_GLOB = "part-*.parquet"
 # the commit's temp name before it was `temp_name`'s (`.part-<stamp>-<pid>-<token>-<seq>.parquet.tmp`): still cleaned
 _LEGACY_SHARD_TEMP = re.compile(r"\.part-.+\.parquet\.tmp")
-
-
-class StoreLockedError(RuntimeError):
-    """Another driver holds this results directory."""
-
-
-class StoreFullError(OSError):
-    """A commit failed for lack of space; committed shards stay readable, the rows stay buffered."""
-
-
-class ForeignSweepError(RuntimeError):
-    """The results directory belongs to another sweep."""
 
 
 def foreign_shards(out_dir: str | Path, sweep_id: str) -> list[Path]:
@@ -95,10 +93,6 @@ def _foreign(out_dir: str | Path, sweep_id: str) -> list[Path]:
 
 def _shard_paths(out_dir: Path) -> list[Path]:
     return sorted((Path(out_dir) / "results").glob(_SHARD_GLOB))
-
-
-class CorruptShardError(RuntimeError):
-    """A committed shard cannot be read (or not as the result schema); the message names the file."""
 
 
 # narrower integer columns (a shard written by another tool, e.g. `seed` as Int32) are read upcast
@@ -235,15 +229,6 @@ def latest_rows(rows: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def manifest_sweep_id(out_dir: str | Path) -> str | None:
-    """The sweep id `OUT/manifest.json` names (None without a readable manifest)."""
-    try:
-        sweep_id = json.loads((Path(out_dir) / "manifest.json").read_text()).get("sweep_id")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return sweep_id if isinstance(sweep_id, str) else None
-
-
 def own_rows(out_dir: str | Path) -> tuple[pl.LazyFrame, list[Path]]:
     """One row per key of the directory's own sweep, and the foreign shards left out.
 
@@ -263,17 +248,18 @@ class ResultStore:
     def __init__(self, out_dir: str | Path, *, lock: bool = True) -> None:
         self.out_dir = Path(out_dir)
         self.results_dir = self.out_dir / "results"
-        self.results_dir.mkdir(parents=True, exist_ok=True)
         self._buffer: list[ResultRow] = []
         self._mutex = threading.Lock()
         self._seq = 0
         self._token = uuid.uuid4().hex[:8]
-        self._lock_fd: int | None = None
+        self._lock = DirLock(self.out_dir)
+        self._lost: StoreLockLostError | None = None
         self.rows_committed = 0
         self.shards_committed = 0
         self.last_commit = time.monotonic()
+        self._make_dirs()
         if lock:
-            self._acquire_lock()
+            self._lock.acquire()
             # a writer killed mid-commit leaves its hidden temp file behind; with the lock held none is live
             # framesweep's own temp names only: a user's `.notes.tmp` in OUT stays
             stale = clean_stale_temps(self.results_dir, also=_LEGACY_SHARD_TEMP) + clean_stale_temps(self.out_dir)
@@ -281,31 +267,37 @@ class ResultStore:
                 log.info("removed %d stale temp file(s) in %s", len(stale), self.out_dir)
 
     # --- locking -----------------------------------------------------------------
-    def _acquire_lock(self) -> None:
-        path = self.out_dir / ".lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    def _make_dirs(self) -> None:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 256, 0).decode(errors="replace").strip()
-            os.close(fd)
-            raise StoreLockedError(
-                f"{self.out_dir} is being written by another framesweep driver ({holder or 'unknown'}); "
-                "wait for it to finish or use another --out directory"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}\n".encode(), 0)
-        self._lock_fd = fd
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            if err.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreFullError(err.errno, f"{self.results_dir}: no space left on device to create it "
+                                     "(nothing was started; free space and rerun)") from err
+            raise
+
+    def _check_lock(self, n_rows: int) -> None:
+        """Stop before committing when `.lock` is no longer ours (`engine.results.lock`); the rows are dropped."""
+        if not self._lock.held:
+            return
+        if self._lost is None:
+            try:
+                self._lock.check()
+                return
+            except StoreLockLostError as err:
+                self._lost = err
+        if n_rows:
+            log.error("%d row(s) not committed: %s", n_rows, self._lost)
+        raise self._lost
 
     def close(self) -> None:
-        """Commit what is buffered and release the lock (released even when the commit fails)."""
+        """Commit what is buffered and release the lock (released even when the commit fails; nothing is
+        committed once the lock was lost)."""
         try:
-            self.commit()
+            if self._lost is None:
+                self.commit()
         finally:
-            if self._lock_fd is not None:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-                os.close(self._lock_fd)
-                self._lock_fd = None
+            self._lock.release()
 
     def __enter__(self) -> ResultStore:
         return self
@@ -315,23 +307,13 @@ class ResultStore:
 
     # --- manifest ----------------------------------------------------------------
     def read_manifest(self) -> dict[str, Any]:
-        """manifest.json, or {} when there is none (or it cannot be read)."""
-        try:
-            return json.loads((self.out_dir / "manifest.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            return {}
+        """manifest.json, or {} when there is none (`ManifestError` when it is damaged)."""
+        return read_manifest(self.out_dir)
 
     def write_manifest(self, info: dict[str, Any]) -> None:
-        """Write manifest.json atomically, keeping its first creation time."""
-        path = self.out_dir / "manifest.json"
-        created = datetime.now(UTC).isoformat()
-        if path.exists():
-            try:
-                created = json.loads(path.read_text()).get("created_at", created)
-            except (OSError, json.JSONDecodeError):
-                log.warning("unreadable manifest %s is rewritten", path)
-        doc = {**info, "created_at": created, "updated_at": datetime.now(UTC).isoformat()}
-        atomic_write(path, json.dumps(doc, indent=2, default=str))
+        """Write manifest.json atomically, keeping its first creation time (only while the lock is ours)."""
+        self._check_lock(0)
+        write_manifest(self.out_dir, info)
 
     def check_sweep(self, sweep_id: str) -> None:
         """Refuse a directory whose manifest belongs to another sweep (one directory holds one sweep)."""
@@ -386,8 +368,15 @@ class ResultStore:
             # encoded in memory first: a full disk then fails in our write with a plain ENOSPC, not inside
             # the Parquet writer (which reports it as an unrelated-looking "Invalid thrift" error)
             encoded = encode_shard(rows_to_frame(rows))  # with page checksums, verified by `doctor`
+
+            def write(fh: BinaryIO) -> None:
+                fh.write(encoded)
+                self._check_lock(len(rows))  # the last moment before the rename makes the shard visible
+
             try:
-                atomic_write(final, encoded)
+                atomic_write(final, write)
+            except StoreLockLostError:
+                raise  # these rows are not ours to commit any more
             except (OSError, pl.exceptions.PolarsError) as err:
                 self._buffer[:0] = rows  # keep them for the next try
                 # Polars reports the writer's ENOSPC as a ComputeError naming "os error 28"

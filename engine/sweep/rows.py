@@ -42,6 +42,8 @@ class JobContext:
     repeated: bool | None = None
     video_frames: int | None = None
     video_frames_declared: int | None = None
+    answer_fingerprint: str | None = None
+    """How the answer is made (`engine.sweep.fingerprint`)."""
 
 
 def row_media_kind(media_kind: str) -> str:
@@ -91,6 +93,7 @@ def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
         video_frames_declared=ctx.video_frames_declared,
         media_kind=row_media_kind(item.media_kind),
         group_id=item.group_id,
+        answer_fingerprint=ctx.answer_fingerprint,
     )
 
 

@@ -25,11 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from engine import __version__ as framesweep_version
 from engine.backends.base import Backend, EngineRequest
 from engine.backends.coalesce import CoalescingBackend
 from engine.backends.families import get_family
-from engine.datasets import load_items
 from engine.datasets._base import default_score
 from engine.frames.actors import DecodePool
 from engine.frames.base import VideoInfo
@@ -46,11 +44,13 @@ from engine.frames.view import MediaView, media_fingerprint, media_uuid
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
-from engine.spec import BudgetPoint, ModelSpec, SweepSpec, dataset_id
+from engine.spec import BudgetPoint, ModelSpec, SweepSpec
 from engine.sweep.engines import start_backends
 from engine.sweep.jobs import plan_item
+from engine.sweep.fingerprint import AnswerPrints, item_decoder
 from engine.sweep.policy import GridPolicy, JobPolicy
 from engine.sweep.preflight import preflight
+from engine.sweep.prepare import Prepared, prepare
 from engine.sweep.rows import JobContext, Scorer, error_kind, error_row, scored_row
 
 __all__ = ["Sweep", "SweepSummary"]
@@ -116,6 +116,7 @@ class Sweep:
         self._cache: FrameCache | None = None
         self._decode_pool: DecodePool | None = None
         self._engines_task: asyncio.Task[None] | None = None
+        self._prints: AnswerPrints | None = None
         if spec.decode.pipeline == "cached" or any(b.pipeline == "cached" for b in spec.budgets):
             self._cache = FrameCache(spec.decode.cache_dir, fmt=spec.decode.cache_format)
 
@@ -125,36 +126,23 @@ class Sweep:
         self._stop.set()
 
     async def run(self) -> SweepSummary:
+        """Run (or resume) the sweep: the directory's lock first, then the items, the resume check and the plan
+        (`engine.sweep.prepare`); Ray, decode actors and engines start only when something is pending."""
         t0 = time.perf_counter()
         preflight(self.spec, engines=self._own_backends)
-        # Engines take longest to start (Ray, the actor, vLLM's import and load): they start first, while
-        # the dataset loads, the plan is made and the first videos decode; generation waits for them, and
-        # they are cancelled (closed) if nothing is pending.
-        if self._own_backends and not self.backends:
-            self._engines_task = asyncio.create_task(self._start_engines())
         store: ResultStore | None = None
         try:
-            items: list[Item] = []
-            per_dataset: dict[str, list[Item]] = {}
-            for ds in self.spec.dataset_specs():
-                adapter, ds_items = await asyncio.to_thread(load_items, ds)
-                per_dataset[dataset_id(ds)] = ds_items
-                self._scorers.update({it.dataset: adapter.score for it in ds_items[:1]})
-                items += ds_items
-            store = ResultStore(self.spec.store.out_dir)
+            store = ResultStore(self.spec.store.out_dir)  # first: a second driver stops here, before any work
             store.check_sweep(self.spec.sweep_id)
-            foreign = store.foreign_shards(self.spec.sweep_id)
-            if foreign:
-                log.warning("%d shard(s) in %s hold rows of another sweep; they are ignored (not done): %s",
-                            len(foreign), store.results_dir, ", ".join(p.name for p in foreign[:5]))
-            self.summary.foreign_shards = [str(p) for p in foreign]
-            done = store.done_keys(self.spec.sweep_id)
-            self._attempts = store.attempts(self.spec.sweep_id)
-            jobs = self.policy.plan(self.spec, items, done)
-            self._record_plan(store, per_dataset, done, jobs)
-            if jobs:
+            ready = await prepare(self.spec, self.policy, store)
+            self._adopt(ready)
+            if ready.jobs:
+                # Engines take longest to start (Ray, the actor, vLLM's import and load): they start now, while
+                # the first videos decode; generation waits for them.
+                if self._own_backends and not self.backends:
+                    self._engines_task = asyncio.create_task(self._start_engines())
                 await self._start_decoders()
-                await self._run_videos(store, items, jobs)
+                await self._run_videos(store, ready.items, ready.jobs)
         finally:
             if store is not None:
                 store.close()
@@ -179,32 +167,16 @@ class Sweep:
         finally:
             self._pool.shutdown(wait=False)
 
-    def _record_plan(self, store: ResultStore, per_dataset: dict[str, list[Item]], done: set[Any],
-                     jobs: dict[str, list[Job]]) -> None:
-        n_pending = sum(len(v) for v in jobs.values())
-        self.summary.jobs_total = n_pending + len(done)
-        self.summary.jobs_skipped = len(done)
-        self.summary.videos = len(jobs)
-        old = store.read_manifest()
-        by_dataset: dict[str, dict[str, dict[str, int]]] = old.get("expected_by_dataset", {})
-        for ds, ds_items in per_dataset.items():
-            for mid, per in self.policy.expected(self.spec, ds_items).items():
-                by_dataset.setdefault(ds, {}).setdefault(mid, {}).update(per)
-        expected: dict[str, dict[str, int]] = {}  # summed over datasets (the per-model view)
-        for per_model in by_dataset.values():
-            for mid, per in per_model.items():
-                for bid, n in per.items():
-                    expected.setdefault(mid, {})[bid] = expected.get(mid, {}).get(bid, 0) + n
-        store.write_manifest({
-            "sweep_id": self.spec.sweep_id,
-            "framesweep_version": framesweep_version,
-            "dataset": ", ".join(per_dataset),
-            "datasets": sorted(set(old.get("datasets", [])) | set(per_dataset)),
-            "spec": self.spec.model_dump(mode="json"),
-            "expected_jobs": expected,
-            "expected_by_dataset": by_dataset,
-        })
-        self.progress("total", n_pending)
+    def _adopt(self, ready: Prepared) -> None:
+        """Take the prepared run's scorers, attempts and fingerprints; count its jobs."""
+        self._scorers.update(ready.scorers)
+        self._attempts = ready.attempts
+        self._prints = ready.prints
+        self.summary.jobs_total = ready.pending + ready.committed
+        self.summary.jobs_skipped = ready.committed
+        self.summary.videos = len(ready.jobs)
+        self.summary.foreign_shards = [str(p) for p in ready.foreign]
+        self.progress("total", ready.pending)
 
     async def _start_decoders(self) -> None:
         """Decode actors in the cluster when the spec asks for them (auto: one per node on a cluster)."""
@@ -409,9 +381,7 @@ class Sweep:
         self.progress("done", len(rows))
 
     def _decoder_name(self, item: Item) -> str:
-        """The decoder of an item's media: the spec's, except still images (decord cannot open them;
-        PyAV decodes them, EXIF rotation applied)."""
-        return "pyav" if item.media_kind == "image" else self.spec.decode.decoder
+        return item_decoder(self.spec, item)
 
     def _ctx(self, job: Job, decoded: DecodedVideo | None, plan: FramePlan | None) -> JobContext:
         model = self._models[job.model_id]
@@ -420,6 +390,8 @@ class Sweep:
                          self._attempt(job))
         if plan is not None:
             ctx.repeated = plan.repeated
+        if self._prints is not None:
+            ctx.answer_fingerprint = self._prints.of(job)
         if not job.budget.is_text_only:
             ctx.pipeline = self._pipeline(job)
         if decoded is not None and indices.size:
