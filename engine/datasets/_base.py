@@ -12,7 +12,7 @@ from engine.datasets.errors import Problem, Problems
 from engine.items import Item
 from engine.scoring import extract_letter_videomme, token_f1
 
-__all__ = ["BaseAdapter", "ItemScore", "Occurrences", "default_score"]
+__all__ = ["BaseAdapter", "ItemScore", "Occurrences", "default_score", "first_groups", "whole_groups"]
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,11 @@ class BaseAdapter:
             problems.add(self._source(), None, f"item id appears {counts[item_id]} times", item_id=item_id)
         items = [it for it in items if counts[it.item_id] == 1]
         self.problems = problems.finish(self.spec.strict)
-        return items[: self.spec.limit] if self.spec.limit else items
+        return self._limit(items, self.spec.limit) if self.spec.limit else items
+
+    def _limit(self, items: list[Item], limit: int) -> list[Item]:
+        """The items `limit` keeps: the first `limit` (adapters whose items are scored in groups keep groups whole)."""
+        return items[:limit]
 
     def items(self) -> Iterator[Item]:
         """Yield the benchmark's items (media paths resolved under the declared roots)."""
@@ -109,3 +113,23 @@ class Occurrences:
         k = self._seen[key]
         self._seen[key] += 1
         return f"{key}#{k}"
+
+
+def whole_groups(items: list[Item], limit: int) -> list[Item]:
+    """The first `limit` items, less every group (`Item.group_id`) that the cut would split: a group is scored
+    whole (an MME image's two questions), so half of one is no input."""
+    kept, rest = items[:limit], items[limit:]
+    split = {it.group_id for it in rest} & {it.group_id for it in kept}
+    return [it for it in kept if it.group_id not in split or it.group_id is None]
+
+
+def first_groups(items: list[Item], limit: int) -> list[Item]:
+    """Every item of the first `limit` groups (`Item.group_id`, in order of first appearance; an item without a
+    group is a group of its own)."""
+    def key(it: Item) -> str:
+        return it.group_id if it.group_id is not None else f"\0{it.item_id}"
+
+    order: dict[str, int] = {}
+    for it in items:
+        order.setdefault(key(it), len(order))
+    return [it for it in items if order[key(it)] < limit]

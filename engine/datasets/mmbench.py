@@ -11,7 +11,11 @@ every rotation is answered right (`engine.datasets.scoring_rules.mmbench_circula
 Files that already hold the rotated copies (index + r x 1,000,000, the original MMBench
 release) are used as they are; otherwise framesweep rotates the options itself, with the
 same ids. Every rotation of a question shares its `group_id` (the question's index);
-``extra["position"]`` is the rotation.
+``extra["position"]`` is the rotation and ``extra["group_size"]`` the question's rotation count,
+its number of options (1 without circular evaluation): the scoring reads a question's
+rotations from its options, never from the rows present. A file with rotated copies must
+hold every rotation of each question it rotates (each row of one that does not is an error).
+`limit` counts questions, never rotations.
 
 Prompt: lmms-eval's (``<hint> <question> There are several options:\\nA. ...`` and the
 post-prompt). Answers are read with MMBench's own heuristics (`extract_letter_mmbench`:
@@ -28,6 +32,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from collections import defaultdict
+
+from engine.datasets._base import first_groups
 from engine.datasets._image_table import ImageTableAdapter
 from engine.datasets._images import image_cache_dir, image_media
 from engine.datasets._paths import check_root
@@ -114,6 +121,7 @@ class MMBench(ImageTableAdapter):
         self.spec: MMBenchSpec = spec
         self._images: dict[str, Any] = {}
         self._file_rotates = False
+        self._where: dict[str, tuple[Path, int]] = {}
 
     def extract(self, response: str, item: Item | None = None) -> str:
         return extract_letter_mmbench(response, item.options if item else ())
@@ -137,7 +145,27 @@ class MMBench(ImageTableAdapter):
         items: list[Item] = []
         for source, rows in tables:
             items += collect_rows(source, enumerate(rows), lambda i, rec, s=source: self._row(s, i, rec), problems)
-        return items
+        return self._whole_questions(items, problems) if self._file_rotates and self.spec.circular else items
+
+    def _whole_questions(self, items: list[Item], problems: Problems) -> list[Item]:
+        """A file's rotated copies: keep the questions with one row per rotation 0..k-1 (k options)."""
+        questions: dict[str | None, list[Item]] = defaultdict(list)
+        for it in items:
+            questions[it.group_id].append(it)
+        keep = []
+        for index, members in questions.items():
+            got = sorted(it.extra["position"] for it in members)
+            if got == list(range(len(members[0].options))):
+                keep += members
+                continue
+            for it in members:
+                source, row = self._where[it.item_id]
+                problems.add(source, row, f"question {index}: the file holds rotations {got} of its "
+                             f"{len(it.options)} options (circular evaluation needs each once)", item_id=it.item_id)
+        return keep
+
+    def _limit(self, items: list[Item], limit: int) -> list[Item]:
+        return first_groups(items, limit)
 
     def _image_of(self, rec: dict[str, Any], source: Path, i: int, item_id: str) -> tuple[str, Path]:
         cell = need(rec, "image", "image")
@@ -180,11 +208,13 @@ class MMBench(ImageTableAdapter):
         out = []
         for r in rotations:
             opts, ans = rotate(options, answer, r)
+            self._where[str(index + r * CIRCULAR_STEP)] = (source, i)
             out.append(self._item(
                 item_id=str(index + r * CIRCULAR_STEP), video_id=media_id, video_path=path, question=question,
                 options=opts, answer=ans, kind="mcq", task_type=l2, category=need(rec, "category"),
                 prompt=mmbench_prompt(question, hint, opts), group_id=str(base),
-                extra={"position": position + r, "source": None if _missing(rec.get("source")) else rec["source"]},
+                extra={"position": position + r, "group_size": len(options) if self.spec.circular else 1,
+                       "source": None if _missing(rec.get("source")) else rec["source"]},
             ))
         return out
 

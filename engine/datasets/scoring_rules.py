@@ -12,9 +12,15 @@ property of the benchmark, not of a result row).
   group scores (0-100) and their means (the "Non-Lin Score").
 - `pope_metrics`: POPE accuracy, precision, recall, F1 and yes-ratio ("yes" positive).
 - `mme_scores` / `mme_totals`: MME acc and acc+ per category (x100), score = acc + acc+,
-  and the perception / cognition totals.
+  and the perception / cognition totals (null, naming the missing subtasks, unless every
+  subtask of the half has a score).
 - `mmbench_circular_accuracy`: MMBench circular evaluation (a question is right only when
-  every rotation of its options is) beside the vanilla accuracy of the unrotated questions.
+  every rotation of its options is; one with a rotation failed or missing counts wrong, as in
+  VLMEvalKit) beside the accuracy over complete questions and the vanilla accuracy of the
+  unrotated questions.
+
+A group's size is the benchmark's (``group_size`` in the group table: MME 2, an MMBench
+question's option count, Video-MME v2 4), never the number of rows that happen to exist.
 
 Rates here follow each benchmark's convention: Video-MME accuracy, POPE metrics and
 MMBench accuracies are fractions in [0, 1]; MME and Video-MME v2 scores are on their official 0-100 scale.
@@ -26,7 +32,8 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
-from engine.datasets.mme import COGNITION, PERCEPTION
+from engine.datasets.mme import COGNITION, PERCEPTION, QUESTIONS_PER_IMAGE
+from engine.datasets.videomme_v2 import GROUP_SIZE as V2_GROUP_SIZE
 from engine.items import Item
 
 __all__ = [
@@ -48,6 +55,7 @@ GROUP_TABLE_SCHEMA: dict[str, pl.DataType] = {
     "item_id": pl.String(),
     "group_id": pl.String(),
     "position": pl.Int64(),
+    "group_size": pl.Int64(),
     "group_type": pl.String(),
     "group_structure": pl.String(),
     "level": pl.Int64(),
@@ -67,8 +75,8 @@ def _ok(rows: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _ok_for_groups(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Ok rows without their own ``group_id``: the group table given beside them is the membership."""
-    return _ok(rows).drop("group_id", strict=False)
+    """Ok rows without their own group columns: the group table given beside them is the membership."""
+    return _ok(rows).drop("group_id", "group_size", "group_type", "group_structure", strict=False)
 
 
 def _int_or_none(x: object) -> int | None:
@@ -76,10 +84,12 @@ def _int_or_none(x: object) -> int | None:
 
 
 def group_table(items: Iterable[Item]) -> pl.DataFrame:
-    """Items' group membership: dataset, item_id, group_id, position, group_type, group_structure, level."""
+    """Items' group membership: dataset, item_id, group_id, position, group_size, group_type, group_structure,
+    level."""
     recs = [
         {"dataset": it.dataset, "item_id": it.item_id, "group_id": it.group_id,
-         "position": _int_or_none(it.extra.get("position")), "group_type": it.extra.get("group_type"),
+         "position": _int_or_none(it.extra.get("position")), "group_size": _int_or_none(it.extra.get("group_size")),
+         "group_type": it.extra.get("group_type"),
          "group_structure": it.extra.get("group_structure"), "level": _int_or_none(it.extra.get("level"))}
         for it in items
     ]
@@ -113,8 +123,8 @@ def videomme_v2_group_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyF
 
     relevance: k = answers right (any order) -> {0, 100/16, 400/16, 900/16, 100}.
     logic: k = leading run of right answers in position order (first-error truncation),
-    mapped by the group's structure. A group missing any of its 4 answers gets no score
-    (`complete` false).
+    mapped by the group's structure. A group missing any of its answers (``group_size``, 4) gets
+    no score (`complete` false).
     """
     c = pl.col("correct").fill_null(False).cast(pl.Int64)
     per_group = (
@@ -125,12 +135,13 @@ def videomme_v2_group_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyF
             group_type=pl.col("group_type").first(),
             group_structure=pl.col("group_structure").first(),
             level=pl.col("level").first(),
+            group_size=pl.col("group_size").first(),
             n=pl.len(),
             n_right=c.sum(),
             run=c.sort_by("position").cum_min().sum(),
         )
         .with_columns(
-            complete=pl.col("n") == 4,
+            complete=pl.col("n") == pl.col("group_size").fill_null(V2_GROUP_SIZE),
             map_key=pl.when(pl.col("group_type") == "logic")
             .then(pl.lit("logic:") + pl.col("group_structure").str.replace_all(r"\s", ""))
             .otherwise(pl.col("group_type")),
@@ -140,22 +151,27 @@ def videomme_v2_group_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyF
     return (
         per_group.join(_group_map(), on=["map_key", "k"], how="left")
         .with_columns(score=pl.when(pl.col("complete")).then(pl.col("score")))
-        .drop("map_key", "k")
+        .drop("map_key", "k", "group_size")
         .sort([*KEYS, "group_id"])
     )
 
 
 def videomme_v2_summary(group_scores: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
-    """Mean group score overall and per group type, over complete groups (the Non-Lin Score, 0-100)."""
+    """Mean group score overall and per group type, over complete groups (the Non-Lin Score, 0-100).
+
+    n_groups counts the complete groups, n_incomplete those with some of their answers but not all
+    (no score yet); a (model, dataset, budget) with no complete group has null scores.
+    """
     keys = [*KEYS, *by]
-    done = group_scores.filter(pl.col("complete"))
+    score = pl.col("score")  # null for an incomplete group: means skip it
     return (
-        done.group_by(keys)
+        group_scores.group_by(keys)
         .agg(
-            n_groups=pl.len(),
-            score=pl.col("score").mean(),
-            relevance_score=pl.col("score").filter(pl.col("group_type") == "relevance").mean(),
-            logic_score=pl.col("score").filter(pl.col("group_type") == "logic").mean(),
+            n_groups=pl.col("complete").sum(),
+            n_incomplete=(~pl.col("complete")).sum(),
+            score=score.mean(),
+            relevance_score=score.filter(pl.col("group_type") == "relevance").mean(),
+            logic_score=score.filter(pl.col("group_type") == "logic").mean(),
         )
         .sort(keys)
     )
@@ -188,14 +204,15 @@ def mme_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyFrame) -> pl.La
     """Per category: acc (questions right) and acc+ (images with both questions right), x100; score = sum.
 
     acc is over the ok rows, as every accuracy here; acc+ is over the *complete* images, those
-    with an ok row for every question of the image (its group in `groups`): an image with a
-    question still unanswered (an error row, or no row) is neither right nor wrong yet, as an
-    MMBench question with a rotation missing. Columns: n (ok rows), n_images (images with an
-    ok row), n_complete, acc, acc_plus, score.
+    with an ok row for each of the image's questions (its ``group_size`` in `groups`, MME's 2 where
+    the table has none): an image with a question unanswered (an error row, or no row) is neither
+    right nor wrong yet, and an image of one question is never complete (acc+ over it would repeat
+    acc). Columns: n (ok rows), n_images (images with an ok row), n_complete, acc, acc_plus, score.
     """
     keys = [*KEYS, "category"]
     members = groups.lazy().select("dataset", "item_id", "group_id")
-    sizes = members.group_by("dataset", "group_id").agg(n_questions=pl.len())
+    sizes = groups.lazy().group_by("dataset", "group_id").agg(
+        n_questions=pl.col("group_size").drop_nulls().first().fill_null(QUESTIONS_PER_IMAGE))
     scored = (
         _ok_for_groups(rows)
         .join(members, on=["dataset", "item_id"], how="left")
@@ -204,8 +221,8 @@ def mme_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyFrame) -> pl.La
     acc = scored.group_by(keys).agg(n=pl.len(), acc=pl.col("correct").mean() * 100)
     plus = (
         scored.group_by([*keys, "group_id"]).agg(n_answered=pl.len(), all_right=pl.col("correct").all())
-        .join(sizes, on=["dataset", "group_id"], how="left")  # an item of no group is an image of one question
-        .with_columns(complete=pl.col("n_answered") >= pl.col("n_questions").fill_null(1))
+        .join(sizes, on=["dataset", "group_id"], how="left")
+        .with_columns(complete=pl.col("n_answered") == pl.col("n_questions").fill_null(QUESTIONS_PER_IMAGE))
         .group_by(keys).agg(n_images=pl.len(), n_complete=pl.col("complete").sum(),
                             acc_plus=pl.col("all_right").filter(pl.col("complete")).mean() * 100)
     )
@@ -219,16 +236,30 @@ def mme_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyFrame) -> pl.La
 def mme_totals(scores: pl.LazyFrame) -> pl.LazyFrame:
     """MME's perception and cognition totals: sums of category scores (max 2000 and 800).
 
-    A total is null while one of its categories has no score (no complete image yet): a sum
-    that silently skipped a category would read as a low score.
+    A total needs every subtask of its half (the 10 perception, the 4 cognition ones) to have a
+    score, i.e. rows and a complete image: a subtask with no rows (cut by `limit`, skipped by
+    ``strict = false``, a missing shard, a sweep still running) or no complete image makes it null,
+    since a sum that skipped a subtask would read as a low score. Columns: perception, cognition,
+    perception_missing, cognition_missing (the subtasks without a score, in MME's order; empty
+    when the total is given), n_categories.
     """
-    def total(names: tuple[str, ...] | list[str]) -> pl.Expr:
-        part = pl.col("score").filter(pl.col("category").is_in(list(names)))
-        return pl.when(part.null_count() == 0).then(part.sum())
+    def scored(names: tuple[str, ...]) -> pl.Expr:
+        return pl.col("category").is_in(list(names)) & pl.col("score").is_not_null()
+
+    def total(names: tuple[str, ...]) -> pl.Expr:
+        return pl.when(pl.col("category").filter(scored(names)).n_unique() == len(names)).then(
+            pl.col("score").filter(scored(names)).sum())
+
+    def missing(names: tuple[str, ...], have: str) -> pl.Expr:
+        return pl.concat_list([pl.when(~pl.col(have).list.contains(n)).then(pl.lit(n)) for n in names]
+                              ).list.drop_nulls()
 
     return (
         scores.group_by(KEYS)
-        .agg(perception=total(PERCEPTION), cognition=total(COGNITION), n_categories=pl.len())
+        .agg(perception=total(PERCEPTION), cognition=total(COGNITION), n_categories=pl.len(),
+             _p=pl.col("category").filter(scored(PERCEPTION)), _c=pl.col("category").filter(scored(COGNITION)))
+        .with_columns(perception_missing=missing(PERCEPTION, "_p"), cognition_missing=missing(COGNITION, "_c"))
+        .select(*KEYS, "perception", "cognition", "perception_missing", "cognition_missing", "n_categories")
         .sort(KEYS)
     )
 
@@ -240,28 +271,48 @@ def mmbench_circular_accuracy(rows: pl.LazyFrame, groups: pl.DataFrame | pl.Lazy
     `dataset`: the MMBench dataset's name in the rows; None when `rows` and `groups` hold MMBench
     datasets only (several, under their own ids).
 
-    A question (group) counts when every rotation of its options (every item of the group
-    in `groups`) has an ok row; it is right only when all of them are. Columns: n_groups
-    (questions with any answer), n_complete, circular_accuracy (over complete questions),
-    vanilla_accuracy (the unrotated question, position 0, over the questions answered there).
+    The questions are the groups of `groups` (every rotation seen in any row, any status); a
+    question has ``group_size`` rotations, its number of options (where the table has none, the
+    rotations it lists). Per (model, dataset, budget) that has rows, every question counts: it is
+    *complete* with an ok row for each rotation, and right when complete and every rotation is
+    right. A question with a rotation failed (an error row) or missing is wrong, as VLMEvalKit
+    counts it. `by` values are a question's own (its first non-null over its rows).
+
+    Columns: n_questions, n_complete, n_incomplete, circular_accuracy (right / n_questions: the
+    official figure), circular_accuracy_complete (right / n_complete), vanilla_accuracy (the
+    unrotated question, position 0, over the questions answered there).
     """
     keys = [*KEYS, *by]
     members = groups.lazy() if dataset is None else groups.lazy().filter(pl.col("dataset") == dataset)
-    sizes = members.group_by("dataset", "group_id").agg(n_rotations=pl.len())
+    mine = rows if dataset is None else rows.filter(pl.col("dataset") == dataset)
+    questions = members.group_by("dataset", "group_id").agg(
+        n_rotations=pl.coalesce(pl.col("group_size").drop_nulls().first(), pl.len().cast(pl.Int64)))
+    if by:
+        labels = (mine.join(members.select("dataset", "item_id", "group_id"), on=["dataset", "item_id"])
+                  .group_by("dataset", "group_id").agg(*[pl.col(c).drop_nulls().first() for c in by]))
+        questions = questions.join(labels, on=["dataset", "group_id"], how="left")
+    cells = mine.select(KEYS).unique().join(questions, on="dataset", how="inner")
     right = pl.col("correct").fill_null(False)
-    per_group = (
-        (_ok_for_groups(rows) if dataset is None else _ok_for_groups(rows).filter(pl.col("dataset") == dataset))
+    answered = (
+        _ok_for_groups(mine)
         .join(members.select("dataset", "item_id", "group_id", "position"), on=["dataset", "item_id"], how="inner")
         .group_by([*KEYS, "group_id"])
-        .agg(*[pl.col(c).first() for c in by], n=pl.len(), all_right=right.all(),
-             vanilla=right.filter(pl.col("position") == 0).first())
-        .join(sizes, on=["dataset", "group_id"], how="left")
-        .with_columns(complete=pl.col("n") == pl.col("n_rotations"))
+        .agg(n=pl.len(), all_right=right.all(), vanilla=right.filter(pl.col("position") == 0).first())
     )
+    per_question = (
+        cells.join(answered, on=[*KEYS, "group_id"], how="left")
+        .with_columns(complete=pl.col("n").fill_null(0) == pl.col("n_rotations"))
+        .with_columns(right=pl.col("complete") & pl.col("all_right").fill_null(False))
+    )
+    n_right = pl.col("right").sum()
     return (
-        per_group.group_by(keys)
-        .agg(n_groups=pl.len(), n_complete=pl.col("complete").sum(),
-             circular_accuracy=pl.col("all_right").filter(pl.col("complete")).mean(),
+        per_question.group_by(keys)
+        .agg(n_questions=pl.len(), n_complete=pl.col("complete").sum(),
+             circular_accuracy=n_right / pl.len(),
+             circular_accuracy_complete=pl.when(pl.col("complete").any()).then(n_right / pl.col("complete").sum()),
              vanilla_accuracy=pl.col("vanilla").cast(pl.Float64).mean())
+        .with_columns(n_incomplete=pl.col("n_questions") - pl.col("n_complete"))
+        .select(*keys, "n_questions", "n_complete", "n_incomplete", "circular_accuracy",
+                "circular_accuracy_complete", "vanilla_accuracy")
         .sort(keys)
     )

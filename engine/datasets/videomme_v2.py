@@ -4,7 +4,9 @@ Each group is a `relevance` group (score from how many of its 4 answers are righ
 a `logic` group (score from the leading run of right answers in structure order,
 mapped by the group's structure); see `engine.datasets.scoring_rules.videomme_v2_group_scores`.
 Items carry `group_id` (the video) and, in `extra`, `position` (1-4, from the
-question_id suffix), `group_type`, `group_structure` (whitespace removed) and `level`.
+question_id suffix), `group_type`, `group_structure` (whitespace removed), `level` and
+`group_size` (4); rows record the group's size, type and structure, so the group scores
+need nothing but the rows. `limit` keeps the first N questions less a group it would cut.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from engine.datasets._base import BaseAdapter
+from engine.datasets._base import BaseAdapter, whole_groups
 from engine.datasets._mcq import lettered_options
 from engine.datasets._paths import check_root, find_media, resolve_under
 from engine.datasets._tables import Kind, collect_rows, need, optional, read_parquet
@@ -29,6 +31,7 @@ __all__ = ["LOGIC_STRUCTURES", "VideoMMEv2", "build_prompt", "extract_letter_v2"
 
 VERSION = "videomme-v2.fs1"
 LOGIC_STRUCTURES = ("[1,2,3,4]", "[1,[2,3],4]", "[[1,2],3,4]")
+GROUP_SIZE = 4
 COLUMNS: dict[str, Kind] = {
     "question_id": "str", "question": "str", "options": "str", "answer": "str",
     "group_type": "str", "group_structure": "str", "level": "int|str",
@@ -94,6 +97,9 @@ class VideoMMEv2(BaseAdapter):
             items += self._check_groups(source, rows, problems)
         return items
 
+    def _limit(self, items: list[Item], limit: int) -> list[Item]:
+        return whole_groups(items, limit)
+
     def _video_path(self, video: str, source: Path, i: int, qid: str) -> Path:
         if Path(video).suffix in self.spec.video_exts:
             return resolve_under(self.spec.media_root, video, source=source, row=i, item_id=qid)
@@ -124,7 +130,7 @@ class VideoMMEv2(BaseAdapter):
             kind="mcq", task_type=optional(rec, "third_head"), category=optional(rec, "second_head"),
             prompt=build_prompt(question, options_text, len(options)), group_id=Path(video).stem,
             extra={"position": int(suffix), "group_type": group_type, "group_structure": structure,
-                   "level": int(level) if str(level).isdigit() else level, "row": i},
+                   "level": int(level) if str(level).isdigit() else level, "row": i, "group_size": GROUP_SIZE},
         )
 
     def _check_groups(self, source: Path, items: list[Item], problems: Problems) -> list[Item]:

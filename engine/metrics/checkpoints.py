@@ -33,7 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from engine.metrics.benchmark_scores import benchmark_scores
+from engine.metrics.benchmark_scores import GROUP_COLUMNS, benchmark_scores
 from engine.metrics.checkpoint_study import (
     Checkpoint,
     families,
@@ -51,7 +51,7 @@ from engine.metrics.summary import SNAPSHOT_COLUMNS
 __all__ = ["CHECKPOINT_COLUMNS", "checkpoint_document", "checkpoint_table", "checkpoint_tables", "dataset_kinds",
            "dataset_view", "temporal_trap"]
 
-CHECKPOINT_COLUMNS: list[str] = [*SNAPSHOT_COLUMNS, "dataset_version", "media_kind", "group_id"]
+CHECKPOINT_COLUMNS: list[str] = [*SNAPSHOT_COLUMNS, "dataset_version", "media_kind", *GROUP_COLUMNS]
 """The result columns the checkpoint tables read."""
 
 _CELL = ["dataset", "budget_id"]

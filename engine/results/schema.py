@@ -75,6 +75,10 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     # what the item's media is (image | video | none), whatever the budget sends; null on rows from before it
     "media_kind": pl.String(),
     "group_id": pl.String(),
+    # the item's scoring group as the benchmark defines it (engine.datasets.scoring_rules); null on rows from before
+    "group_size": pl.Int32(),
+    "group_type": pl.String(),
+    "group_structure": pl.String(),
     # how the answer was made (engine.sweep.fingerprint); null on rows from before it
     "answer_fingerprint": pl.String(),
 }
@@ -157,6 +161,13 @@ class ResultRow:
     the dataset's kind, never the budget's (an image item at a 16-frame budget is still an image)."""
     group_id: str | None = None
     """Items scored together (the two MME questions of an image, MMBench's rotations, Video-MME v2's groups)."""
+    group_size: int | None = None
+    """How many items the benchmark puts in this item's group, whatever rows exist (MME 2; MMBench one per option
+    of the question, 1 without circular evaluation; Video-MME v2 4): a group with fewer answered rows is incomplete."""
+    group_type: str | None = None
+    """Video-MME v2: the group's type (relevance | logic); null for other benchmarks."""
+    group_structure: str | None = None
+    """Video-MME v2: the group's structure, e.g. ``[1,[2,3],4]`` (whitespace removed); null for other benchmarks."""
     answer_fingerprint: str | None = None
     """SHA-256 of everything that shapes this answer (checkpoint, family and template, output-changing engine
     settings, prompt and scoring, dataset settings and adapter version, the budget's protocol), the same for every

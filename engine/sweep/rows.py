@@ -93,6 +93,9 @@ def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
         video_frames_declared=ctx.video_frames_declared,
         media_kind=row_media_kind(item.media_kind),
         group_id=item.group_id,
+        group_size=item.extra.get("group_size"),
+        group_type=item.extra.get("group_type"),
+        group_structure=item.extra.get("group_structure"),
         answer_fingerprint=ctx.answer_fingerprint,
     )
 

@@ -152,7 +152,51 @@ def test_mme_items_and_scores(tmp_path: Path) -> None:
     assert scores.select("category", "acc", "acc_plus", "score").rows() == [
         ("code_reasoning", 100.0, 100.0, 200.0), ("existence", 50.0, 0.0, 50.0)]
     totals = mme_totals(scores.lazy()).collect()
-    assert totals.select("perception", "cognition").row(0) == (50.0, 200.0)
+    # one subtask of each half ran: no total (the old sums read 50 and 200), the others named
+    assert totals.select("perception", "cognition", "perception_missing", "cognition_missing").row(0) == (
+        None, None, ["count", "position", "color", "posters", "celebrity", "scene", "landmark", "artwork", "OCR"],
+        ["commonsense_reasoning", "numerical_calculation", "text_translation"])
+    assert [it.extra["group_size"] for it in items] == [2, 2, 2, 2]
+
+
+def _mme_row(image: str, question: str, answer: str = "Yes", category: str = "existence") -> dict[str, object]:
+    return {"question_id": image, "image": {"bytes": png_bytes((1, 2, 3)), "path": image},
+            "question": f"{question}? Please answer yes or no.", "answer": answer, "category": category}
+
+
+def test_mme_image_without_its_question_pair_is_located(tmp_path: Path) -> None:
+    """b.jpg has one question (a cut file), c.jpg three: each of their rows is named; strict = false keeps a.jpg
+    and counts the 4 rows skipped. acc+ never sees a one-question image."""
+    rows = [_mme_row("a.jpg", "Dog"), _mme_row("b.jpg", "Cat"), _mme_row("a.jpg", "Cat", "No"),
+            _mme_row("c.jpg", "One"), _mme_row("c.jpg", "Two"), _mme_row("c.jpg", "Three")]
+    ann = write_parquet(tmp_path / "mme.parquet", rows, MME_SCHEMA)
+    with pytest.raises(DatasetError) as err:
+        list(build_adapter(MMESpec(name="mme", annotations=ann, image_cache=tmp_path / "img")).items())
+    text = str(err.value)
+    assert "4 problem(s)" in text
+    assert ("mme.parquet: row 1 (item existence/b.jpg#0): image 'existence/b.jpg' has 1 question(s), MME asks 2 "
+            "per image (this is question 1)") in text, text
+    for r, k in ((3, 1), (4, 2), (5, 3)):
+        assert (f"mme.parquet: row {r} (item existence/c.jpg#{k - 1}): image 'existence/c.jpg' has 3 question(s), "
+                f"MME asks 2 per image (this is question {k})") in text, text
+    lenient = build_adapter(MMESpec(name="mme", annotations=ann, image_cache=tmp_path / "img", strict=False))
+    assert [it.item_id for it in lenient.items()] == ["existence/a.jpg#0", "existence/a.jpg#1"]
+    assert len(lenient.problems) == 4
+
+
+def test_mme_limit_never_cuts_an_image_in_two(tmp_path: Path) -> None:
+    """Questions a0 b0 a1 b1 (an image's two questions apart): limit 3 keeps a's two (b's second is cut, so b
+    goes whole); limit 4 keeps both images."""
+    rows = [_mme_row("a.jpg", "Dog"), _mme_row("b.jpg", "Cat"), _mme_row("a.jpg", "Cat", "No"),
+            _mme_row("b.jpg", "Dog", "No")]
+    ann = write_parquet(tmp_path / "mme.parquet", rows, MME_SCHEMA)
+
+    def ids(limit: int) -> list[str]:
+        spec = MMESpec(name="mme", annotations=ann, image_cache=tmp_path / "img", limit=limit)
+        return [it.item_id for it in build_adapter(spec).items()]
+
+    assert ids(3) == ["existence/a.jpg#0", "existence/a.jpg#1"]
+    assert ids(4) == ["existence/a.jpg#0", "existence/b.jpg#0", "existence/a.jpg#1", "existence/b.jpg#1"]
 
 
 @pytest.mark.parametrize(("response", "want"), [

@@ -177,9 +177,44 @@ def test_circular_accuracy_hand_computed(tmp_path: Path) -> None:
                  "correct": None, "category": "object_localization"})
     res = pl.LazyFrame(recs, schema={c: RESULT_SCHEMA[c] for c in recs[0]})
     got = mmbench_circular_accuracy(res, groups).collect()
-    want = pl.DataFrame({"model_id": ["m"], "dataset": ["mmbench"], "budget_id": ["f1"], "n_groups": [3],
-                         "n_complete": [2], "circular_accuracy": [0.5], "vanilla_accuracy": [1.0]},
-                        schema_overrides={"n_groups": pl.UInt32, "n_complete": pl.UInt32})
+    # 3 questions: q0 right; q1 complete, wrong; q2 a rotation failed: wrong (as VLMEvalKit counts it) ->
+    # official 1/3; over the 2 complete questions 1/2; rotation 0 right for all three -> vanilla 3/3
+    want = pl.DataFrame({"model_id": ["m"], "dataset": ["mmbench"], "budget_id": ["f1"], "n_questions": [3],
+                         "n_complete": [2], "n_incomplete": [1], "circular_accuracy": [1 / 3],
+                         "circular_accuracy_complete": [0.5], "vanilla_accuracy": [1.0]},
+                        schema_overrides={"n_questions": pl.UInt32, "n_complete": pl.UInt32,
+                                          "n_incomplete": pl.UInt32})
     assert_frame_equal(got, want)
     by_cat = mmbench_circular_accuracy(res, groups, by=["category"]).collect()
-    assert by_cat["circular_accuracy"].to_list() == [0.5]
+    assert by_cat["circular_accuracy"].to_list() == [1 / 3]
+
+
+def test_rotation_count_is_the_option_count_and_limit_counts_questions(tmp_path: Path) -> None:
+    """q0 has 4 options, q1 3, q2 4: group_size 4, 3, 4 on every rotation (1 without circular evaluation).
+    limit = 2 keeps q0's 4 and q1's 3 rotations (it kept the first 2 rotations of q0: one question that
+    looked complete with 2 of its 4 rotations)."""
+    rows = [row(0, "B"), row(1, "A", options=("p", "q", "r")), row(2, "C")]
+    items = list(build_adapter(spec(tmp_path, rows)).items())
+    assert [(it.group_id, it.extra["group_size"]) for it in items] == [("0", 4)] * 4 + [("1", 3)] * 3 + [("2", 4)] * 4
+    cut = list(build_adapter(spec(tmp_path, rows, limit=2)).items())
+    assert [it.item_id for it in cut] == ["0", "1000000", "2000000", "3000000", "1", "1000001", "2000001"]
+    assert group_table(cut)["group_size"].to_list() == [4, 4, 4, 4, 3, 3, 3]
+    (tmp_path / "v").mkdir()
+    vanilla = list(build_adapter(spec(tmp_path / "v", rows, circular=False, limit=2)).items())
+    assert [(it.item_id, it.extra["group_size"]) for it in vanilla] == [("0", 1), ("1", 1)]
+
+
+def test_a_file_missing_a_rotated_copy_is_located(tmp_path: Path) -> None:
+    """The file rotates q5 (3 options) but holds rotations 0 and 1 only: both rows are named, and with
+    strict = false the question is skipped (2 problems); q6 with its 2 rotations is kept."""
+    rows = [row(5, "B", options=("x", "y", "z")), row(1_000_005, "A", options=("y", "z", "x"), image="5"),
+            row(6, "A", options=("s", "t")), row(1_000_006, "B", options=("t", "s"), image="5")]
+    with pytest.raises(DatasetError) as err:
+        list(build_adapter(spec(tmp_path, rows)).items())
+    text = str(err.value)
+    assert "2 problem(s)" in text
+    for r in (0, 1):
+        assert (f"MMBench_DEV_EN.tsv: row {r} (item {r * 1_000_000 + 5}): question 5: the file holds rotations "
+                "[0, 1] of its 3 options (circular evaluation needs each once)") in text, text
+    lenient = build_adapter(spec(tmp_path, rows, strict=False))
+    assert [it.item_id for it in lenient.items()] == ["6", "1000006"] and len(lenient.problems) == 2

@@ -52,7 +52,7 @@ def test_items_and_prompt(tmp_path: Path) -> None:
         f"What happens (1)?\n{OPTIONS}\nThe best answer is:"
     )
     assert items[4].extra == {"position": 1, "group_type": "logic", "group_structure": "[1,[2,3],4]", "level": 2,
-                              "row": 4}
+                              "row": 4, "group_size": 4}
     assert (it.task_type, it.category) == ("Causality", "Temporal Dynamics")
 
 
@@ -101,7 +101,7 @@ def test_group_scores_by_hand(tmp_path: Path) -> None:
     assert got["score"].to_list() == pytest.approx([56.25, 400 / 12, 0.0])
     summary = videomme_v2_summary(got.lazy()).collect()
     want = pl.DataFrame({"model_id": ["m"], "dataset": ["videomme_v2"], "budget_id": ["f32"], "n_groups": [3],
-                         "score": [(56.25 + 400 / 12) / 3], "relevance_score": [56.25],
+                         "n_incomplete": [0], "score": [(56.25 + 400 / 12) / 3], "relevance_score": [56.25],
                          "logic_score": [(400 / 12) / 2]})
     assert_frame_equal(summary, want, check_dtypes=False)
 
@@ -113,3 +113,17 @@ def test_logic_maps_and_incomplete_group(tmp_path: Path) -> None:
     by_group = dict(zip(got["group_id"], got["score"], strict=True))
     assert by_group == {"001": 100.0, "003": 50.0, "002": None}  # 002 has 2 of its 4 answers: no score
     assert dict(zip(got["group_id"], got["complete"], strict=True)) == {"001": True, "002": False, "003": True}
+    # the summary: 2 complete groups (relevance 100, logic [[1,2],3,4] run 3 -> 50), 002 counted incomplete
+    summary = videomme_v2_summary(got.lazy()).collect()
+    want = pl.DataFrame({"model_id": ["m"], "dataset": ["videomme_v2"], "budget_id": ["f32"], "n_groups": [2],
+                         "n_incomplete": [1], "score": [(100 + 50) / 2], "relevance_score": [100.0],
+                         "logic_score": [50.0]})
+    assert_frame_equal(summary, want, check_dtypes=False)
+
+
+def test_limit_keeps_whole_groups(tmp_path: Path) -> None:
+    """limit 6 would cut group 002 after 2 of its questions: it is left out whole; limit 8 keeps it."""
+    spec = _fixture(tmp_path)
+    assert [it.item_id for it in build_adapter(spec.model_copy(update={"limit": 6})).items()] == [
+        "001-1", "001-2", "001-3", "001-4"]
+    assert len(list(build_adapter(spec.model_copy(update={"limit": 8})).items())) == 8

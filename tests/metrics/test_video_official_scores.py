@@ -1,0 +1,87 @@
+"""Official video-benchmark scores (Video-MME, Video-MME v2 group scores, MVBench, TempCompass, Video-MMMU) over
+hand-made rows, every value computed by hand; a dataset without an official rule has accuracy as headline."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from metric_rows import collect_both, lazy, row
+
+from engine.metrics.benchmark_scores import benchmark_scores
+from engine.results.schema import ResultRow
+
+
+def _vid(dataset: str, version: str, item: str, mark: str, **extra: object) -> ResultRow:
+    return row("m", dataset, item, "f16", 16, mark, dataset_version=version, media_kind="video", **extra)
+
+
+def videomme_rows() -> list[ResultRow]:
+    """q1 right, q2 wrong, q3 no answer read (empty: wrong), q4 right."""
+    return [_vid("videomme", "videomme-v1.fs1", "q1", "1"), _vid("videomme", "videomme-v1.fs1", "q2", "0"),
+            _vid("videomme", "videomme-v1.fs1", "q3", "0", pred=None),
+            _vid("videomme", "videomme-v1.fs1", "q4", "1")]
+
+
+V2_GROUPS = {  # video: (type, structure, marks in position order)
+    "001": ("relevance", "[1,2,3,4]", "1011"),  # 3 right -> 900/16 = 56.25
+    "002": ("logic", "[1,[2,3],4]", "1101"),  # leading run 2 -> 400/12
+    "003": ("logic", "[[1,2],3,4]", "0111"),  # leading run 0 -> 0
+    "004": ("relevance", "[1,2,3,4]", "111"),  # 3 of its 4 answers: incomplete, no score
+}
+
+
+def v2_rows() -> list[ResultRow]:
+    return [_vid("videomme_v2", "videomme-v2.fs1", f"{video}-{q}", mark, group_id=video, group_size=4,
+                 group_type=gtype, group_structure=structure)
+            for video, (gtype, structure, marks) in V2_GROUPS.items() for q, mark in enumerate(marks, 1)]
+
+
+def _marks(dataset: str, version: str, column: str, cells: dict[str, str]) -> list[ResultRow]:
+    return [_vid(dataset, version, f"{value}/{i}", mark, **{column: value})
+            for value, marks in cells.items() for i, mark in enumerate(marks)]
+
+
+def video_rows() -> list[ResultRow]:
+    return [
+        *videomme_rows(), *v2_rows(),
+        *_marks("mvbench", "mvbench.fs1", "category", {"action_sequence": "11", "object_shuffle": "1000"}),
+        *_marks("tempcompass", "tempcompass.fs1", "task_type", {"multi-choice": "1", "yes_no": "100"}),
+        *_marks("video_mmmu", "video_mmmu.fs1", "task_type", {"Perception": "10", "Adaptation": "0"}),
+        *_marks("mlvu", "mlvu-dev.fs1", "task_type", {"plotQA": "10"}),
+    ]
+
+
+def _table(df: pl.DataFrame, dataset: str) -> dict[tuple[str, str | None], float]:
+    return {(m, s): v for m, s, v in df.filter(pl.col("dataset") == dataset).select("metric", "subset", "value").rows()}
+
+
+def test_official_video_scores() -> None:
+    got = collect_both(benchmark_scores(lazy(video_rows())))
+    assert _table(got, "videomme") == pytest.approx({
+        ("accuracy", None): 2 / 4,
+        ("videomme_accuracy", None): 2 / 3,  # the empty answer left out of the denominator (official)
+        ("videomme_accuracy_counted", None): 2 / 4, ("videomme_n_empty", None): 1.0})
+    assert _table(got, "videomme_v2") == pytest.approx({
+        ("accuracy", None): 12 / 15,
+        ("videomme_v2_score", None): (56.25 + 400 / 12 + 0) / 3,  # complete groups 001, 002, 003
+        ("videomme_v2_relevance_score", None): 56.25, ("videomme_v2_logic_score", None): (400 / 12 + 0) / 2,
+        ("videomme_v2_n_groups", None): 3.0, ("videomme_v2_n_incomplete", None): 1.0})
+    assert _table(got, "mvbench") == pytest.approx({
+        ("accuracy", None): 3 / 6,
+        ("mvbench_accuracy", None): (2 / 2 + 1 / 4) / 2,  # the mean of the task accuracies, not 3/6
+        ("mvbench_accuracy", "action_sequence"): 1.0, ("mvbench_accuracy", "object_shuffle"): 1 / 4})
+    assert _table(got, "tempcompass") == pytest.approx({
+        ("accuracy", None): 2 / 4,
+        ("tempcompass_score", None): (1 / 1 + 1 / 3) / 2,
+        ("tempcompass_accuracy", "multi-choice"): 1.0, ("tempcompass_accuracy", "yes_no"): 1 / 3})
+    assert _table(got, "video_mmmu") == pytest.approx({
+        ("accuracy", None): 1 / 3,
+        ("video_mmmu_accuracy", "Perception"): 1 / 2, ("video_mmmu_accuracy", "Adaptation"): 0.0})
+    assert _table(got, "mlvu") == pytest.approx({("accuracy", None): 1 / 2})
+    heads = got.filter(pl.col("headline")).select("dataset", "metric", "subset").rows()
+    assert sorted(heads, key=str) == sorted([
+        ("mlvu", "accuracy", None), ("mvbench", "mvbench_accuracy", None),
+        ("tempcompass", "tempcompass_score", None), ("video_mmmu", "video_mmmu_accuracy", "Adaptation"),
+        ("video_mmmu", "video_mmmu_accuracy", "Perception"), ("videomme", "videomme_accuracy", None),
+        ("videomme_v2", "videomme_v2_score", None)], key=str)
+    assert got["missing"].null_count() == got.height

@@ -1,0 +1,36 @@
+"""Result rows record the item's scoring group as the benchmark defines it: size, type and structure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from conftest import small_spec_dict
+
+from engine.items import Item, Job
+from engine.results.schema import rows_to_frame
+from engine.spec import BudgetPoint, parse_spec
+from engine.sweep.rows import JobContext, error_row
+
+
+def _row(tmp_path: Path, item: Item):
+    spec = parse_spec(small_spec_dict(tmp_path))
+    ctx = JobContext(job=Job("tiny", item, BudgetPoint(frames=0)), model_family="qwen2_5_vl",
+                     indices=np.zeros(0, dtype=np.int64), width=8, height=8, decoder="pyav", decode_s=0.0, attempt=1)
+    return error_row(spec, ctx, "X", "boom")
+
+
+def test_rows_carry_the_group_size_type_and_structure(tmp_path: Path) -> None:
+    """An MMBench rotation of a 3-option question: group size 3, whatever rows exist; a Video-MME v2 question:
+    size 4, its type and structure; an item of no group: all null."""
+    mmb = Item(dataset="mmbench", dataset_version="mmbench-dev.fs1", item_id="1000007", video_id="i",
+               video_path=None, question="Q?", options=("a", "b", "c"), answer="A", kind="mcq", group_id="7",
+               extra={"position": 1, "group_size": 3})
+    v2 = Item(dataset="videomme_v2", dataset_version="videomme-v2.fs1", item_id="001-2", video_id="001",
+              video_path=None, question="Q?", options=("a", "b"), answer="A", kind="mcq", group_id="001",
+              extra={"position": 2, "group_size": 4, "group_type": "logic", "group_structure": "[1,[2,3],4]"})
+    plain = Item(dataset="d", dataset_version="1", item_id="x", video_id="v", video_path=None, question="Q?",
+                 answer="A", kind="mcq")
+    rows = [_row(tmp_path, it) for it in (mmb, v2, plain)]
+    got = rows_to_frame(rows).select("group_id", "group_size", "group_type", "group_structure").rows()
+    assert got == [("7", 3, None, None), ("001", 4, "logic", "[1,[2,3],4]"), (None, None, None, None)]
