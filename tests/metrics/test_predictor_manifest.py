@@ -99,8 +99,10 @@ def test_predictor_eval_command(run_dir: Path, tmp_path: Path) -> None:
     g = doc["groups"][0]
     assert (g["accuracy"], g["mean_frames"], g["agreement"], g["n_unparsed"]) == (0.4, 8.8, 0.25, 1)
     res = CliRunner().invoke(app, ["predictor-eval", str(run_dir), "--predictions", str(run_dir / "predictions"),
-                                   "--model-id", "nobody", "--fallback", "f4"])
-    assert res.exit_code == 0 and "no predictions match" in res.output
+                                   "--fallback", "f4"])
+    assert res.exit_code == 0 and "predictor p for m on d" in res.output
+    res = CliRunner().invoke(app, ["predictor-eval", str(run_dir), "--model-id", "nobody"])
+    assert res.exit_code == 2 and "--model-id: 'nobody' is no model of these results; known: m" in res.output
     res = CliRunner().invoke(app, ["predictor-eval", str(tmp_path)])
     assert res.exit_code == 2
 
