@@ -56,6 +56,17 @@ def test_markup_in_user_text_is_printed_literally(tmp_path: Path) -> None:
     assert "x[/b]" in res.output and "Extra inputs are not permitted" in res.output
 
 
+def test_ids_with_colons_are_printed_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--pair a:b:` or a model id like `qwen:smile:` must not turn into emoji on the terminal."""
+    from engine.cli._console import console, fail
+
+    console.print("pair a:b: model x:smile:")
+    fail("unknown budget f4:cross_mark:")
+    got = capsys.readouterr()
+    assert "a:b: model x:smile:" in got.out
+    assert "f4:cross_mark:" in got.err
+
+
 def test_every_unusable_field_is_named_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FS_TEST_UNSET_KEY", raising=False)
     out = tmp_path / "a-file"

@@ -20,8 +20,8 @@ from engine.runtime.secrets import RedactingFilter, redact
 
 __all__ = ["console", "err_console", "fail", "heading", "setup_logging", "shards_named", "warn"]
 
-console = Console(markup=False)
-err_console = Console(stderr=True, markup=False)
+console = Console(markup=False, emoji=False)
+err_console = Console(stderr=True, markup=False, emoji=False)
 
 
 def heading(text: str) -> None:
