@@ -5,6 +5,7 @@ vLLM engine in a whole `framesweep run`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -84,3 +85,87 @@ def test_the_reaper_leaves_when_the_instance_is_shut_down() -> None:
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+STARTING = """
+from engine.runtime.cluster import ensure_ray
+
+ensure_ray(num_cpus=1)
+print("UP", flush=True)
+import time
+time.sleep(600)
+"""
+
+
+def test_a_driver_killed_while_ray_starts_leaves_nothing() -> None:
+    """SIGKILL the driver in the middle of `ray.init`, as soon as the raylet has started a process of its own
+    (an agent or a worker). Before, the reaper started only once Ray was up: killed in that window, the
+    driver left Ray's agents running (reproduced: 2 of them still up 10 s later). Now it starts first and
+    follows the driver's Ray processes and the session named after the driver while Ray starts."""
+    import re
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", STARTING], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    driver = psutil.Process(proc.pid)
+    seen: dict[int, psutil.Process] = {}
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:  # every process the driver's tree holds, until the raylet has a child
+            kids = driver.children(recursive=True)
+            for k in kids:
+                seen.setdefault(k.pid, k)
+            with_child = [k for k in kids if _name(k) == "raylet" and _children(k)]
+            if with_child:
+                for k in _children(with_child[0]):
+                    seen.setdefault(k.pid, k)
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("the raylet started nothing within 120 s")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    session = re.compile(rf"session_[0-9_-]+_{proc.pid}(?!\d)")
+    reaper = [p for p in seen.values() if "engine.runtime.reaper" in " ".join(_cmdline(p))]
+    ray_procs = [p for p in seen.values() if p not in reaper]
+    assert {"gcs_server", "raylet"} <= {_name(p) for p in ray_procs}
+    _, alive = psutil.wait_procs(ray_procs, timeout=15)
+    left = [p for p in alive if _up(p)]
+    left += [p for p in psutil.process_iter() if session.search(" ".join(_cmdline(p))) and p not in left]
+    names = [f"{p.pid} {_name(p)}" for p in left]
+    for p in left:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    assert not names, f"still running 15 s after the driver's SIGKILL during ray.init: {names}"
+    assert len(reaper) == 1  # begun before Ray's own processes
+    psutil.wait_procs(reaper, timeout=15)
+    assert not [p for p in reaper if _up(p)]  # its work done, it is gone too
+
+
+def _name(p: psutil.Process) -> str:
+    try:
+        return p.name()
+    except psutil.Error:
+        return ""
+
+
+def _cmdline(p: psutil.Process) -> list[str]:
+    try:
+        return p.cmdline()
+    except psutil.Error:
+        return []
+
+
+def _children(p: psutil.Process) -> list[psutil.Process]:
+    try:
+        return p.children()
+    except psutil.Error:
+        return []
+
+
+def _up(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from engine.runtime.local_cluster import local_cluster_env, recorded_cluster
-from engine.runtime.reaper import start_reaper
+from engine.runtime.reaper import Reaper
 from engine.runtime.secrets import register_secret_env
 
 __all__ = ["ensure_ray"]
@@ -93,17 +93,33 @@ def _init(ray: Any, address: str | None, num_cpus: int | None, object_store_mb: 
             configure_logging=False,
         )
 
-    # the processes of a new instance live as long as the thread that starts them: the main thread, or
-    # else the keeper thread (see `_on_keeper`)
-    if threading.current_thread() is threading.main_thread():
-        start()
-    else:
-        _on_keeper(start)
-    try:  # what Ray's processes started lives on after a SIGKILLed driver: the reaper ends it
-        start_reaper(ray)
+    # what Ray's processes start lives on after a SIGKILLed driver: the reaper ends it. It starts before Ray
+    # does, so that a driver killed while Ray starts leaves nothing either
+    reaper = _begin_reaper()
+    try:  # the processes of a new instance live as long as the thread that starts them: the main thread, or
+        # else the keeper thread (see `_on_keeper`)
+        if threading.current_thread() is threading.main_thread():
+            start()
+        else:
+            _on_keeper(start)
+    except BaseException:
+        if reaper is not None:
+            reaper.abort()  # what the failed start left is stopped
+        raise
+    if reaper is not None:
+        try:
+            reaper.attach(ray)
+        except Exception as err:  # noqa: BLE001 - it still knows the session by name
+            log.warning("could not hand Ray's processes to the reaper (%s: %s)", type(err).__name__, err)
+
+
+def _begin_reaper() -> Reaper | None:
+    try:
+        return Reaper.begin()
     except Exception as err:  # noqa: BLE001 - a run never fails for want of its cleanup
         log.warning("could not start the process reaper (%s: %s): a killed driver leaves Ray's agents running "
                     "for a while", type(err).__name__, err)
+        return None
 
 
 def _no_sigterm_notice(record: logging.LogRecord) -> bool:
