@@ -277,3 +277,92 @@ def test_two_sweeps_of_other_videos_under_the_same_names_share_no_cache_entry(tm
     assert set(a["video_id"]) == set(b["video_id"])  # the same names ...
     assert not set(a["media_uuid"]) & set(b["media_uuid"])  # ... never the same cache entries
     assert a["media_uuid"].n_unique() == b["media_uuid"].n_unique() == 3  # one per video: its questions share it
+
+
+def _run_cli(spec: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([*FRAMESWEEP, "run", str(spec)], capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_changed_spec_is_refused_and_new_budgets_resume(tmp_path: Path, warm_engine: Path) -> None:
+    """The issue's case through real runs: another system prompt and scoring = "generate" on the same sweep_id and
+    out dir went on as '18 already committed' (exit 0) and the manifest took the new spec while every row answered
+    the old prompt. Now it stops before any work (exit 2), naming the keys' model/dataset/budget and the fields;
+    a spec that only adds a budget resumes, and every row carries its answer fingerprint."""
+    out = tmp_path / "out"
+    base = small_spec_dict(out, budgets=[{"frames": 0}, {"frames": 2}])
+    first = _run_cli(write_toml(tmp_path / "a.toml", base))
+    assert first.returncode == 0 and "18 ok" in first.stdout, first.stdout + first.stderr
+    shards, manifest = _shards(out), (out / "manifest.json").read_bytes()
+
+    changed = {**base, "prompt": {"scoring": "generate", "system_prompt": "Answer with the letter only."}}
+    refused = _run_cli(write_toml(tmp_path / "b.toml", changed))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    err = " ".join(refused.stderr.split())  # rich wraps long lines
+    for budget in ("text", "f2"):
+        assert f"model tiny, dataset synthetic, budget {budget} (9 key(s))" in err, refused.stderr
+    assert "prompt.scoring: 'letter' -> 'generate'" in err
+    assert "prompt.system_prompt: None -> 'Answer with the letter only.'" in err and "Traceback" not in err
+    assert _shards(out) == shards and (out / "manifest.json").read_bytes() == manifest  # nothing touched
+
+    grown = {**base, "budgets": [{"frames": 0}, {"frames": 2}, {"frames": 4}]}
+    more = _run_cli(write_toml(tmp_path / "c.toml", grown))
+    assert more.returncode == 0 and "9 ok, 0 failed, 18 already committed" in more.stdout, more.stdout + more.stderr
+    rows = scan_results(out).collect()
+    assert rows["answer_fingerprint"].null_count() == 0
+    per_budget = dict(rows.group_by("budget_id").agg(pl.col("answer_fingerprint").unique()).iter_rows())
+    assert all(len(fps) == 1 for fps in per_budget.values()) and len({fps[0] for fps in per_budget.values()}) == 3
+    m = json.loads((out / "manifest.json").read_text())
+    assert {b: fps for b, fps in m["answer_fingerprints"]["tiny"]["synthetic"].items()} == per_budget
+    assert [h["jobs_pending"] for h in m["history"]] == [18, 9]  # the refused run left no entry
+
+
+def test_a_deleted_lock_never_lets_two_drivers_write(tmp_path: Path, warm_engine: Path) -> None:
+    """Deleting OUT/.lock during a real run let a second driver run every job again (90 keys written twice).
+    Now the driver notices before its next commit: with the name gone it takes a new .lock and goes on (a second
+    driver is refused at once, before it loads anything); when another driver's .lock is there, it stops without
+    committing (exit 3, one sentence). Either way every key is written once."""
+    import fcntl
+
+    n_videos = 100  # enough work that the run is still going when the second driver starts
+    out = tmp_path / "deleted"
+    spec = _spec(tmp_path, out, n_videos=n_videos, commit_interval_s=0.25)
+    expected = {("tiny", "synthetic", f"syn0-{v:04d}/{q}", b) for v in range(n_videos)
+                for q in ("flash_count", "first_colour", "static_shape") for b in ("text", "f2", "f4", "f8")}
+    proc = _start(spec)
+    _wait_for_shards(proc, out, 1)
+    (out / ".lock").unlink()
+    t0 = time.monotonic()
+    while not (out / ".lock").exists():  # taken again at the driver's next commit
+        assert proc.poll() is None and time.monotonic() - t0 < 60, "the driver did not take a new .lock"
+        time.sleep(0.02)
+    second = _run_cli(spec, timeout=120)
+    assert proc.poll() is None, "the first run ended before the second started: the test needs more work"
+    assert second.returncode == 3 and "being written by another framesweep driver" in second.stderr, \
+        second.stdout + second.stderr
+    log = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 0, log
+    assert "was deleted while this driver held it; it is taken again" in " ".join(log.split())
+    keys = _keys(scan_results(out).collect())
+    assert len(keys) == len(set(keys)) and set(keys) == expected
+
+    # replaced: another driver made and locked a new .lock; this one stops at its next commit
+    out = tmp_path / "replaced"
+    spec = _spec(tmp_path, out, n_videos=60, commit_interval_s=0.25)
+    proc = _start(spec)
+    _wait_for_shards(proc, out, 1)
+    (out / ".lock").unlink()
+    fd = os.open(out / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a second driver's start does
+        log = proc.communicate(timeout=120)[0]
+        assert proc.returncode == 3, log
+        flat = " ".join(log.split())
+        assert ".lock was replaced while this driver held it" in flat and "stopped without committing" in flat
+        assert "Traceback" not in log
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    rerun = _run_cli(spec, timeout=600)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    keys = _keys(scan_results(out).collect())
+    assert len(keys) == len(set(keys)) and len(keys) == 60 * 3 * 4
