@@ -361,6 +361,7 @@ class ResultStore:
             self.last_commit = time.monotonic()
             if not rows:
                 return 0
+            self._check_lock(len(rows))  # a lost lock drops the rows: another driver may hold their keys now
             self._seq += 1
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
             name = f"part-{stamp}-{os.getpid()}-{self._token}-{self._seq:05d}.parquet"
