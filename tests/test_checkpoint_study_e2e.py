@@ -54,9 +54,9 @@ def _spec(tmp_path: Path) -> dict:
     return d
 
 
-def _by_hand(rows: pl.DataFrame) -> dict[tuple[str, str, str, str, str | None], float]:
+def _by_hand(rows: pl.DataFrame) -> dict[tuple[str, str, str, str, str | None], float | None]:
     """The official scores recomputed in plain Python from the committed rows (no Polars expressions)."""
-    out: dict[tuple[str, str, str, str, str | None], float] = {}
+    out: dict[tuple[str, str, str, str, str | None], float | None] = {}
     cells: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for r in rows.filter(pl.col("status") == "ok").to_dicts():
         cells[(r["model_id"], r["dataset"], r["budget_id"])].append(r)
@@ -68,18 +68,20 @@ def _by_hand(rows: pl.DataFrame) -> dict[tuple[str, str, str, str, str | None], 
             per_cat: dict[str, list[dict]] = defaultdict(list)
             for r in rs:
                 per_cat[r["category"]].append(r)
-            totals = {"mme_perception": 0.0, "mme_cognition": 0.0}
+            scores: dict[str, float] = {}
             for cat, crs in per_cat.items():
                 acc = 100 * sum(bool(r["correct"]) for r in crs) / len(crs)
                 images: dict[str, list[bool]] = defaultdict(list)
                 for r in crs:
                     images[r["item_id"].rsplit("#", 1)[0]].append(bool(r["correct"]))
-                plus = 100 * sum(all(v) for v in images.values()) / len(images)
-                out[(m, ds, b, "mme_score", cat)] = acc + plus
-                totals["mme_perception" if cat in PERCEPTION else "mme_cognition"] += acc + plus
+                complete = [all(v) for v in images.values() if len(v) == 2]  # both questions answered
+                if complete:
+                    scores[cat] = acc + 100 * sum(complete) / len(complete)
+                    out[(m, ds, b, "mme_score", cat)] = scores[cat]
                 assert cat in PERCEPTION or cat in COGNITION
-            for k, v in totals.items():
-                out[(m, ds, b, k, None)] = v
+            for k, half in (("mme_perception", PERCEPTION), ("mme_cognition", COGNITION)):
+                # a total needs every subtask of its half (the fixture has two subtasks: both are null)
+                out[(m, ds, b, k, None)] = sum(scores[c] for c in half) if all(c in scores for c in half) else None
         if ds == "pope_val":
             for split in (None, "adversarial", "random"):
                 srs = [r for r in rs if split is None or r["category"] == split]
@@ -99,8 +101,9 @@ def _by_hand(rows: pl.DataFrame) -> dict[tuple[str, str, str, str, str | None], 
             questions: dict[int, list[bool]] = defaultdict(list)
             for r in rs:
                 questions[int(r["item_id"]) % 1_000_000].append(bool(r["correct"]))
-            complete = [all(v) for v in questions.values() if len(v) == 4]
-            out[(m, ds, b, "mmbench_circular_accuracy", None)] = sum(complete) / len(complete)
+            every = {int(r["item_id"]) % 1_000_000 for r in rows.filter(pl.col("dataset") == ds).to_dicts()}
+            right = [len(questions.get(q, [])) == 4 and all(questions[q]) for q in every]  # 4 options, 4 rotations
+            out[(m, ds, b, "mmbench_circular_accuracy", None)] = sum(right) / len(right)  # incomplete = wrong
     return out
 
 
@@ -140,24 +143,31 @@ def test_checkpoint_study_end_to_end(tmp_path: Path, warm_engine: Path) -> None:
                        "mmbench_circular_accuracy"):
             assert (m, "mme" if metric.startswith("mme") else "pope_val" if metric.startswith("pope") else
                     "mmbench", "f8", metric, None) in got
-    # the train-frames view: the fine-tune against its base over the video set and the three image sets
+    # the train-frames view on official scores: the video set and the image sets with an official delta (MME's
+    # totals are null, two of its subtasks only: left out); per question all three image sets
     (tf,) = doc["train_frames"]
     assert (tf["model_id"], tf["train_frames"], tf["size"], tf["label"]) == ("ft16", "16", "tiny", "FT-16")
-    assert (tf["n_video_datasets"], tf["n_image_datasets"]) == (1, 3)
+    assert (tf["n_video_datasets"], tf["n_image_datasets"]) == (1, 2)
     video = next(r for r in doc["datasets"] if (r["model_id"], r["dataset"]) == ("ft16", "synthetic"))
     assert tf["video_gain"] == pytest.approx(video["gain"])
-    assert video["rescue"] - video["harm"] == pytest.approx(video["gain"] * video["n_items"])
+    assert video["gain"] == pytest.approx(got[("ft16", "synthetic", "f8", "accuracy", None)]
+                                          - got[("base", "synthetic", "f8", "accuracy", None)])
+    (pq_tf,) = doc["per_question"]["train_frames"]
+    assert (pq_tf["n_video_datasets"], pq_tf["n_image_datasets"]) == (1, 3)
+    pq_video = next(r for r in doc["per_question"]["datasets"] if (r["model_id"], r["dataset"]) == ("ft16",
+                                                                                                     "synthetic"))
+    assert pq_video["rescue"] - pq_video["harm"] == pytest.approx(pq_video["gain"] * pq_video["n_items"])
     deltas = {(d["dataset"], d["metric"], d["subset"]): d["delta"] for d in doc["score_deltas"]
               if d["budget_id"] == "f8"}
-    base_mme = got[("base", "mme", "f8", "mme_perception", None)]
-    assert deltas[("mme", "mme_perception", None)] == pytest.approx(
-        got[("ft16", "mme", "f8", "mme_perception", None)] - base_mme)
+    assert deltas[("mme", "mme_perception", None)] is None  # no total, so no delta
+    assert deltas[("mme", "mme_score", "celebrity")] == pytest.approx(
+        got[("ft16", "mme", "f8", "mme_score", "celebrity")] - got[("base", "mme", "f8", "mme_score", "celebrity")])
 
     report = tmp_path / "report.html"
     res = CliRunner().invoke(app, ["report", str(tmp_path / "out"), "-o", str(report), "--n-boot", "0"])
     assert res.exit_code == 0, res.output
     html = report.read_text()
     for fig in ("table-train-frames", "fig-train-frames", "table-benchmark-scores", "table-category-deltas",
-                "table-checkpoint-datasets"):
+                "table-checkpoint-datasets", "table-headlines", "table-temporal-trap-per-question"):
         assert f'id="{fig}"' in html
     assert "FT-16" in html and "mme_perception" in html

@@ -83,19 +83,12 @@ def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list
         fail(f"{models_option if models else 'study'}: {err}")
         raise typer.Exit(2) from None
     frames = pl.collect_all(list(tables.values()), engine=polars_engine)
-    return {"schema": "framesweep.checkpoints/2", "source": str(out_dir),
+    return {"schema": "framesweep.checkpoints/3", "source": str(out_dir),
             **checkpoint_document(dict(zip(tables, frames, strict=True)), study)}
 
 
 def _pts(v: float | None, signed: bool = False) -> str:
     return "n/a" if v is None else (f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}")
-
-
-def _value(metric: str, v: float | None, signed: bool = False) -> str:
-    """A score as published: MME in points, the others as percentages."""
-    if v is None or not metric.startswith("mme_"):
-        return _pts(v, signed)
-    return f"{v:+.1f}" if signed else f"{v:.1f}"
 
 
 def _table(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> None:
@@ -107,32 +100,45 @@ def _table(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> None:
     console.print(t)
 
 
+def _official(doc: dict[str, Any]) -> None:
+    from engine.metrics.benchmark_scores import score_text
+
+    _table(f"temporal trap vs {', '.join(doc['bases'])}: official scores (points of each one's full scale)",
+           ("checkpoint", "base", "frames", "video datasets", "video gain", "image datasets", "image loss", "trapped"),
+           [[r["model_id"], r["base_id"], str(r["frames"]), str(r["n_video_datasets"]), _pts(r["video_gain"], True),
+             str(r["n_image_datasets"]), _pts(r["image_loss"], True), "yes" if r["trapped"] else ""]
+            for r in doc["temporal_trap"]])
+    top = {(r["model_id"], r["dataset"], r["budget_id"]) for r in doc["datasets"]}
+    _table("official scores against the base, each dataset's dearest budget (MME and Video-MME v2 in points, "
+           "the others in %)", ("checkpoint", "dataset", "budget", "metric", "subset", "score", "base", "delta",
+                               "missing"),
+           [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], r["subset"] or "",
+             score_text(r["metric"], r["value"]), score_text(r["metric"], r["base_value"]),
+             score_text(r["metric"], r["delta"], True), ", ".join(r["missing"] or r["base_missing"] or [])]
+            for r in doc["headlines"] if (r["model_id"], r["dataset"], r["budget_id"]) in top])
+    _table("video gain and image loss against train frames (official scores; each dataset at its dearest budget)",
+           ("architecture", "size", "train frames", "checkpoint", "video gain", "image loss", "trapped"),
+           [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"],
+             _pts(r["video_gain"], True), _pts(r["image_loss"], True), "yes" if r["trapped"] else ""]
+            for r in doc["train_frames"]])
+
+
 def print_checkpoints(doc: dict[str, Any]) -> None:
-    """The audit's tables on the console (points; MME scores in MME points)."""
+    """The audit's tables on the console: official scores first, then the per-question view (points)."""
     kinds = ", ".join(f"{d} {k}" for d, k in doc["dataset_kinds"].items())
     console.print(f"datasets (kind from the items' media): {kinds}", markup=False)
-    _table(f"temporal trap vs {', '.join(doc['bases'])} (points)",
+    _official(doc)
+    pq = doc["per_question"]
+    _table("per question (every MMBench rotation, every MME question an item): temporal trap (points)",
            ("checkpoint", "base", "frames", "video acc", "video gain", "image acc", "image loss", "trapped"),
            [[r["model_id"], r["base_id"], str(r["frames"]), _pts(r["video_accuracy"]), _pts(r["video_gain"], True),
              _pts(r["image_accuracy"]), _pts(r["image_loss"], True), "yes" if r["trapped"] else ""]
-            for r in doc["temporal_trap"] if r["model_id"] != r["base_id"]])
-    _table("video gain and image loss against train frames (points; each dataset at its dearest budget)",
-           ("architecture", "size", "train frames", "checkpoint", "video gain", "image loss", "video R/H",
-            "image R/H", "trapped"),
-           [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"],
-             _pts(r["video_gain"], True), _pts(r["image_loss"], True), f"{r['video_rescue']}/{r['video_harm']}",
-             f"{r['image_rescue']}/{r['image_harm']}", "yes" if r["trapped"] else ""] for r in doc["train_frames"]])
-    _table("per checkpoint and dataset, at the dataset's dearest budget (points)",
+            for r in pq["temporal_trap"] if r["model_id"] != r["base_id"]])
+    _table("per question: each checkpoint and dataset at the dataset's dearest budget (points)",
            ("checkpoint", "dataset", "kind", "budget", "items", "acc", "base acc", "gain", "rescue", "harm"),
            [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], str(r["n_items"]), _pts(r["accuracy"]),
              _pts(r["base_accuracy"]), _pts(r["gain"], True), str(r["rescue"]), str(r["harm"])]
-            for r in doc["datasets"] if r["model_id"] != r["base_id"]])
-    _table("official scores against the base (MME in points, the others in %)",
-           ("checkpoint", "dataset", "budget", "metric", "subset", "score", "base", "delta"),
-           [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], r["subset"] or "",
-             _value(r["metric"], r["value"]), _value(r["metric"], r["base_value"]),
-             _value(r["metric"], r["delta"], True)]
-            for r in doc["score_deltas"] if r["metric"] != "accuracy" and r["subset"] is None])
+            for r in pq["datasets"] if r["model_id"] != r["base_id"]])
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -146,8 +152,9 @@ def checkpoints(
     engine: Annotated[PolarsEngine, typer.Option(
         "--engine", help="Polars engine: auto, streaming or in-memory.")] = "auto",
 ) -> None:
-    """Checkpoint audit: scores, gains and flows against each base; video gain vs image loss ("temporal trap"),
-    against train frames; official image-benchmark scores."""
+    """Checkpoint audit: each benchmark's official score against its base; video gain vs image loss on those
+    ("temporal trap"), per frame count and against train frames; the per-question view (accuracy, rescued and
+    harmed items) beside it."""
     check_output("--json", json_path)
     doc = checkpoint_doc(out_dir, _split(models), _split(image_datasets), engine)
     print_checkpoints(doc)

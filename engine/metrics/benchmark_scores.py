@@ -63,7 +63,7 @@ from engine.datasets.scoring_rules import (
 )
 
 __all__ = ["BENCHMARK_SCORE_SCHEMA", "FULL_SCALE", "GROUP_COLUMNS", "HEADLINES", "SCORE_COLUMNS", "benchmark_column",
-           "benchmark_scores", "score_groups"]
+           "benchmark_scores", "score_groups", "score_text"]
 
 KEYS = ["model_id", "dataset", "budget_id"]
 
@@ -93,6 +93,17 @@ SCORE_COLUMNS = list(BENCHMARK_SCORE_SCHEMA)
 GROUP_COLUMNS: dict[str, pl.DataType] = {"group_id": pl.String(), "group_size": pl.Int32(), "group_type": pl.String(),
                                          "group_structure": pl.String()}
 """The result columns that describe an item's scoring group (null where rows predate them)."""
+
+def score_text(metric: str, v: float | None, signed: bool = False) -> str:
+    """A score as published: MME and Video-MME v2 in points, counts as counts, fractions as percentages."""
+    if v is None:
+        return "n/a"
+    if "_n_" in metric:
+        return f"{v:+.0f}" if signed else f"{v:.0f}"
+    if metric.startswith("mme_") or (metric.startswith("videomme_v2_") and metric.endswith("score")):
+        return f"{v:+.1f}" if signed else f"{v:.1f}"
+    return f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}"
+
 
 _VERSION_PREFIX = r"^(mme|pope|mmstar|mmbench|videomme-v1|videomme-v2|mvbench|tempcompass|video_mmmu)(?:[.-]|$)"
 _VERSION_NAMES = {"videomme-v1": "videomme", "videomme-v2": "videomme_v2"}

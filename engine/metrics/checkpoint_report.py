@@ -1,19 +1,24 @@
 """The report's checkpoint section, from `engine.metrics.checkpoints.checkpoint_document`.
 
-Tables and figures (ids): ``table-temporal-trap`` and ``fig-trap`` (video gain per evaluated
-frame count vs image loss, per checkpoint), ``table-train-frames`` and ``fig-train-frames``
-(video gain and image loss against the frames each checkpoint was trained on, per
-architecture and size; hybrid beside the fixed counts: the study's frame-budget figure),
-``table-checkpoint-datasets`` (per checkpoint and dataset at its dearest budget: score, delta
-against the base, rescue and harm), ``table-benchmark-scores`` (official scores beside the
-base's), ``table-category-deltas`` (MME subtasks, POPE splits and category accuracies against
-the base) and ``table-checkpoints`` (every dataset and budget).
+On official scores (the study's numbers): ``table-temporal-trap`` and ``fig-trap`` (video gain
+per evaluated frame count vs image loss, per checkpoint), ``table-train-frames`` and
+``fig-train-frames`` (video gain and image loss against the frames each checkpoint was trained
+on, per architecture and size; hybrid beside the fixed counts: the study's frame-budget figure),
+``table-headlines`` (each benchmark's headline score against the base at the dataset's dearest
+budget, in its own unit), ``table-benchmark-scores`` (every official score beside the base's)
+and ``table-category-deltas`` (MME subtasks, POPE splits, MMBench l2-categories, MVBench tasks,
+... and, labelled per question, category accuracies against the base). Per question (every
+MMBench rotation and MME question an item): ``table-temporal-trap-per-question``,
+``table-train-frames-per-question``, ``table-checkpoint-datasets`` (per checkpoint and dataset at
+its dearest budget: accuracy, delta, rescue and harm) and ``table-checkpoints`` (every dataset
+and budget).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from engine.metrics.benchmark_scores import score_text
 from engine.metrics.html import PALETTE, Scale, e, line, pct, svg, table, text
 
 __all__ = ["checkpoint_section", "train_frames_figure", "trap_figure"]
@@ -21,13 +26,6 @@ __all__ = ["checkpoint_section", "train_frames_figure", "trap_figure"]
 
 def _signed_pts(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:+.1f}"
-
-
-def _score(metric: str, v: float | None, signed: bool = False) -> str:
-    """A score as published: MME in points, the others as percentages."""
-    if v is None or not metric.startswith("mme_"):
-        return _signed_pts(v) if signed else pct(v)
-    return f"{v:+.1f}" if signed else f"{v:.1f}"
 
 
 def trap_figure(c: dict[str, Any]) -> str:
@@ -107,66 +105,103 @@ def train_frames_figure(c: dict[str, Any]) -> str:
 
 
 def _category_rows(c: dict[str, Any]) -> list[list[object]]:
-    """Official subset deltas (MME subtasks, POPE splits), then category accuracies at each dataset's dearest budget."""
+    """Official subset deltas (MME subtasks, POPE splits, MMBench l2-categories, ...), then per-question
+    category accuracies at each dataset's dearest budget."""
     out: list[list[object]] = [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], r["subset"],
-                                _score(r["metric"], r["value"]), _score(r["metric"], r["base_value"]),
-                                _score(r["metric"], r["delta"], True), "", ""]
-                               for r in c["score_deltas"] if r["subset"] is not None]
-    for column, rows in c.get("categories", {}).items():
+                                score_text(r["metric"], r["value"]), score_text(r["metric"], r["base_value"]),
+                                score_text(r["metric"], r["delta"], True), "", ""]
+                               for r in c["score_deltas"] if r["subset"] is not None and not r["headline"]]
+    for column, rows in c["per_question"].get("categories", {}).items():
         top: dict[tuple[str, str, str], int] = {}
         for r in rows:
             k = (r["base_id"], r["model_id"], r["dataset"])
             top[k] = max(top.get(k, -1), r["rank"])
-        out += [[r["model_id"], r["dataset"], r["budget_id"], f"accuracy by {column}", r[column], pct(r["accuracy"]),
-                 pct(r["base_accuracy"]), _signed_pts(r["gain"]), r["rescue"], r["harm"]]
+        out += [[r["model_id"], r["dataset"], r["budget_id"], f"accuracy by {column} (per question)", r[column],
+                 pct(r["accuracy"]), pct(r["base_accuracy"]), _signed_pts(r["gain"]), r["rescue"], r["harm"]]
                 for r in rows if r["model_id"] != r["base_id"] and r["rank"] == top[(r["base_id"], r["model_id"],
                                                                                     r["dataset"])]]
     return out
 
 
-def checkpoint_section(c: dict[str, Any]) -> str:
-    """The whole checkpoint section of the report."""
-    trap = [[r["model_id"], r["base_id"], r["frames"], r["n_video_datasets"], pct(r["video_accuracy"]),
-             pct(r["video_gain"]), r["n_image_datasets"], pct(r["image_accuracy"]), pct(r["image_loss"]),
-             "yes" if r["trapped"] else ""] for r in c["temporal_trap"]]
+def _official(c: dict[str, Any]) -> str:
+    trap = [[r["model_id"], r["base_id"], r["frames"], r["n_video_datasets"], _signed_pts(r["video_gain"]),
+             r["n_image_datasets"], _signed_pts(r["image_loss"]), "yes" if r["trapped"] else ""]
+            for r in c["temporal_trap"]]
     tf = [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"], r["base_id"],
-           pct(r["video_gain"]), pct(r["image_loss"]), f"{r['video_rescue']}/{r['video_harm']}",
-           f"{r['image_rescue']}/{r['image_harm']}", "yes" if r["trapped"] else ""] for r in c["train_frames"]]
-    per_ds = [[r["model_id"], r["base_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], pct(r["accuracy"]),
-               pct(r["base_accuracy"]), _signed_pts(r["gain"]), r["rescue"], r["harm"]]
-              for r in c["datasets"] if r["model_id"] != r["base_id"]]
-    scores = [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], _score(r["metric"], r["value"]),
-               _score(r["metric"], r["base_value"]), _score(r["metric"], r["delta"], True)]
-              for r in c["score_deltas"] if r["subset"] is None]
-    per_budget = [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], pct(r["accuracy"]),
-                   pct(r["gain"]), r["rescue"], r["harm"], pct(r["net"]), pct(r["churn"])]
-                  for r in c["table"] if r["model_id"] != r["base_id"]]
-    kinds = ", ".join(f"{d}: {k}" for d, k in c["dataset_kinds"].items())
-    note = (f"bases: {', '.join(c['bases'])}; video benchmarks: {', '.join(c['video_datasets']) or 'none'}; image "
-            f"benchmarks: {', '.join(c['image_datasets']) or 'none'}; gains are macro means over datasets on paired "
-            f"items; a dataset's kind comes from its items' media ({kinds})")
+           _signed_pts(r["video_gain"]), _signed_pts(r["image_loss"]), "yes" if r["trapped"] else ""]
+          for r in c["train_frames"]]
+    top = {(r["model_id"], r["dataset"], r["budget_id"]) for r in c["datasets"]}
+    heads = [[r["model_id"], r["base_id"], r["dataset"], r["kind"], r["budget_id"], r["metric"], r["subset"] or "",
+              score_text(r["metric"], r["value"]), score_text(r["metric"], r["base_value"]),
+              score_text(r["metric"], r["delta"], True), ", ".join(r["missing"] or r["base_missing"] or [])]
+             for r in c["headlines"] if (r["model_id"], r["dataset"], r["budget_id"]) in top]
+    scores = [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], "yes" if r["headline"] else "",
+               score_text(r["metric"], r["value"]), score_text(r["metric"], r["base_value"]),
+               score_text(r["metric"], r["delta"], True)]
+              for r in c["score_deltas"] if r["subset"] is None or r["headline"]]
     return "".join([
-        f"<h2>Checkpoints: temporal trap ({e(', '.join(c['models']))})</h2>", f'<p class="note">{e(note)}</p>',
-        table("table-temporal-trap", ["checkpoint", "base", "frames", "video datasets", "video acc", "video gain",
-                                       "image datasets", "image acc", "image loss", "trapped"], trap),
+        table("table-temporal-trap", ["checkpoint", "base", "frames", "video datasets", "video gain",
+                                       "image datasets", "image loss", "trapped"], trap),
         trap_figure(c),
-        '<p class="note">solid: video gain per frame budget; dashed: image gain (below zero: image loss)</p>',
-        "<h3>Video gain and image loss against train frames (points)</h3>",
-        '<p class="note">each dataset at its dearest budget; R/H: items rescued / harmed against the base</p>',
+        '<p class="note">solid: video gain per frame budget; dashed: image gain (below zero: image loss); each '
+        "benchmark's official delta on its full scale, macro mean over datasets</p>",
+        "<h3>Video gain and image loss against train frames (official scores, points of full scale)</h3>",
         table("table-train-frames", ["architecture", "size", "train frames", "checkpoint", "base", "video gain",
-                                      "image loss", "video R/H", "image R/H", "trapped"], tf),
+                                      "image loss", "trapped"], tf),
         train_frames_figure(c),
         '<p class="note">solid circles: video gain; dashed squares: image loss; hybrid unjoined on the right</p>',
-        "<h3>Per checkpoint and dataset against its base (points, the dataset's dearest budget)</h3>",
-        table("table-checkpoint-datasets", ["checkpoint", "base", "dataset", "kind", "budget", "items", "acc",
-                                             "base acc", "delta", "rescue", "harm"], per_ds),
-        "<h3>Official scores against the base (MME in points, the others in %)</h3>",
-        table("table-benchmark-scores", ["checkpoint", "dataset", "budget", "metric", "score", "base", "delta"],
-              scores),
+        "<h3>Headline scores against the base (each benchmark's own unit, the dataset's dearest budget)</h3>",
+        table("table-headlines", ["checkpoint", "base", "dataset", "kind", "budget", "metric", "subset", "score",
+                                   "base score", "delta", "missing subtasks"], heads),
+        "<h3>Official scores against the base (MME and Video-MME v2 in points, counts as counts, the others in "
+        "%)</h3>",
+        table("table-benchmark-scores", ["checkpoint", "dataset", "budget", "metric", "headline", "score", "base",
+                                          "delta"], scores),
         "<h3>Fine-grained deltas: subtasks, splits and categories</h3>",
         table("table-category-deltas", ["checkpoint", "dataset", "budget", "metric", "subset", "score", "base",
                                          "delta", "rescue", "harm"], _category_rows(c)),
-        "<h3>Per dataset and budget against the base (points)</h3>",
+    ])
+
+
+def _per_question(c: dict[str, Any]) -> str:
+    pq = c["per_question"]
+    trap = [[r["model_id"], r["base_id"], r["frames"], r["n_video_datasets"], pct(r["video_accuracy"]),
+             pct(r["video_gain"]), r["n_image_datasets"], pct(r["image_accuracy"]), pct(r["image_loss"]),
+             "yes" if r["trapped"] else ""] for r in pq["temporal_trap"]]
+    tf = [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"], r["base_id"],
+           pct(r["video_gain"]), pct(r["image_loss"]), f"{r['video_rescue']}/{r['video_harm']}",
+           f"{r['image_rescue']}/{r['image_harm']}", "yes" if r["trapped"] else ""] for r in pq["train_frames"]]
+    per_ds = [[r["model_id"], r["base_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], pct(r["accuracy"]),
+               pct(r["base_accuracy"]), _signed_pts(r["gain"]), r["rescue"], r["harm"]]
+              for r in pq["datasets"] if r["model_id"] != r["base_id"]]
+    per_budget = [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], pct(r["accuracy"]),
+                   pct(r["gain"]), r["rescue"], r["harm"], pct(r["net"]), pct(r["churn"])]
+                  for r in pq["table"] if r["model_id"] != r["base_id"]]
+    return "".join([
+        "<h3>Per question: every MMBench rotation and every MME question an item (paired items, points)</h3>",
+        '<p class="note">accuracy gains on the items the base and all its fine-tunes answered; not the '
+        "benchmarks' official scores</p>",
+        table("table-temporal-trap-per-question", ["checkpoint", "base", "frames", "video datasets", "video acc",
+                                                    "video gain", "image datasets", "image acc", "image loss",
+                                                    "trapped"], trap),
+        table("table-train-frames-per-question", ["architecture", "size", "train frames", "checkpoint", "base",
+                                                   "video gain", "image loss", "video R/H", "image R/H", "trapped"],
+              tf),
+        table("table-checkpoint-datasets", ["checkpoint", "base", "dataset", "kind", "budget", "items", "acc",
+                                             "base acc", "delta", "rescue", "harm"], per_ds),
         table("table-checkpoints", ["checkpoint", "dataset", "kind", "budget", "items", "acc", "gain", "rescue",
                                      "harm", "net", "churn"], per_budget),
+    ])
+
+
+def checkpoint_section(c: dict[str, Any]) -> str:
+    """The whole checkpoint section of the report: official scores first, the per-question view after."""
+    kinds = ", ".join(f"{d} {k}" for d, k in c["dataset_kinds"].items())
+    note = (f"bases: {', '.join(c['bases'])}; video benchmarks: {', '.join(c['video_datasets']) or 'none'}; image "
+            f"benchmarks: {', '.join(c['image_datasets']) or 'none'}; gains are each benchmark's official score "
+            f"against the base (on its full scale), macro means over datasets; a dataset's kind comes from its "
+            f"items' media ({kinds})")
+    return "".join([
+        f"<h2>Checkpoints: temporal trap ({e(', '.join(c['models']))})</h2>", f'<p class="note">{e(note)}</p>',
+        _official(c), _per_question(c),
     ])

@@ -7,13 +7,20 @@ from model ids in order, the first the base of the others (`study_from_models`).
 is a base and the checkpoints that name it; each checkpoint is measured against its own base
 on the items its whole family answered (`engine.metrics.checkpoints.checkpoint_table`).
 
-Views over the checkpoint table:
+Views:
+- `score_deltas`: every official score (`engine.metrics.benchmark_scores`) of a checkpoint
+  beside its base's at the same dataset, budget, metric and subset (MME subtasks, POPE splits,
+  MMBench l2-categories, ...); a headline's delta is also given on its full scale
+  (``delta_scaled`` = delta / full scale: MME points / 2000 or 800, Video-MME v2 / 100,
+  fractions as they are), so that benchmarks of different units can be averaged.
 - `train_frames_view`: per fine-tuned checkpoint, video gain (macro mean over video datasets of
-  the gain at each dataset's dearest budget) and image gain / loss (the same over image
+  each dataset's gain at its dearest budget) and image gain / loss (the same over image
   datasets), with its architecture, size and train frames: the study's frame-budget figure
   (gain and loss against train frames per architecture and size; hybrid beside the fixed counts).
-- `score_deltas`: every official score (`engine.metrics.benchmark_scores`) of a checkpoint
-  beside its base's at the same dataset, budget, metric and subset (MME subtasks, POPE splits).
+  It reads any table of (checkpoint, dataset, budget) gains: the official headline deltas
+  (`engine.metrics.checkpoint_official.official_cells`, the study's numbers) or the per-question
+  accuracy gains of `engine.metrics.checkpoints.checkpoint_table` (`per_question`, with the
+  items rescued and harmed).
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import polars as pl
+
+from engine.metrics.benchmark_scores import FULL_SCALE
 
 __all__ = ["STUDY_SCHEMA", "Checkpoint", "families", "resolve_study", "score_deltas", "study_frame",
            "study_from_models", "study_from_spec", "study_records", "train_frames_view"]
@@ -122,26 +131,36 @@ def train_frames_view(table: pl.LazyFrame, study: Sequence[Checkpoint]) -> pl.La
     """Video gain and image loss of every fine-tuned checkpoint, with its train frames (module docstring).
 
     Args:
-        table: `engine.metrics.checkpoints.checkpoint_table` output without a category split.
+        table: (model_id, base_id, dataset, kind, rank, gain) rows: `official_cells` (the headline) or
+            `engine.metrics.checkpoints.checkpoint_table` output without a category split (per question;
+            its accuracy, base accuracy, rescue and harm are then aggregated too).
         study: The study.
 
     Returns:
-        architecture, size, train_frames, train_frames_n, model_id, label, base_id, n_video_datasets,
-        video_accuracy, video_base_accuracy, video_gain, video_rescue, video_harm (summed over the
-        datasets), n_image_datasets, image_accuracy, image_base_accuracy, image_gain, image_loss,
-        image_rescue, image_harm, trapped (video gained and image lost; null without one of the two);
-        by architecture, size, train frames (fixed counts ascending, then hybrid, then others), order.
+        architecture, size, train_frames, train_frames_n, model_id, label, base_id, n_video_datasets (datasets
+        with a gain), video_gain, n_image_datasets, image_gain, image_loss, trapped (video gained and image
+        lost; null without one of the two); per question also video_accuracy, video_base_accuracy,
+        video_rescue, video_harm (summed over the datasets) and their image counterparts; by architecture,
+        size, train frames (fixed counts ascending, then hybrid, then others), order.
     """
+    per_question = "rescue" in table.collect_schema()
+
     def side(kind: str) -> pl.LazyFrame:
+        extra = [pl.col("accuracy").mean().alias(f"{kind}_accuracy"),
+                 pl.col("base_accuracy").mean().alias(f"{kind}_base_accuracy"),
+                 pl.col("rescue").sum().alias(f"{kind}_rescue"), pl.col("harm").sum().alias(f"{kind}_harm")]
         return _dearest(table, kind).group_by("base_id", "model_id").agg(
-            pl.len().cast(pl.Int64).alias(f"n_{kind}_datasets"), pl.col("accuracy").mean().alias(f"{kind}_accuracy"),
-            pl.col("base_accuracy").mean().alias(f"{kind}_base_accuracy"), pl.col("gain").mean().alias(f"{kind}_gain"),
-            pl.col("rescue").sum().alias(f"{kind}_rescue"), pl.col("harm").sum().alias(f"{kind}_harm"))
+            pl.col("gain").count().cast(pl.Int64).alias(f"n_{kind}_datasets"), pl.col("gain").mean().alias(
+                f"{kind}_gain"), *(extra if per_question else []))
 
     loss = pl.when(pl.col("image_gain") == 0).then(pl.lit(0.0)).otherwise(-pl.col("image_gain"))
     tuned = study_frame(study).filter(pl.col("base_id").is_not_null())
     hybrid_last = pl.when(pl.col("train_frames_n").is_not_null()).then(pl.lit(0, pl.Int8)).when(
         pl.col("train_frames") == "hybrid").then(pl.lit(1, pl.Int8)).otherwise(pl.lit(2, pl.Int8))
+    columns = (["n_video_datasets", "video_accuracy", "video_base_accuracy", "video_gain", "video_rescue",
+                "video_harm", "n_image_datasets", "image_accuracy", "image_base_accuracy", "image_gain",
+                "image_loss", "image_rescue", "image_harm"] if per_question else
+               ["n_video_datasets", "video_gain", "n_image_datasets", "image_gain", "image_loss"])
     return (
         tuned.join(side("video"), on=["base_id", "model_id"], how="left")
         .join(side("image"), on=["base_id", "model_id"], how="left")
@@ -150,9 +169,7 @@ def train_frames_view(table: pl.LazyFrame, study: Sequence[Checkpoint]) -> pl.La
         .sort([pl.col("architecture"), pl.col("size"), hybrid_last, pl.col("train_frames_n"), pl.col("order")],
               nulls_last=True)
         .select("architecture", "size", "train_frames", "train_frames_n", "model_id", "label", "base_id",
-                "n_video_datasets", "video_accuracy", "video_base_accuracy", "video_gain", "video_rescue",
-                "video_harm", "n_image_datasets", "image_accuracy", "image_base_accuracy", "image_gain",
-                "image_loss", "image_rescue", "image_harm", "trapped")
+                *columns, "trapped")
     )
 
 
@@ -164,16 +181,24 @@ def score_deltas(scores: pl.LazyFrame, study: Sequence[Checkpoint]) -> pl.LazyFr
         study: The study.
 
     Returns:
-        model_id, base_id, order, dataset, budget_id, metric, subset, value, base_value, delta
-        (value - base_value; MME in points, the others as fractions); by order, dataset, budget, metric, subset.
+        model_id, base_id, order, dataset, budget_id, metric, subset, headline, value, base_value, delta
+        (value - base_value, in the score's own unit: MME in points, the others as fractions), scale (a
+        headline's full scale: 2000 / 800 for the MME totals, 100 for Video-MME v2, else 1; null off the
+        headline), delta_scaled (delta / scale), missing, base_missing (what a null MME total lacks); by
+        order, dataset, budget, metric, subset.
     """
     keys = ["dataset", "budget_id", "metric", "subset"]
     tuned = study_frame(study).filter(pl.col("base_id").is_not_null()).select("model_id", "base_id", "order")
-    base = scores.select(pl.col("model_id").alias("base_id"), *keys, pl.col("value").alias("base_value"))
+    base = scores.select(pl.col("model_id").alias("base_id"), *keys, pl.col("value").alias("base_value"),
+                         pl.col("missing").alias("base_missing"))
+    scale = pl.when(pl.col("headline")).then(
+        pl.col("metric").replace_strict(FULL_SCALE, default=1.0, return_dtype=pl.Float64))
     return (
         scores.join(tuned, on="model_id", how="inner")
         .join(base, on=["base_id", *keys], how="inner", nulls_equal=True)
-        .with_columns((pl.col("value") - pl.col("base_value")).alias("delta"))
-        .select("model_id", "base_id", "order", *keys, "value", "base_value", "delta")
+        .with_columns((pl.col("value") - pl.col("base_value")).alias("delta"), scale.alias("scale"))
+        .with_columns((pl.col("delta") / pl.col("scale")).alias("delta_scaled"))
+        .select("model_id", "base_id", "order", *keys, "headline", "value", "base_value", "delta", "scale",
+                "delta_scaled", "missing", "base_missing")
         .sort(["order", *keys], nulls_last=False)
     )

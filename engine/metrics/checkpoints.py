@@ -1,6 +1,7 @@
-"""Checkpoint audits: what video fine-tuning did to a model family, item by item ("temporal trap").
+"""Checkpoint audits: what video fine-tuning did to a model family ("temporal trap").
 
-The study (`engine.metrics.checkpoint_study`) names each checkpoint's base. Per family (a base
+The headline is each benchmark's official score against the base (`engine.metrics.checkpoint_official`:
+the study's numbers); this module gives the per-question view beside it, item by item. The study (`engine.metrics.checkpoint_study`) names each checkpoint's base. Per family (a base
 and the checkpoints naming it), dataset and budget of the base's chains
 (`engine.metrics.grid.budget_table`), the *paired items* are those with a usable (ok, non-null
 ``correct``) result for every model of the family at that budget, so every checkpoint is
@@ -23,7 +24,9 @@ Temporal trap, per checkpoint and frame count f: video gain = mean over video da
 the gain at f (macro mean; a dataset with several chain budgets of f frames counts at its
 dearest); image gain = mean over image datasets of the gain at the dataset's dearest
 budget (the image itself; it does not depend on f); image loss = -image gain;
-``trapped`` = video gain > 0 and image gain < 0.
+``trapped`` = video gain > 0 and image gain < 0. On official scores the gain is a dataset's
+official delta (`official_trap`); per question (`temporal_trap`) its accuracy gain on the paired
+items, where every MMBench rotation and every MME question is an item.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 import polars as pl
 
 from engine.metrics.benchmark_scores import GROUP_COLUMNS, benchmark_scores
+from engine.metrics.checkpoint_official import chain_cells, headline_table, official_cells, official_trap
 from engine.metrics.checkpoint_study import (
     Checkpoint,
     families,
@@ -49,7 +53,7 @@ from engine.metrics.predictor import fixed_budget_rows
 from engine.metrics.summary import SNAPSHOT_COLUMNS
 
 __all__ = ["CHECKPOINT_COLUMNS", "checkpoint_document", "checkpoint_table", "checkpoint_tables", "dataset_kinds",
-           "dataset_view", "temporal_trap"]
+           "dataset_view", "official_trap", "temporal_trap"]
 
 CHECKPOINT_COLUMNS: list[str] = [*SNAPSHOT_COLUMNS, "dataset_version", "media_kind", *GROUP_COLUMNS]
 """The result columns the checkpoint tables read."""
@@ -142,7 +146,8 @@ def checkpoint_table(rows: pl.LazyFrame, study: Study, image_datasets: Sequence[
 
 
 def dataset_view(table: pl.LazyFrame) -> pl.LazyFrame:
-    """Per (checkpoint, dataset): the `checkpoint_table` row at the dataset's dearest budget (its headline)."""
+    """Per (checkpoint, dataset): the row of `table` (`checkpoint_table` or `official_cells`) at the dataset's
+    dearest budget."""
     return table.filter(pl.col("rank") == pl.col("rank").max().over(["base_id", "model_id", "dataset"]))
 
 
@@ -197,23 +202,30 @@ def checkpoint_tables(rows: pl.LazyFrame, study: Study, image_datasets: Sequence
         rows: One row per key.
         study: The checkpoints, or model ids in order (the first the base).
         image_datasets: Override of the datasets' kinds (default: from the items' media).
-        categories: Category columns to split the table by.
+        categories: Category columns to split the per-question table by.
         benchmarks: {dataset: adapter name} (`engine.metrics.benchmark_scores.benchmark_scores`).
 
     Returns:
-        ``table`` (`checkpoint_table`), ``datasets`` (`dataset_view`), ``trap`` (`temporal_trap`),
-        ``train_frames`` (`engine.metrics.checkpoint_study.train_frames_view`), ``kinds`` (`dataset_kinds`
-        of the datasets the study's models ran), ``scores`` (`benchmark_scores` of the study's models at
-        fixed budgets), ``score_deltas`` (`engine.metrics.checkpoint_study.score_deltas`) and
-        ``cat:<column>`` (`checkpoint_table` split by each category column).
+        On official scores: ``headlines`` (`engine.metrics.checkpoint_official.headline_table`), ``cells``
+        (`official_cells`), ``datasets`` (those at each dataset's dearest budget), ``trap`` (`official_trap`),
+        ``train_frames`` (`train_frames_view` of the cells), ``scores`` (`benchmark_scores` of the study's
+        models at fixed budgets) and ``score_deltas``; ``kinds`` (`dataset_kinds` of the datasets the study's
+        models ran); per question: ``pq:table`` (`checkpoint_table`), ``pq:datasets`` (`dataset_view`),
+        ``pq:trap`` (`temporal_trap`), ``pq:train_frames`` and ``cat:<column>`` (`checkpoint_table` split by
+        each category column).
     """
     study = resolve_study(study)
     table = checkpoint_table(rows, study, image_datasets)
     mine = fixed_budget_rows(rows.filter(pl.col("model_id").is_in([c.model_id for c in study])))
+    kinds = dataset_kinds(mine, image_datasets)
     scores = benchmark_scores(mine, benchmarks)
-    return {"table": table, "datasets": dataset_view(table), "trap": temporal_trap(table),
-            "train_frames": train_frames_view(table, study), "kinds": dataset_kinds(mine, image_datasets),
-            "scores": scores, "score_deltas": score_deltas(scores, study),
+    deltas = score_deltas(scores, study)
+    headlines = headline_table(deltas, chain_cells(mine, study), kinds)
+    cells = official_cells(headlines)
+    return {"headlines": headlines, "cells": cells, "datasets": dataset_view(cells), "trap": official_trap(cells),
+            "train_frames": train_frames_view(cells, study), "kinds": kinds, "scores": scores,
+            "score_deltas": deltas, "pq:table": table, "pq:datasets": dataset_view(table),
+            "pq:trap": temporal_trap(table), "pq:train_frames": train_frames_view(table, study),
             **{f"cat:{c}": checkpoint_table(rows, study, image_datasets, by=[c]) for c in categories}}
 
 
@@ -222,11 +234,17 @@ def checkpoint_document(tables: dict[str, pl.DataFrame], study: Study) -> dict[s
 
     Shape: {models (ids in study order), base (the first base), bases, checkpoints (the study:
     model_id, base, train_frames, size, architecture, label), dataset_kinds: {dataset: kind},
-    image_datasets, video_datasets, table: [rows of `checkpoint_table`], datasets: [rows of
-    `dataset_view`], temporal_trap: [rows of `temporal_trap`], train_frames: [rows of
-    `train_frames_view`], benchmark_scores: [{model_id, dataset, budget_id, metric, subset, value}],
-    score_deltas: [rows of `score_deltas`], categories: {column: [rows]}} (only categories with
-    rows). Rates are fractions; gains and net in [-1, 1]; MME scores in points.
+    image_datasets, video_datasets,
+    headlines: [rows of `headline_table`: each headline score beside the base's, every chain budget],
+    datasets: [rows of `official_cells` at each dataset's dearest budget],
+    temporal_trap: [rows of `official_trap`], train_frames: [rows of `train_frames_view` on official deltas],
+    benchmark_scores: [{model_id, dataset, budget_id, metric, subset, value, headline, missing}],
+    score_deltas: [rows of `score_deltas`],
+    per_question: {table: [rows of `checkpoint_table`], datasets: [rows of `dataset_view`], temporal_trap:
+    [rows of `temporal_trap`], train_frames: [rows of `train_frames_view` with rescue / harm], categories:
+    {column: [rows]} (only categories with rows)}}.
+    Rates are fractions; gains and net in [-1, 1]; official deltas in the score's unit (MME points) and
+    on its full scale (``delta_scaled``, ``gain``).
     """
     study = resolve_study(study)
     kinds = tables["kinds"]
@@ -236,9 +254,13 @@ def checkpoint_document(tables: dict[str, pl.DataFrame], study: Study) -> dict[s
         "dataset_kinds": dict(kinds.select("dataset", "kind").iter_rows()),
         "image_datasets": kinds.filter(pl.col("kind") == "image")["dataset"].to_list(),
         "video_datasets": kinds.filter(pl.col("kind") == "video")["dataset"].to_list(),
-        "table": tables["table"].to_dicts(), "datasets": tables["datasets"].to_dicts(),
+        "headlines": tables["headlines"].to_dicts(), "datasets": tables["datasets"].to_dicts(),
         "temporal_trap": tables["trap"].to_dicts(), "train_frames": tables["train_frames"].to_dicts(),
         "benchmark_scores": tables["scores"].to_dicts(), "score_deltas": tables["score_deltas"].to_dicts(),
-        "categories": {name.removeprefix("cat:"): df.to_dicts() for name, df in tables.items()
-                       if name.startswith("cat:") and not df.is_empty()},
+        "per_question": {
+            "table": tables["pq:table"].to_dicts(), "datasets": tables["pq:datasets"].to_dicts(),
+            "temporal_trap": tables["pq:trap"].to_dicts(), "train_frames": tables["pq:train_frames"].to_dicts(),
+            "categories": {name.removeprefix("cat:"): df.to_dicts() for name, df in tables.items()
+                           if name.startswith("cat:") and not df.is_empty()},
+        },
     }

@@ -163,7 +163,7 @@ def test_checkpoints_command_reads_the_study_from_the_manifest(tmp_path: Path) -
     assert res.exit_code == 0, res.output
     assert "against train frames" in res.output and "hybrid" in res.output
     doc = json.loads(path.read_text())
-    assert doc["schema"] == "framesweep.checkpoints/2" and doc["bases"] == ["baseA", "baseB"]
+    assert doc["schema"] == "framesweep.checkpoints/3" and doc["bases"] == ["baseA", "baseB"]
     assert doc["dataset_kinds"] == {"img": "image", "vid": "video"}
     assert [r["model_id"] for r in doc["train_frames"]] == ["b16", "a8", "a16", "ahyb"]
     acc = {(r["model_id"], r["dataset"], r["budget_id"]): r["value"] for r in doc["benchmark_scores"]

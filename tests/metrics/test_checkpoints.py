@@ -144,12 +144,14 @@ def test_document() -> None:
     tables = checkpoint_tables(_rows(), MODELS, image_datasets=["img", "img2"], categories=("task_type", "duration"))
     doc = checkpoint_document({k: collect_both(v) for k, v in tables.items()}, MODELS)
     assert set(doc) == {"models", "base", "bases", "checkpoints", "dataset_kinds", "image_datasets", "video_datasets",
-                        "table", "datasets", "temporal_trap", "train_frames", "benchmark_scores", "score_deltas",
-                        "categories"}
+                        "headlines", "datasets", "temporal_trap", "train_frames", "benchmark_scores", "score_deltas",
+                        "per_question"}
     assert doc["dataset_kinds"] == {"img": "image", "img2": "image", "vid": "video", "vid2": "video"}
     assert (doc["base"], doc["image_datasets"], doc["video_datasets"]) == ("base", ["img", "img2"], ["vid", "vid2"])
-    assert list(doc["categories"]) == ["task_type"]  # no duration values: left out
-    assert len(doc["table"]) == 24 and len(doc["temporal_trap"]) == 9
+    pq = doc["per_question"]
+    assert list(pq["categories"]) == ["task_type"]  # no duration values: left out
+    assert len(pq["table"]) == 24 and len(pq["temporal_trap"]) == 9
+    assert len(doc["temporal_trap"]) == 6  # official: the two checkpoints at 0, 8 and 16 frames
     json.dumps(doc, allow_nan=False)
 
 
@@ -161,9 +163,13 @@ def test_checkpoints_command(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "temporal trap vs base" in res.output and "yes" in res.output
     doc = json.loads(out.read_text())
-    assert doc["schema"] == "framesweep.checkpoints/2"
+    assert doc["schema"] == "framesweep.checkpoints/3"
+    # official (no official rule here: each dataset's accuracy over the model's own ok rows): vid at f16 base
+    # 1/4, ft1 2/4 -> +1/4; vid2 base 1/2, ft1 1 -> +1/2; video gain 3/8. Per question (paired items) 5/12.
     ft1_16 = next(r for r in doc["temporal_trap"] if (r["model_id"], r["frames"]) == ("ft1", 16))
-    assert ft1_16["trapped"] is True and ft1_16["video_gain"] == pytest.approx(5 / 12)
+    assert ft1_16["trapped"] is True and ft1_16["video_gain"] == pytest.approx(3 / 8)
+    pq_16 = next(r for r in doc["per_question"]["temporal_trap"] if (r["model_id"], r["frames"]) == ("ft1", 16))
+    assert pq_16["trapped"] is True and pq_16["video_gain"] == pytest.approx(5 / 12)
     res = CliRunner().invoke(app, ["checkpoints", str(tmp_path / "sweep"), "--models", "base",
                                    "--image-datasets", "img"])
     assert res.exit_code == 2 and "two or more" in res.output
