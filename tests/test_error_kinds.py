@@ -30,9 +30,9 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def _spec(tmp_path: Path, budgets: str) -> Path:
+def _spec(tmp_path: Path, budgets: str, video: str = "random.mp4") -> Path:
     ann, media = videomme_fixture(tmp_path)  # video aBcD1234xyz is missing
-    shutil.copy(ASSETS / "random.mp4", media / "fFjv93ACGo8.mp4")  # and fFjv93ACGo8 is not a video
+    shutil.copy(ASSETS / video, media / "fFjv93ACGo8.mp4")  # and fFjv93ACGo8 is not a video (by default)
     spec = tmp_path / "spec.toml"
     spec.write_text(f"""
 sweep_id = "kinds"
@@ -88,3 +88,18 @@ def test_transient_failures_beside_permanent_ones_exit_4(tmp_path: Path) -> None
     assert kinds == {0: ["transient"], 2: ["permanent"]}  # text-only: the server is down; f2: the media
     status = runner.invoke(app, ["status", str(out)], env={"COLUMNS": "200"})
     assert "6 failed job(s) are permanent" in status.output and "6 failed job(s) are transient" in status.output
+
+
+def test_a_video_over_max_source_pixels_is_refused_before_decoding_for_good(tmp_path: Path) -> None:
+    from engine.frames.decode import DECODE_CALLS
+
+    spec = _spec(tmp_path, "[[budgets]]\nframes = 2\n[decode]\nmax_source_pixels = 6000\n", video="tiny.mp4")
+    out = tmp_path / "out"
+    calls = sum(DECODE_CALLS.values())
+    res = CliRunner().invoke(app, ["run", str(spec), "--out", str(out)], env={"COLUMNS": "200"})
+    assert res.exit_code == EXIT_PERMANENT_FAILURES, res.output
+    assert sum(DECODE_CALLS.values()) == calls  # nothing decoded: the 96x64 video is refused after its probe
+    rows = scan_results(out).filter(pl.col("video_id") == "fFjv93ACGo8").collect()
+    assert set(rows["error_type"]) == {"SourceTooLargeError"} and set(rows["error_kind"]) == {"permanent"}
+    assert "fFjv93ACGo8.mp4: 96x64 (0.0 MP per frame, 0 MiB as RGB) is over [decode] max_source_pixels = 6000" \
+        in rows["error"][0]

@@ -22,6 +22,7 @@ __all__ = [
     "DecodeError",
     "Decoder",
     "FrameBatch",
+    "SourceTooLargeError",
     "VideoInfo",
     "decoder_version",
     "get_decoder",
@@ -52,6 +53,11 @@ class BudgetLike(Protocol):
 class DecodeError(RuntimeError):
     """A video that cannot be decoded (missing, corrupt, truncated, no video stream, frames too large): the
     media's own fault, so decoding the same file again fails the same way."""
+
+
+class SourceTooLargeError(DecodeError):
+    """A video (or image) whose stored frames are larger than `[decode] max_source_pixels`: refused before any
+    frame is decoded."""
 
 
 # OS errors that say the file itself is the problem, not the machine (unlike EIO, ENOMEM or a stale handle)

@@ -26,6 +26,7 @@ from engine.frames.base import (
     DecodeError,
     Decoder,
     FrameBatch,
+    SourceTooLargeError,
     VideoInfo,
     decoder_version,
     get_decoder,
@@ -42,7 +43,9 @@ __all__ = [
     "Decoder",
     "FrameBatch",
     "PyAVDecoder",
+    "SourceTooLargeError",
     "VideoInfo",
+    "check_source_size",
     "decode_size",
     "decode_union",
     "decoder_version",
@@ -58,6 +61,24 @@ log = logging.getLogger(__name__)
 DECODE_CALLS: Counter[str] = Counter()
 """Decode passes per video path in this process (tests check each video is decoded once)."""
 _calls_lock = threading.Lock()
+
+
+def check_source_size(path: Path | str, info: VideoInfo, max_source_pixels: int | None) -> None:
+    """Refuse a video whose stored frames exceed `max_source_pixels` (None: no cap), before anything is decoded.
+
+    Whatever size the budgets send, the decoder holds whole stored frames (FFmpeg's pictures, and frames at the
+    stored size for budgets without a resolution cap, once per frame a budget sends: repeats of a short video
+    included), so a 10,000 x 10,000 video costs 300 MB per RGB frame.
+
+    Raises:
+        SourceTooLargeError: naming the file, its size and the setting.
+    """
+    pixels = info.width * info.height
+    if max_source_pixels is not None and pixels > max_source_pixels:
+        raise SourceTooLargeError(
+            f"{path}: {info.width}x{info.height} ({pixels / 1e6:.1f} MP per frame, {pixels * 3 / 2**20:.0f} MiB as "
+            f"RGB) is over [decode] max_source_pixels = {max_source_pixels}: refused before decoding (raise the "
+            "setting, or null, to decode it)")
 
 
 def decode_size(info: VideoInfo, budgets: Iterable[BudgetLike]) -> tuple[int, int] | None:

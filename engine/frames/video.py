@@ -90,13 +90,16 @@ class DecodedVideo:
         the decoded frame (area filter) the first time any view asks for it, then kept.
 
         A view is a new array. With `shared=True`, views of the same (indices, size) are one
-        read-only array (the questions of one video and budget then hold one copy, not one each).
+        read-only array (the questions of one video and budget then hold one copy, not one each),
+        and at the decoded size one whose frames step evenly through the held ones (all of them,
+        every other one, one frame repeated) is no copy at all but a read-only view of them.
         """
         if shared:
             key = (self.size if size is None else (int(size[0]), int(size[1])),
                    np.asarray(indices, dtype=np.int64).tobytes())
             if key not in self._views:
-                arr = self.view(indices, size)
+                held = self._held_view(indices) if key[0] == self.size else None
+                arr = held if held is not None else self.view(indices, size)
                 arr.setflags(write=False)
                 self._views[key] = arr
             return self._views[key]
@@ -113,6 +116,20 @@ class DecodedVideo:
                 done[i] = resize_frame(self.frames[r], size)
                 self.resizes += 1
         return np.stack([done[i] for i in idx])
+
+    def _held_view(self, indices: np.ndarray) -> np.ndarray | None:
+        """The held frames at `indices` without a copy when their rows step evenly (a slice of `frames`, or
+        one frame repeated: stride 0); None when they do not (a gather would copy them)."""
+        rows = self._rows(indices)
+        if rows.size == 0:
+            return None
+        step = int(rows[1] - rows[0]) if rows.size > 1 else 1
+        if step < 0 or not np.array_equal(rows, rows[0] + step * np.arange(rows.size)):
+            return None
+        if step:
+            return self.frames[rows[0]:rows[-1] + 1:step]
+        return np.lib.stride_tricks.as_strided(self.frames[rows[0]], shape=(rows.size, *self.frames.shape[1:]),
+                                               strides=(0, *self.frames.strides[1:]), writeable=False)
 
     def times(self, indices: np.ndarray) -> np.ndarray:
         """Seconds from the first frame of each of `indices` (any decoded frame, at any size)."""
@@ -186,8 +203,8 @@ class DecodedVideo:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by decoded, resized and shared-view frames and JPEG bytes."""
+        """Bytes held by decoded, resized and shared-view frames and JPEG bytes (a view of held frames adds none)."""
         resized = sum(a.nbytes for d in self._resized.values() for a in d.values())
-        resized += sum(a.nbytes for a in self._views.values())
+        resized += sum(a.nbytes for a in self._views.values() if not np.may_share_memory(a, self.frames))
         encoded = sum(len(b) for d in self.jpeg.values() for b in d.values())
         return int(self.frames.nbytes + resized + encoded)

@@ -361,6 +361,11 @@ class DecodeSpec(_Strict):
         "cluster (ray_address / --address), threads in this process otherwise.",
     )
     actor_cpus: float = Field(default=1.0, gt=0, description="CPUs each decode actor reserves.")
+    max_source_pixels: int | None = Field(
+        default=7680 * 4320, gt=0,
+        description="Largest stored frame (width x height) a video or image may have; a larger one is refused "
+        "before any frame is decoded, its jobs error rows (error_kind permanent) naming the file and its size. "
+        "Default: 8K UHD (33.2 MP, ~100 MB per RGB frame). null: no cap.")
 
 
 class StoreSpec(_Strict):

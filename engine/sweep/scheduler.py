@@ -35,6 +35,7 @@ from engine.frames.cache import FrameCache, decode_video
 from engine.frames.decode import (
     DecodedVideo,
     DecodeError,
+    check_source_size,
     get_decoder,
     sizes_needed,
 )
@@ -298,6 +299,7 @@ class Sweep:
         decoder = get_decoder(self._decoder_name(item))
         info = (next(iter(held.values())).info if held else
                 await loop.run_in_executor(self._pool, decoder.probe, item.video_path))
+        check_source_size(item.video_path, info, self.spec.decode.max_source_pixels)  # before any frame decodes
         plans, failed = self._plan_each(jobs, info.n_frames, info.fps)
         visual = [j for j in jobs if _pkey(j) in plans and not j.budget.is_text_only]
         for pipeline in sorted({self._pipeline(j) for j in visual}):
