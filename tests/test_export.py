@@ -162,7 +162,8 @@ def test_an_earlier_export_is_replaced_whole_and_an_empty_folder_taken(tmp_path:
     (art / ".items.parquet.fs-1-2-0123abcd.tmp").write_bytes(b"x")  # a temp an older version left inside
     res = _export(out, art)
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in art.iterdir()) == ["README.md", "items.parquet", "provenance.json"]
+    assert sorted(p.name for p in art.iterdir()) == ["README.md", "items.parquet", "provenance.json",
+                                                     "scores.parquet"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp folder left beside
 
 
@@ -190,10 +191,17 @@ def _killed_mid_write(out: Path, art: Path, sig: int) -> int:
     import subprocess
 
     proc = subprocess.Popen([sys.executable, "-c", _KILLED_MID_WRITE, str(out), str(art)], stdout=subprocess.PIPE,
-                            text=True, cwd=Path(__file__).resolve().parents[1])
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "WRITING"
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert proc.stdout is not None and proc.stderr is not None
+    line = proc.stdout.readline().strip()
+    if line != "WRITING":
+        proc.kill()
+        raise AssertionError(f"the export did not reach its write: {line!r} {proc.communicate()[1][-3000:]}")
     os.kill(proc.pid, sig)
-    return proc.wait(timeout=60)
+    rc = proc.wait(timeout=60)
+    left = [p.name for p in art.parent.iterdir() if p.name.startswith(".")]
+    print(f"export killed with {sig}: exit {rc}, left beside --to: {left}; stderr: {proc.stderr.read()[-2000:]}")
+    return rc
 
 
 def test_a_killed_export_leaves_the_earlier_artifact_and_its_temp_is_removed_next_time(tmp_path: Path) -> None:

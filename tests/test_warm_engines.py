@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -154,9 +155,18 @@ def test_an_edited_processor_config_is_another_engine(warm: Path, tmp_path: Path
     config.json and the weights' names and sizes only: the old engine answered with the old processor."""
     (before,) = _listed()
     config = warm.parent / "ckpt" / "processor_config.json"
-    processor = json.loads(config.read_text())
+    original = config.read_bytes()
+    processor = json.loads(original)
     processor["video_processor"]["size"]["shortest_edge"] = 224 * 224  # 96x64 frames sent enlarged
     config.write_text(json.dumps(processor, indent=2))
+    try:
+        _run_on_the_edited_copy(warm, tmp_path, before)
+    finally:
+        config.write_bytes(original)  # the content the warm engine loaded: its key again (the next test runs on it)
+    assert _key(warm) == before["key"]
+
+
+def _run_on_the_edited_copy(warm: Path, tmp_path: Path, before: dict) -> None:
     r = _cli("run", str(write_toml(tmp_path / "spec.toml", _on_copy(small_spec_dict(tmp_path / "out"),
                                                                        warm.parent / "ckpt"))), "-v")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
@@ -171,13 +181,46 @@ def test_an_edited_processor_config_is_another_engine(warm: Path, tmp_path: Path
     assert [e["name"] for e in _listed()] == [before["name"]]
 
 
-def test_engines_down_stops_the_engines_and_the_cluster(warm: Path) -> None:
-    from engine.runtime.local_cluster import recorded_cluster
+def test_engines_down_during_a_run_ends_it_with_one_sentence_and_stops_the_cluster(warm: Path, tmp_path: Path) -> None:
+    """`engines down` while a run answers on the warm engine. Before, the run took the killed engine for a crash
+    and started an engine of its own on the cluster going down: it either died 60 s later with exit 1 and only
+    Ray's "Failed to connect to GCS" line, or kept `engines down` waiting while it finished. Now it ends at once
+    with exit 7 and one sentence naming the engine, its committed rows kept; `engines down` stops the engines
+    and the cluster."""
+    from engine.runtime.local_cluster import local_cluster_pids, recorded_cluster
 
     pid = recorded_cluster()["pid"]  # type: ignore[index]
-    r = _cli("engines", "down", timeout=120)
+    d = _on_copy(small_spec_dict(tmp_path / "out"), warm.parent / "ckpt")
+    d["dataset"]["n_videos"] = 40  # 480 jobs: still answering when the engines go down
+    run = subprocess.Popen([sys.executable, "-c", _DRIVER, "run", str(write_toml(tmp_path / "spec.toml", d))],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ, COLUMNS="200"))
+    try:
+        while not list((tmp_path / "out" / "results").glob("part-*.parquet")):  # some rows committed
+            assert run.poll() is None, run.communicate()[1][-3000:]
+            time.sleep(0.2)
+        r = _cli("engines", "down", timeout=120)
+        out, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
     assert r.returncode == 0, r.stderr[-3000:]
     assert "stopped 1 warm engine(s)" in r.stdout and "local Ray cluster stopped" in r.stdout
-    assert recorded_cluster() is None
+    assert run.returncode == 7, out[-2000:] + err[-4000:]
+    assert (f"the warm engine {warm_name(_key(warm), 0)} was stopped (`framesweep engines down`?) while the run "
+            "used it; committed rows are kept; rerun to continue") in " ".join(err.split())
+    assert "Traceback" not in err and "GCS" not in err
+    rows = scan_results(tmp_path / "out").collect()
+    assert 0 < rows.height < 480 and (rows["status"] == "ok").all()  # committed, and no error rows for the rest
+    assert recorded_cluster() is None and local_cluster_pids() == []
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
     assert "no warm engines" in _cli("engines").stdout
+
+
+def _key(warm: Path) -> str:
+    """The key a run of the small spec on the checkpoint copy computes (as `engine.sweep.engines` does)."""
+    from engine.backends.families import get_family
+
+    model = small_spec_dict(warm)["models"][0]
+    return engine_key(engine_settings(warm.parent / "ckpt", EngineSpec(**model["engine"]),
+                                      get_family(model["family"]).engine_kwargs(None)))

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
-from engine.backends.warm import NAMESPACE, engine_key, engine_settings, find_engine
+from engine.backends.warm import NAMESPACE, WarmEngineStoppedError, engine_key, engine_settings, find_engine
 from engine.runtime.placement import Placement, actor_options, place, release, resolve_gpus
 from engine.runtime.replicas import EngineHungError
 from engine.scoring import letter_logprobs
@@ -382,6 +382,13 @@ class VLLMWorker:
         return self._result(r, out, time.perf_counter() - t0)
 
 
+def _killed(err: BaseException) -> bool:
+    """Whether Ray reports the actor killed on purpose (`ray.kill`, as `engines down` does), not crashed."""
+    from ray.exceptions import ActorDiedError
+
+    return isinstance(err, ActorDiedError) and "ray.kill" in str(err)
+
+
 class VLLMActorBackend(BackendBase):
     """`Backend` over a Ray actor running `VLLMWorker` (restarted by Ray if it dies).
 
@@ -493,6 +500,10 @@ class VLLMActorBackend(BackendBase):
             ray.kill(self._actor, no_restart=False)  # a restart, not an end: recover() waits for it
             raise EngineHungError(f"engine {self.info.get('worker')} answered no batch of {len(requests)} "
                                   f"request(s) within its deadline of {deadline:.0f}s; restarting it") from None
+        except Exception as err:
+            if self.reused and _killed(err):  # `engines down` took the warm engine away: not a crash to recover
+                raise WarmEngineStoppedError(str(self.warm_name)) from None
+            raise
 
     async def reset_caches(self) -> int:
         """Empty the engine's prefix and multimodal caches; returns the engine's reset count."""

@@ -24,13 +24,23 @@ from engine.runtime.atomic import file_sha256
 from engine.runtime.secrets import redact
 from engine.spec import EngineSpec
 
-__all__ = ["NAMESPACE", "checkpoint_fingerprint", "engine_key", "engine_settings", "engines_down", "find_engine",
-           "join_engines_cluster", "list_engines", "stop_engines", "warm_name"]
+__all__ = ["NAMESPACE", "WarmEngineStoppedError", "checkpoint_fingerprint", "engine_key", "engine_settings",
+           "engines_down", "find_engine", "join_engines_cluster", "list_engines", "stop_engines", "warm_name"]
 
 log = logging.getLogger(__name__)
 
 NAMESPACE = "framesweep"
 """The Ray namespace of warm engines."""
+
+
+class WarmEngineStoppedError(RuntimeError):
+    """A warm engine a run was using was stopped (`framesweep engines down`) while the run used it: the run
+    ends (committed rows are kept) rather than start an engine of its own on a cluster going down."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"the warm engine {name} was stopped (`framesweep engines down`?) while the run used it; "
+                         "committed rows are kept; rerun to continue")
+        self.name = name
 _PREFIX = "fs-engine-"
 _CODE = Path(__file__).with_name("vllm_actor.py")
 

@@ -65,9 +65,12 @@ EXIT_PERMANENT_FAILURES = 6
 meet: `error_kind` permanent): a rerun fails them the same way until the media are fixed or the items dropped."""
 EXIT_STORE_FULL = 5
 """A commit failed for lack of disk space (committed shards stay readable)."""
+EXIT_WARM_ENGINE_STOPPED = 7
+"""A warm engine the run used was stopped (`engines down`) mid-run; committed rows are kept, a rerun continues."""
 
 
 def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
+    from engine.backends.warm import WarmEngineStoppedError
     from engine.sweep import Sweep
     from engine.sweep.preflight import preflight
     from engine.sweep.resume import AnswerMismatchError
@@ -103,6 +106,12 @@ def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
         except StoreFullError as err:
             fail(err)
             return EXIT_STORE_FULL
+        except WarmEngineStoppedError as err:
+            fail(err)
+            # the engine's cluster is going down with it: leave at once (Ray's exit-time shutdown would wait on it)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_WARM_ENGINE_STOPPED)
     console.print(
         f"{spec.sweep_id}: {summary.jobs_ok} ok, {summary.jobs_failed} failed, "
         f"{summary.jobs_skipped} already committed; {summary.videos} videos, {summary.decode_calls} decode passes, "

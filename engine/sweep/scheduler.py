@@ -28,6 +28,7 @@ import numpy as np
 from engine.backends.base import Backend, EngineRequest
 from engine.backends.coalesce import CoalescingBackend
 from engine.backends.families import get_family
+from engine.backends.warm import WarmEngineStoppedError
 from engine.datasets._base import default_score
 from engine.frames.actors import DecodePool
 from engine.frames.base import VideoInfo
@@ -454,6 +455,8 @@ class Sweep:
         for n in range(self.spec.max_attempts):
             try:
                 return await merged.generate(requests)
+            except WarmEngineStoppedError:
+                raise  # `engines down` took the warm engine away: the run ends, committing what it has
             except Exception as err:  # noqa: BLE001 - engine death: recover and retry, then errors as data
                 log.error("engine for %s failed (attempt %d of %d): %s: %s", model_id, n + 1,
                           self.spec.max_attempts, type(err).__name__, err)
