@@ -35,6 +35,7 @@ from typing import Any
 
 from engine.results.lmms_logs import LmmsRun, LogConfig, budget_from_config, find_runs, placeholder, read_config
 from engine.results.lmms_merge import held_answers, merge_rows, new_rows
+from engine.results.manifest import MANIFEST, ManifestError, read_manifest
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
 from engine.scoring import ExtractionRule, extract_letter
@@ -301,16 +302,13 @@ def run_rows(run: LmmsRun, *, frames: int | None = None, budget_id: str | None =
 
 
 def _manifest(out_dir: Path) -> dict[str, Any] | None:
-    """OUT/manifest.json (None when there is none)."""
-    path = out_dir / "manifest.json"
-    if not path.exists():
+    """OUT/manifest.json (None when there is none); `ManifestError` naming the file when it is damaged or names
+    no sweep."""
+    doc = read_manifest(out_dir)
+    if not doc:
         return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: not readable as JSON ({err})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("sweep_id"), str):
-        raise ValueError(f"{path}: names no sweep_id")
+    if not isinstance(doc.get("sweep_id"), str):
+        raise ManifestError(f"{out_dir / MANIFEST}: names no sweep_id")
     return doc
 
 

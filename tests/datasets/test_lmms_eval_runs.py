@@ -292,3 +292,14 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     assert "imported 4 runs: 72 rows written, 0 already there" in res.output
     found = find_runs([logs])
     assert len(found) == 4 and found[0].results is not None
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"sweep_id": 7}'])
+def test_a_damaged_manifest_is_named_not_overwritten(tmp_path: Path, text: str) -> None:
+    logs, out = _logs(tmp_path / "logs"), tmp_path / "sweep"
+    out.mkdir()
+    (out / "manifest.json").write_text(text)
+    res = CliRunner().invoke(app, ["import-lmms-eval", str(logs), "--out", str(out), "--model-id", "m"])
+    assert res.exit_code == 2, res.output
+    assert "manifest.json" in res.output and "Traceback" not in res.output
+    assert (out / "manifest.json").read_text() == text and not _shards(out)
