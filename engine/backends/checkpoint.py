@@ -23,7 +23,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from engine.backends.tiny import tiny_checkpoint_dir
 from engine.runtime.atomic import atomic_write, file_sha256
@@ -111,7 +111,7 @@ class _DigestCache:
         self.entries: dict[str, list[Any]] = {}
         self.changed = False
 
-    def __enter__(self) -> _DigestCache:
+    def __enter__(self) -> Self:
         try:
             data = json.loads(self.path.read_text())
             self.entries = data if isinstance(data, dict) else {}

@@ -36,7 +36,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 __all__ = ["Reaper"]
 
@@ -48,7 +48,7 @@ class Reaper:
     """The driver's side: `begin()` before starting a local instance, then `attach(ray)` once it is up (or
     `abort()` when the start failed)."""
 
-    _held: list[Reaper] = []
+    _held: ClassVar[list[Reaper]] = []
     """Every reaper this process began: its pipe must stay open as long as this process lives (a pipe closed by
     the garbage collector would read as this driver's end)."""
 
