@@ -104,6 +104,16 @@ def test_a_fifo_named_like_a_shard_is_named_never_opened_and_quarantined(tmp_pat
     assert scan_results(tmp_path).collect()["item_id"].to_list() == ["a"]
 
 
+def test_a_fifo_among_the_predictions_is_named_never_opened(tmp_path: Path) -> None:
+    from engine.adaptive.predictions import scan_predictions
+
+    (tmp_path / "predictions").mkdir()
+    fifo = tmp_path / "predictions" / "part-zz-fifo.parquet"
+    os.mkfifo(fifo)
+    with pytest.raises(CorruptShardError, match=r"part-zz-fifo\.parquet: not a regular file but a FIFO"):
+        _within(30, lambda: scan_predictions(tmp_path), fifo)
+
+
 def _flip_until_silent(shard: Path, column: str, want: list[str]) -> list[str]:
     """Flip one bit at a time in `column`'s pages (from the chunk's end, where the page payload is) until Polars
     reads the shard without an error but with other values in `column`; leave that flip in place. Returns

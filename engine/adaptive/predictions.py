@@ -29,6 +29,7 @@ from pathlib import Path
 import polars as pl
 
 from engine.metrics.predictor import evaluate_predictor, latest_predictions, predictor_document
+from engine.results.store import CorruptShardError, not_a_regular_file
 from engine.runtime.atomic import atomic_write
 
 __all__ = [
@@ -206,6 +207,8 @@ def scan_predictions(out_dir: str | Path) -> pl.LazyFrame:
     `latest_predictions`.
     """
     paths = sorted(_prediction_dir(Path(out_dir)).glob("part-*.parquet"))
+    if bad := [f"{p}: {why}" for p in paths if (why := not_a_regular_file(p))]:  # a FIFO would block every reader
+        raise CorruptShardError(f"{'; '.join(bad)}; move it out of the predictions folder")
     if not paths:
         return pl.LazyFrame(schema=PREDICTION_SCHEMA)
     return pl.scan_parquet(paths, schema=PREDICTION_SCHEMA, missing_columns="insert", extra_columns="ignore")

@@ -58,6 +58,7 @@ __all__ = [
     "latest_rows",
     "manifest_sweep_id",
     "naming_corrupt_shards",
+    "not_a_regular_file",
     "own_rows",
     "scan_results",
     "shard_problem",
@@ -121,7 +122,7 @@ def _readable_as(have: pl.DataType, want: pl.DataType) -> bool:
     return have == pl.Null()
 
 
-def _not_a_file(path: Path) -> str | None:
+def not_a_regular_file(path: Path) -> str | None:
     """Why `path` is no regular file (None: it is); found without opening it (opening a FIFO blocks)."""
     try:
         mode = path.stat().st_mode
@@ -139,7 +140,7 @@ def shard_problem(path: Path, full: bool = False) -> str | None:
 
     Anything but a regular file (a FIFO, a folder, a dangling link named `part-*.parquet`) is a problem
     found without opening it: every reader checks its shards here first, so none blocks on a FIFO."""
-    if why := _not_a_file(path):
+    if why := not_a_regular_file(path):
         return why
     try:
         found = pl.read_parquet_schema(path)
