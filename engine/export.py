@@ -8,6 +8,10 @@
   their indices), the derived annotations of its chain (below) and the provenance of the row
   (sweep, engine and decoder versions, model path and a hash of its config and weight index,
   dataset version);
+- ``scores.parquet``: each benchmark's official scores per (model, dataset, chain, budget)
+  (`engine.metrics.official.chain_scores`: MME totals and subtasks, POPE, MMStar, MMBench circular
+  accuracy with its incomplete questions, Video-MME, the Video-MME v2 group scores, MVBench,
+  TempCompass, Video-MMMU; accuracy everywhere), the headline flagged;
 - ``provenance.json``: the sweep spec as run, and per model its path and hashes;
 - ``README.md``: a datacard with counts and the meaning of every column.
 
@@ -23,7 +27,9 @@ cheapest first), ``confused`` (right at some budget, wrong at a later one), ``co
 (the same over visual budgets), ``text_overwrite`` (right text-only, wrong at some visual
 budget), ``transition`` (this budget against the chain's previous one: ``rescue``, ``harm``,
 ``stay_right``, ``stay_wrong``; null at the first), ``terminal_regression``, and
-``oracle_budgets`` (the chain budgets at which the item is right).
+``oracle_budgets`` (the chain budgets at which the item is right). Beside them the item's scoring
+group (``group_id``, ``group_size``, ``group_type``, ``group_structure``) and, for a Video-MME v2
+question, its group's score at that budget (``group_score``).
 """
 
 from __future__ import annotations
@@ -44,8 +50,10 @@ import polars as pl
 
 from engine import __version__
 from engine.backends.checkpoint import checkpoint_fingerprint, model_folder
+from engine.metrics.benchmark_scores import group_scores
 from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP, chain_rows, grid_budgets, matched
+from engine.metrics.official import chain_scores
 from engine.metrics.overwrite import text_items
 from engine.metrics.regression import terminal_items
 from engine.results.manifest import read_manifest
@@ -55,7 +63,7 @@ from engine.runtime.secrets import redact, redact_columns, register_secret_env
 
 __all__ = ["COLUMNS", "ExportTargetError", "check_target", "export"]
 
-ARTIFACT = ("items.parquet", "provenance.json", "README.md")
+ARTIFACT = ("items.parquet", "scores.parquet", "provenance.json", "README.md")
 """The files of an artifact folder."""
 
 
@@ -88,6 +96,13 @@ COLUMNS: dict[str, str] = {
     "transition": "this budget against the chain's previous one: rescue, harm, stay_right, stay_wrong",
     "terminal_regression": "wrong at the chain's dearest budget, right at a cheaper visual one",
     "oracle_budgets": "the chain budgets at which the item is right",
+    "group_id": "items scored together (an MME image's questions, an MMBench question's rotations, a Video-MME v2 "
+                "group)",
+    "group_size": "how many items the benchmark puts in that group (MME 2, an MMBench question's options, "
+                  "Video-MME v2 4)",
+    "group_type": "Video-MME v2: the group's type (relevance | logic)",
+    "group_structure": "Video-MME v2: the group's structure, e.g. [1,[2,3],4]",
+    "group_score": "Video-MME v2: the group's score at this budget, 0-100 (null while one of its answers is missing)",
     "sweep_id": "the sweep", "dataset_version": "the adapter's version", "engine_version": "the engine's version",
     "decoder": "the video decoder", "decoder_version": "its package and version (e.g. av 14.2.0)",
     "pipeline": "raw (decoded) or cached (frame cache)",
@@ -97,7 +112,17 @@ COLUMNS: dict[str, str] = {
 _ROW_COLUMNS = ["video_id", "frames", "frames_sent", "frame_indices", "width", "height", "pixels_total", "task_kind",
                 "task_type", "category", "duration", "response", "pred", "answer", "correct", "score", "confidence",
                 "option_probs", "status", "error_type", "sweep_id", "dataset_version", "engine_version", "decoder",
-                "decoder_version", "pipeline"]
+                "decoder_version", "pipeline", "group_id", "group_size", "group_type", "group_structure"]
+SCORE_FIELDS: dict[str, str] = {
+    "model_id": "the model", "dataset": "the benchmark", "protocol_id": "the chain", "budget_id": "the budget",
+    "metric": "the score (engine.metrics.benchmark_scores), e.g. mme_perception, mmbench_circular_accuracy, "
+              "videomme_v2_score",
+    "subset": "its subtask, split, category, task, format or track (null: the whole benchmark)",
+    "value": "MME and Video-MME v2 scores in points, counts as counts, the rest as fractions (null: not given)",
+    "headline": "the benchmark's own score (accuracy where it has no official rule)",
+    "missing": "a null MME total: the subtasks without a score",
+}
+"""The columns of ``scores.parquet`` and their meaning."""
 
 
 def model_hash(path: str) -> str | None:
@@ -174,6 +199,10 @@ def _datacard(frame: pl.DataFrame, prov: dict[str, Any]) -> str:
               f"{r['rows_matched']} |" for r in groups.iter_rows(named=True)]
     lines += ["", "## Columns", "", "| column | meaning |", "| --- | --- |"]
     lines += [f"| `{c}` | {COLUMNS[c]} |" for c in frame.columns]
+    lines += ["", "## Official scores (`scores.parquet`)", "",
+              "One row per (model, dataset, chain, budget, score): every benchmark as it publishes its score, over "
+              "the ok rows of the budget.", "", "| column | meaning |", "| --- | --- |"]
+    lines += [f"| `{c}` | {m} |" for c, m in SCORE_FIELDS.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -201,17 +230,22 @@ def export(out_dir: Path | str, to: Path | str) -> dict[str, Any]:
                            "model_path": [v["path"] for v in prov["models"].values()] or [None],
                            "model_hash": [v["hash"] for v in prov["models"].values()] or [None]},
                           schema={"model_id": pl.String, "model_path": pl.String, "model_hash": pl.String})
+    groups = group_scores(rows).select("model_id", "dataset", "budget_id", "group_id",
+                                       pl.col("score").alias("group_score"))
     frame = (
         on_chain.select(*GROUP, "item_id", "budget_id", *_ROW_COLUMNS)
         .join(_annotations(rows), on=[*GROUP, "item_id", "budget_id"], how="left")
+        .join(groups, on=["model_id", "dataset", "budget_id", "group_id"], how="left")
         .join(models, on="model_id", how="left")
         .select([c for c in COLUMNS])
         .sort([*GROUP, "item_id", "frames", "budget_id"])
         .pipe(redact_columns)  # rows stored by an older version or imported may hold a key
         .collect()
     )
+    scores = chain_scores(rows).select(list(SCORE_FIELDS)).pipe(redact_columns).collect()
     with _building(to) as tmp:
         frame.write_parquet(tmp / "items.parquet", compression="zstd")
+        scores.write_parquet(tmp / "scores.parquet", compression="zstd")
         (tmp / "provenance.json").write_text(redact(json.dumps(prov, indent=2, default=str)))
         (tmp / "README.md").write_text(redact(_datacard(frame, prov)))
     return {"rows": frame.height, "path": str(to / "items.parquet"), "chains": frame.select(GROUP).n_unique()}

@@ -34,3 +34,25 @@ def test_rows_carry_the_group_size_type_and_structure(tmp_path: Path) -> None:
     rows = [_row(tmp_path, it) for it in (mmb, v2, plain)]
     got = rows_to_frame(rows).select("group_id", "group_size", "group_type", "group_structure").rows()
     assert got == [("7", 3, None, None), ("001", 4, "logic", "[1,[2,3],4]"), (None, None, None, None)]
+
+
+def test_the_group_table_read_from_rows_is_the_adapters(tmp_path: Path) -> None:
+    """Video-MME v2 items through result rows: the group table the scores read from the rows alone
+    (`score_groups`) equals the adapter's own (`group_table`), so the group scores need no dataset files."""
+    import sys
+
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    sys.path.insert(0, str(Path(__file__).parent / "datasets"))
+    from test_videomme_v2_adapter import _fixture
+
+    from engine.datasets import build_adapter
+    from engine.datasets.scoring_rules import group_table
+    from engine.metrics.benchmark_scores import benchmark_column, score_groups
+
+    items = list(build_adapter(_fixture(tmp_path)).items())
+    rows = rows_to_frame([_row(tmp_path, it) for it in items]).lazy().with_columns(benchmark_column())
+    got = score_groups(rows).collect().sort("item_id")
+    want = group_table(items).with_columns(pl.lit(None, pl.Int64).alias("level")).sort("item_id")
+    assert_frame_equal(got, want)

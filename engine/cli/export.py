@@ -20,10 +20,12 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 def export(
     out_dir: Annotated[Path, typer.Argument(help="Results directory of a sweep.")],
-    to: Annotated[Path, typer.Option("--to", help="Folder to write items.parquet, provenance.json and README.md "
-                                     "(new, empty, or an earlier export, which is replaced; outside OUT).")],
+    to: Annotated[Path, typer.Option("--to", help="Folder to write items.parquet, scores.parquet, provenance.json "
+                                     "and README.md (new, empty, or an earlier export, which is replaced; outside "
+                                     "OUT).")],
 ) -> None:
-    """Write the audit artifact: per-item outputs per chain with derived annotations and provenance.
+    """Write the audit artifact: per-item outputs per chain with derived annotations, each benchmark's official
+    scores, and provenance.
 
     Exit codes: 0 written; 2 OUT is not a results directory, holds an unreadable shard, or --to cannot
     take the artifact (inside OUT, a file, a folder of other files); 1 the artifact could not be written

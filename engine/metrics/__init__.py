@@ -22,6 +22,7 @@ from engine.metrics.generation import generation_oracle, score_regressions
 from engine.metrics.grid import budget_table, chain_rows, grid_summary, matched, protocol_id
 from engine.metrics.iso_compute import budget_costs, iso_compute_allocations, iso_compute_sets, iso_matched, iso_sets
 from engine.metrics.letter_prior import letter_distribution, letter_prior
+from engine.metrics.official import chain_scores
 from engine.metrics.oracle import best_fixed, fixed_accuracy, oracle
 from engine.metrics.overwrite import text_overwrite
 from engine.metrics.predictor import evaluate_predictor, latest_predictions, predictor_document
@@ -41,6 +42,7 @@ __all__ = [
     "cascade_curve",
     "cascade_items",
     "chain_rows",
+    "chain_scores",
     "checkpoint_document",
     "checkpoint_flows",
     "checkpoint_table",

@@ -63,7 +63,7 @@ from engine.datasets.scoring_rules import (
 )
 
 __all__ = ["BENCHMARK_SCORE_SCHEMA", "FULL_SCALE", "GROUP_COLUMNS", "HEADLINES", "SCORE_COLUMNS", "benchmark_column",
-           "benchmark_scores", "score_groups", "score_text"]
+           "benchmark_scores", "group_scores", "score_groups", "score_text"]
 
 KEYS = ["model_id", "dataset", "budget_id"]
 
@@ -267,3 +267,17 @@ def benchmark_scores(rows: pl.LazyFrame, benchmarks: Mapping[str, str] | None = 
         .cast(BENCHMARK_SCORE_SCHEMA)
         .sort([*KEYS, "metric", "subset"], nulls_last=False)
     )
+
+
+def group_scores(rows: pl.LazyFrame, benchmarks: Mapping[str, str] | None = None) -> pl.LazyFrame:
+    """Each Video-MME v2 group's score per (model, dataset, budget), from the rows alone
+    (`engine.datasets.scoring_rules.videomme_v2_group_scores`; null while a member is unanswered).
+
+    Returns:
+        model_id, dataset, budget_id, group_id, group_type, group_structure, n, n_right, run, complete, score.
+    """
+    have = rows.collect_schema()
+    v2 = rows.with_columns(benchmark_column(benchmarks),
+                           *[pl.lit(None, t).alias(c) for c, t in GROUP_COLUMNS.items() if c not in have]).filter(
+        pl.col("benchmark") == "videomme_v2")
+    return videomme_v2_group_scores(v2, score_groups(v2)).drop("level")

@@ -1,7 +1,9 @@
 """Checkpoint audits: what video fine-tuning did to a model family ("temporal trap").
 
 The headline is each benchmark's official score against the base (`engine.metrics.checkpoint_official`:
-the study's numbers); this module gives the per-question view beside it, item by item. The study (`engine.metrics.checkpoint_study`) names each checkpoint's base. Per family (a base
+the study's numbers); this module gives the per-question view beside it, item by item.
+
+The study (`engine.metrics.checkpoint_study`) names each checkpoint's base. Per family (a base
 and the checkpoints naming it), dataset and budget of the base's chains
 (`engine.metrics.grid.budget_table`), the *paired items* are those with a usable (ok, non-null
 ``correct``) result for every model of the family at that budget, so every checkpoint is
@@ -55,7 +57,8 @@ from engine.metrics.summary import SNAPSHOT_COLUMNS
 __all__ = ["CHECKPOINT_COLUMNS", "checkpoint_document", "checkpoint_table", "checkpoint_tables", "dataset_kinds",
            "dataset_view", "official_trap", "temporal_trap"]
 
-CHECKPOINT_COLUMNS: list[str] = [*SNAPSHOT_COLUMNS, "dataset_version", "media_kind", *GROUP_COLUMNS]
+CHECKPOINT_COLUMNS: list[str] = list(dict.fromkeys([*SNAPSHOT_COLUMNS, "dataset_version", "media_kind",
+                                                    *GROUP_COLUMNS]))
 """The result columns the checkpoint tables read."""
 
 _CELL = ["dataset", "budget_id"]

@@ -56,6 +56,8 @@ SNAPSHOT_COLUMNS: list[str] = [
     "seed", "pipeline", "pixels_total", "status", "task_kind", "correct", "score", "confidence", "frame_indices",
     *CATEGORY_COLUMNS,
     "pred", "answer",
+    # what the official scores read (engine.metrics.official): the benchmark and the items' scoring groups
+    "dataset_version", "group_id", "group_size", "group_type", "group_structure",
 ]
 
 

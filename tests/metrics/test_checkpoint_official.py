@@ -34,7 +34,8 @@ VIDEO = {"text": 0, "f8": 8, "f16": 16}
 
 
 def _video(model: str, item: str, marks: str) -> list[ResultRow]:
-    return [row(model, "vid", item, b, f, m, media_kind="video") for (b, f), m in zip(VIDEO.items(), marks, strict=True)]
+    return [row(model, "vid", item, b, f, m, media_kind="video")
+            for (b, f), m in zip(VIDEO.items(), marks, strict=True)]
 
 
 def _image(model: str, dataset: str, version: str, item: str, mark: str, **extra: object) -> ResultRow:
