@@ -69,11 +69,32 @@ EXIT_WARM_ENGINE_STOPPED = 7
 """A warm engine the run used was stopped (`engines down`) mid-run; committed rows are kept, a rerun continues."""
 
 
-def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
+def _ending(err: BaseException) -> int | None:
+    """The exit code of an error that ends `run`, `cascade` or `predict` with one sentence (None: a bug, raised).
+
+    2 a spec, dataset, preflight or results-directory problem (a corrupt shard or manifest, another sweep's
+    directory, a changed spec over committed keys, engines that cannot be placed); 3 another driver holds the
+    directory (or took it over); 5 no space left; 7 a warm engine stopped while the run used it."""
     from engine.backends.warm import WarmEngineStoppedError
+    from engine.sweep.resume import AnswerMismatchError
+
+    codes: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
+        (StoreLockedError, 3), (StoreFullError, EXIT_STORE_FULL), (WarmEngineStoppedError, EXIT_WARM_ENGINE_STOPPED),
+        ((DatasetError, SpecError, ForeignSweepError, CorruptShardError, PlacementError, AnswerMismatchError), 2))
+    return next((code for kinds, code in codes if isinstance(err, kinds)), None)
+
+
+def _leave(code: int) -> None:
+    """Leave at once with `code` (after a warm engine stopped, its cluster is going down: Ray's exit-time
+    shutdown would wait on it)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
     from engine.sweep import Sweep
     from engine.sweep.preflight import preflight
-    from engine.sweep.resume import AnswerMismatchError
 
     try:
         preflight(spec, source)
@@ -96,22 +117,13 @@ def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
         sweep = Sweep(spec, progress=on_progress)
         try:
             summary = asyncio.run(sweep.run())
-        except StoreLockedError as err:
+        except Exception as err:
+            if (code := _ending(err)) is None:
+                raise
             fail(err)
-            return 3
-        except (DatasetError, SpecError, ForeignSweepError, CorruptShardError, PlacementError,
-                AnswerMismatchError) as err:  # CorruptShardError includes a damaged manifest (ManifestError)
-            fail(err)
-            return 2
-        except StoreFullError as err:
-            fail(err)
-            return EXIT_STORE_FULL
-        except WarmEngineStoppedError as err:
-            fail(err)
-            # the engine's cluster is going down with it: leave at once (Ray's exit-time shutdown would wait on it)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(EXIT_WARM_ENGINE_STOPPED)
+            if code == EXIT_WARM_ENGINE_STOPPED:
+                _leave(code)
+            return code
     console.print(
         f"{spec.sweep_id}: {summary.jobs_ok} ok, {summary.jobs_failed} failed, "
         f"{summary.jobs_skipped} already committed; {summary.videos} videos, {summary.decode_calls} decode passes, "
@@ -337,13 +349,16 @@ def cascade(
     session = new_session_dir(spec.store.out_dir)
     try:
         rep = asyncio.run(run_cascade(spec, stages.split(","), tau, session, fixed, repeats=repeats))
-    except (ValueError, PlacementError, ForeignSweepError, CorruptShardError, StoreLockedError,
-            StoreFullError) as err:
+    except Exception as err:
+        code = 2 if isinstance(err, ValueError) else _ending(err)  # ValueError: stages the sweep cannot run
+        if code is None:
+            raise
         fail(err)
         with contextlib.suppress(OSError):
             session.rmdir()  # only when the session wrote nothing (refused before any work)
-        codes = {StoreLockedError: 3, StoreFullError: EXIT_STORE_FULL}
-        raise typer.Exit(codes.get(type(err), 2)) from None
+        if code == EXIT_WARM_ENGINE_STOPPED:
+            _leave(code)
+        raise typer.Exit(code) from None
     for model_id, ids in rep.skipped_models.items():
         warn(f"{model_id} left out of the cascade: {', '.join(ids)} above its max_frames")
     t = Table(title=f"cascade {' -> '.join(rep.stages)} at tau {rep.tau:g} ({rep.n_items} items)")
@@ -423,9 +438,13 @@ def predict(
 
     try:
         preds, summary = asyncio.run(go())
-    except PlacementError as err:
+    except Exception as err:
+        if (code := _ending(err)) is None:
+            raise
         fail(err)
-        raise typer.Exit(2) from None
+        if code == EXIT_WARM_ENGINE_STOPPED:
+            _leave(code)
+        raise typer.Exit(code) from None
     counts = preds.group_by("predicted_frames").len().sort("predicted_frames")
     t = Table(title=f"{predictor}: predicted frame counts ({preds.height} items)")
     t.add_column("frames", justify="right")

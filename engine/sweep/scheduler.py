@@ -236,15 +236,15 @@ class Sweep:
                 pending.discard(stopper)
                 pending.discard(committer)
                 pending -= engines
-                for t in finished:
-                    if t is not stopper and t.exception() is not None:
-                        raise t.exception()  # type: ignore[misc]
-            for t in pending:
-                t.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+                errors = [t.exception() for t in finished if t is not stopper and not t.cancelled()]
+                if first := next((e for e in errors if e is not None), None):
+                    raise first
         finally:
-            stopper.cancel()
-            committer.cancel()
+            # every task ends here and has its outcome read (a second video failing like the first would
+            # otherwise be logged as "Task exception was never retrieved", a traceback after the one sentence)
+            for t in (*tasks, stopper, committer):
+                t.cancel()
+            await asyncio.gather(*tasks, stopper, committer, return_exceptions=True)
             for sig in installed:
                 loop.remove_signal_handler(sig)
             await asyncio.to_thread(store.commit)

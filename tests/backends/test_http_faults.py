@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -234,6 +236,7 @@ class ScriptedServer:
 
             def do_GET(self) -> None:
                 if outer.mode == "html_version":
+                    time.sleep(1.0)  # a slow start: every video is waiting for the engine when it fails
                     return self._send(200, b"<html><body>It works!</body></html>", "text/html")
                 self._send(200, b'{"version": "fake"}')
 
@@ -352,11 +355,24 @@ height = 48
 [[budgets]]
 frames = 0
 ''')
+    spec.write_text(spec.read_text().replace("n_videos = 1", "n_videos = 3"))  # every video waits on the start
     res = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path / "out")])
     assert res.exit_code == 2, res.output
     assert f"{scripted.url}/version" in res.output and "not JSON" in res.output, res.output
     assert "JSONDecodeError" not in res.output and isinstance(res.exception, SystemExit)
     assert scan_results(tmp_path / "out").collect().height == 0  # stopped before any row
+    # the one sentence only, in a real process: the other videos' tasks failed the same way were logged by asyncio
+    # as "Task exception was never retrieved" with a traceback
+    proc = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(spec), "--out", str(tmp_path / "out2")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "not JSON" in proc.stderr and "Traceback" not in proc.stderr and "never retrieved" not in proc.stderr, \
+        proc.stderr
+    for cmd in (["predict", str(spec), "--predictor", "remote", "--no-run", "--out", str(tmp_path / "out4")],
+                ["cascade", str(spec), "--stages", "text", "--out", str(tmp_path / "out3")]):
+        res = CliRunner().invoke(app, cmd)
+        assert res.exit_code == 2 and "not JSON" in res.output, (cmd, res.output)
+        assert isinstance(res.exception, SystemExit), (cmd, res.exception)
 
 
 @pytest.mark.parametrize("scripted", ["partial"], indirect=True)
