@@ -377,7 +377,8 @@ class VLLMWorker:
         except Exception as err:  # noqa: BLE001 - errors are data
             if type(err).__name__ == "EngineDeadError" or not self._engine_alive():
                 self._die()
-            return EngineResult(r.request_id, error_type=type(err).__name__, error=str(err)[:2000],
+            # whole: the driver redacts the secrets it knows, then cuts (a cut here could split a secret)
+            return EngineResult(r.request_id, error_type=type(err).__name__, error=str(err),
                                 worker=self.worker, engine_version=self.version)
         return self._result(r, out, time.perf_counter() - t0)
 
