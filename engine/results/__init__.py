@@ -6,6 +6,7 @@
     manifest.py   OUT/manifest.json, read (one failure rule: ManifestError) and written in one place
     lock.py       OUT/.lock: one driver at a time, checked before every commit
     errors.py     what reading or writing a results directory fails with
+    pages.py      Parquet page checksums: written with every shard, verified by `framesweep doctor`
     lmms_eval.py  import lmms-eval sample logs as result rows (paired comparison with a peer harness)
     lmms_logs.py  lmms-eval's log layout and what each log's results.json records (frames, model, task data)
     lmms_merge.py one key, one answer: imported logs merged and checked against the directory

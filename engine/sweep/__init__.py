@@ -1,8 +1,14 @@
 """The job pipeline: items x budgets x models -> decode once per video -> request -> generate -> score -> commit.
 
-    jobs.py       Job, planning of pending jobs (resume, context ceilings) and of each job's frames
+    preflight.py  what the spec alone cannot show (families, paths, decoders, keys, the out dir), before any work
+    prepare.py    a run's start after the lock: items, committed keys (one pass), the resume check, the plan
+    fingerprint.py  answer fingerprints: everything that shapes an answer, per (model, dataset, budget)
+    resume.py     a rerun refuses committed keys answered another way (AnswerMismatchError, exit 2)
+    record.py     what a run records in the manifest (expected jobs, fingerprints, its history entry)
+    policy.py     JobPolicy and GridPolicy (every budget at once); adaptive policies live in engine.adaptive
+    jobs.py       planning of pending jobs (resume, context ceilings) and of each job's frames (Job is in engine.items)
     engines.py    start the backends a spec names (vLLM actors, replica pools, HTTP clients)
-    rows.py       a finished job as a ResultRow (scored by its dataset adapter) or an error row
+    rows.py       a finished job as a ResultRow (scored by its dataset adapter) or an error row (permanent|transient)
     scheduler.py  Sweep: the pipeline itself; adaptive policies choose its jobs (engine.adaptive)
 """
 
