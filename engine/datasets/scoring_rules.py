@@ -74,9 +74,12 @@ def _ok(rows: pl.LazyFrame) -> pl.LazyFrame:
     return rows.filter(pl.col("status") == "ok")
 
 
+_GROUP_COLUMNS = ("group_id", "group_size", "group_type", "group_structure")
+
+
 def _ok_for_groups(rows: pl.LazyFrame) -> pl.LazyFrame:
     """Ok rows without their own group columns: the group table given beside them is the membership."""
-    return _ok(rows).drop("group_id", "group_size", "group_type", "group_structure", strict=False)
+    return _ok(rows).drop(*_GROUP_COLUMNS, strict=False)
 
 
 def _int_or_none(x: object) -> int | None:
@@ -288,7 +291,8 @@ def mmbench_circular_accuracy(rows: pl.LazyFrame, groups: pl.DataFrame | pl.Lazy
     questions = members.group_by("dataset", "group_id").agg(
         n_rotations=pl.coalesce(pl.col("group_size").drop_nulls().first(), pl.len().cast(pl.Int64)))
     if by:
-        labels = (mine.join(members.select("dataset", "item_id", "group_id"), on=["dataset", "item_id"])
+        labels = (mine.drop(*_GROUP_COLUMNS, strict=False)
+                  .join(members.select("dataset", "item_id", "group_id"), on=["dataset", "item_id"])
                   .group_by("dataset", "group_id").agg(*[pl.col(c).drop_nulls().first() for c in by]))
         questions = questions.join(labels, on=["dataset", "group_id"], how="left")
     cells = mine.select(KEYS).unique().join(questions, on="dataset", how="inner")

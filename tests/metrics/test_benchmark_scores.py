@@ -187,13 +187,18 @@ def mmbench_sized_rows() -> list[ResultRow]:
     return out + [_mmb(0, r, "1", 3, budget="f32", l2="a") for r in range(3)]
 
 
-def test_mmbench_rotations_come_from_the_options_and_a_missing_one_is_wrong() -> None:
+@pytest.mark.parametrize("with_group_id", [True, False], ids=["group_id", "group_from_the_id"])
+def test_mmbench_rotations_come_from_the_options_and_a_missing_one_is_wrong(with_group_id: bool) -> None:
     """f16: q0 right; q1 complete, wrong; q2 an error row; q3 2 of its 4 rotations (the old rule saw two rows
     and called it complete and right: 2/3 over complete questions). Official = 1 right / 4 questions = 0.25,
     n_incomplete 2 (q2, q3), over the complete ones (q0, q1) 1/2; vanilla: rotation 0 right for q0, q1, q3,
     wrong for q2 -> 3/4. Per question: 6 of the 8 ok rows right. Per l2-category: a = q0, q1 -> 1/2;
-    b = q2, q3 -> 0/2. f32: only q0 answered so far: 1/4 official, 3 incomplete, 1/1 over complete."""
-    got = collect_both(benchmark_scores(lazy(mmbench_sized_rows())))
+    b = q2, q3 -> 0/2. f32: only q0 answered so far: 1/4 official, 3 incomplete, 1/1 over complete. Rows
+    without group_id (the question read from the id, index + r x 1,000,000) give the same."""
+    rows = mmbench_sized_rows()
+    if not with_group_id:
+        rows = [ResultRow(**{**r.__dict__, "group_id": None}) for r in rows]
+    got = collect_both(benchmark_scores(lazy(rows)))
     assert _values(got, "mmbench", "f16") == pytest.approx({
         ("accuracy", None): 6 / 8,
         ("mmbench_circular_accuracy", None): 1 / 4, ("mmbench_circular_accuracy_complete", None): 1 / 2,
