@@ -5,8 +5,8 @@ file reads the same offline. Per (model, dataset, protocol) chain, the primary c
 model and dataset first: the accuracy curve with rescue
 and harm bars per transition (``fig-accuracy-N``), the flow of item states across the
 grid (``fig-flow-N``), the trajectory-pattern heatmap (``fig-heatmap-N``), per-category
-tables (``table-<column>-N``) and the cascade's Pareto front (``fig-cascade-N``).
-After the chains of a model and dataset: robustness across its chains
+tables (``table-<column>-N``), the cascade's Pareto front (``fig-cascade-N``) and, from the
+registered metrics, each benchmark's official scores (``table-official-N``). After the chains of a model and dataset: robustness across its chains
 (``table-robustness-N``) and its iso-compute sets (``table-iso-N-K``: accuracy per
 allocation, items best only at each, oracle over the set).
 Built from the metrics document of `engine.metrics.document` (schema
@@ -15,9 +15,10 @@ when the document carries them: ``doc["predictor"]`` (groups of
 `engine.metrics.predictor.predictor_document`: ``table-predictor-N``,
 ``fig-predictor-N``, ``table-predictor-confusion-N``) and ``doc["checkpoints"]``
 (`engine.metrics.checkpoints.checkpoint_document`, drawn by `engine.metrics.checkpoint_report`:
-``table-temporal-trap``, ``fig-trap``, ``table-train-frames``, ``fig-train-frames``,
-``table-checkpoint-datasets``, ``table-benchmark-scores``, ``table-category-deltas``,
-``table-checkpoints``).
+on official scores ``table-temporal-trap``, ``fig-trap``, ``table-train-frames``,
+``fig-train-frames``, ``table-headlines``, ``table-benchmark-scores``, ``table-category-deltas``;
+per question ``table-temporal-trap-per-question``, ``table-train-frames-per-question``,
+``table-checkpoint-datasets``, ``table-checkpoints``).
 """
 
 from __future__ import annotations
