@@ -116,11 +116,10 @@ class Occurrences:
 
 
 def whole_groups(items: list[Item], limit: int) -> list[Item]:
-    """The first `limit` items, less every group (`Item.group_id`) that the cut would split: a group is scored
-    whole (an MME image's two questions), so half of one is no input."""
-    kept, rest = items[:limit], items[limit:]
-    split = {it.group_id for it in rest} & {it.group_id for it in kept}
-    return [it for it in kept if it.group_id not in split or it.group_id is None]
+    """The first `limit` items and every other item of a group (`Item.group_id`) they start: a group is scored
+    whole (an MME image's two questions), so half of one is no input (at least `limit` items, or all)."""
+    started = {it.group_id for it in items[:limit] if it.group_id is not None}
+    return [it for i, it in enumerate(items) if i < limit or it.group_id in started]
 
 
 def first_groups(items: list[Item], limit: int) -> list[Item]:

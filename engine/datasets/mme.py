@@ -7,8 +7,8 @@ Item ids are ``<category>/<image>#<k>``; `group_id` is the image, ``extra["group
 
 An image with other than two questions (a malformed or cut file) is an error naming each of
 its rows (``strict = false`` skips them, counted in `problems`): acc+ over a one-question
-image would just repeat acc. `limit` keeps the first N questions less an image it would cut
-in two.
+image would just repeat acc. `limit` keeps the first N questions and the other question of an
+image they start (never half an image).
 """
 
 from __future__ import annotations

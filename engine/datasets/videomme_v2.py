@@ -6,7 +6,8 @@ mapped by the group's structure); see `engine.datasets.scoring_rules.videomme_v2
 Items carry `group_id` (the video) and, in `extra`, `position` (1-4, from the
 question_id suffix), `group_type`, `group_structure` (whitespace removed), `level` and
 `group_size` (4); rows record the group's size, type and structure, so the group scores
-need nothing but the rows. `limit` keeps the first N questions less a group it would cut.
+need nothing but the rows. `limit` keeps the first N questions and the rest of any group they
+start (never part of a group).
 """
 
 from __future__ import annotations

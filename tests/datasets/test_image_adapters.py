@@ -185,8 +185,8 @@ def test_mme_image_without_its_question_pair_is_located(tmp_path: Path) -> None:
 
 
 def test_mme_limit_never_cuts_an_image_in_two(tmp_path: Path) -> None:
-    """Questions a0 b0 a1 b1 (an image's two questions apart): limit 3 keeps a's two (b's second is cut, so b
-    goes whole); limit 4 keeps both images."""
+    """Questions a0 b0 a1 b1 (an image's two questions apart, as in two shards): limit 1 keeps a's two (it kept a0
+    alone: an image of one question), limit 3 both images; nothing is ever half an image."""
     rows = [_mme_row("a.jpg", "Dog"), _mme_row("b.jpg", "Cat"), _mme_row("a.jpg", "Cat", "No"),
             _mme_row("b.jpg", "Dog", "No")]
     ann = write_parquet(tmp_path / "mme.parquet", rows, MME_SCHEMA)
@@ -195,8 +195,9 @@ def test_mme_limit_never_cuts_an_image_in_two(tmp_path: Path) -> None:
         spec = MMESpec(name="mme", annotations=ann, image_cache=tmp_path / "img", limit=limit)
         return [it.item_id for it in build_adapter(spec).items()]
 
-    assert ids(3) == ["existence/a.jpg#0", "existence/a.jpg#1"]
-    assert ids(4) == ["existence/a.jpg#0", "existence/b.jpg#0", "existence/a.jpg#1", "existence/b.jpg#1"]
+    assert ids(1) == ["existence/a.jpg#0", "existence/a.jpg#1"]
+    assert ids(3) == ids(4) == ["existence/a.jpg#0", "existence/b.jpg#0", "existence/a.jpg#1",
+                                "existence/b.jpg#1"]
 
 
 @pytest.mark.parametrize(("response", "want"), [

@@ -122,8 +122,10 @@ def test_logic_maps_and_incomplete_group(tmp_path: Path) -> None:
 
 
 def test_limit_keeps_whole_groups(tmp_path: Path) -> None:
-    """limit 6 would cut group 002 after 2 of its questions: it is left out whole; limit 8 keeps it."""
+    """limit 6 stops after 2 questions of group 002: its other two come with them (8 items, 2 whole groups);
+    limit 1 gives group 001 whole."""
     spec = _fixture(tmp_path)
     assert [it.item_id for it in build_adapter(spec.model_copy(update={"limit": 6})).items()] == [
+        "001-1", "001-2", "001-3", "001-4", "002-1", "002-2", "002-3", "002-4"]
+    assert [it.item_id for it in build_adapter(spec.model_copy(update={"limit": 1})).items()] == [
         "001-1", "001-2", "001-3", "001-4"]
-    assert len(list(build_adapter(spec.model_copy(update={"limit": 8})).items())) == 8
