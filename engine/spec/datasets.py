@@ -97,7 +97,10 @@ class _FileDatasetSpec(DatasetBase):
         description="true: any malformed row fails the load, listing every problem at once; "
         "false: malformed rows are skipped and reported (escaping paths and unreadable files always fail).",
     )
-    limit: int | None = Field(default=None, ge=1, description="Keep only the first N items (smoke runs); null: all.")
+    limit: int | None = Field(
+        default=None, ge=1, description="Keep only the first N questions (smoke runs); null: all. A benchmark "
+        "scored in groups keeps each group whole: MMBench counts questions, not rotations; MME and Video-MME v2 "
+        "complete a pair or group the cut falls in.")
 
 
 class VideoMMESpec(_FileDatasetSpec):
