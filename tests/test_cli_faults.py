@@ -370,8 +370,8 @@ def test_a_cascade_report_of_another_version_is_named_and_left_out(sure_results:
     old = out / "cascade" / "20260101T000000" / "report.json"
     assert (f"{old}: a cascade report of another version (schema none, written by a framesweep that recorded no "
             f"version; this framesweep {__version__} reads {CASCADE_SCHEMA})") in said
-    assert (f"cascade/20260101T000001/report.json: a cascade report of another version (schema framesweep.cascade/9, "
-            f"written by framesweep 9.0;") in said
+    assert ("cascade/20260101T000001/report.json: a cascade report of another version (schema framesweep.cascade/9, "
+            "written by framesweep 9.0;") in said
     assert "cascade/20260101T000003/report.json: not a JSON cascade report" in said
     assert said.count("left out of the report") == 3
     html = (tmp_path / "r.html").read_text()

@@ -19,7 +19,7 @@ from engine.cli.app import EXIT_FAILED_JOBS, EXIT_PERMANENT_FAILURES, app
 from engine.results.store import scan_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "datasets"))
-from ds_fixtures import videomme_fixture  # noqa: E402
+from ds_fixtures import videomme_fixture
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 

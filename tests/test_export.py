@@ -14,7 +14,7 @@ from engine.cli import app
 from engine.results.store import ResultStore
 
 sys.path.insert(0, str(Path(__file__).parent / "metrics"))
-from metric_rows import frame  # noqa: E402
+from metric_rows import frame
 
 BUDGETS = {"text": 0, "f4": 4, "f8": 8}
 

@@ -15,7 +15,7 @@ from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
 
 sys.path.insert(0, str(Path(__file__).parent / "metrics"))
-from metric_rows import row  # noqa: E402
+from metric_rows import row
 
 GROUPS = {  # video: (type, structure, marks at text, marks at f8)
     "001": ("relevance", "[1,2,3,4]", "0000", "1011"),  # f8: 3 right -> 900/16 = 56.25

@@ -51,9 +51,8 @@ def test_errors_are_kept_and_retried(tmp_path: Path) -> None:
 
 
 def test_second_writer_is_refused(tmp_path: Path) -> None:
-    with ResultStore(tmp_path):
-        with pytest.raises(StoreLockedError, match="another framesweep driver"):
-            ResultStore(tmp_path)
+    with ResultStore(tmp_path), pytest.raises(StoreLockedError, match="another framesweep driver"):
+        ResultStore(tmp_path)
     ResultStore(tmp_path).close()  # free again once the first one closed
 
 

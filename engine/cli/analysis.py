@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from engine.cli._console import console, fail, heading, shards_named, warn
 from engine.cli._checks import PolarsEngine, check_output, known_ids, refuse, summary_problems, unknown
+from engine.cli._console import console, fail, heading, shards_named, warn
 from engine.cli.checkpoints import checkpoint_doc, checkpoints, manifest_spec
 from engine.runtime.atomic import atomic_write
 

@@ -408,9 +408,8 @@ def predict(
     """Hybrid-frame predictor: a model picks each item's frame count from the grid; run items at it."""
     from engine.adaptive.predictions import export_manifest
     from engine.adaptive.predictor import answers_items, predict_frames, run_predicted
-    from engine.sweep import start_backends
-
     from engine.cli._checks import check_output
+    from engine.sweep import start_backends
 
     _logging(verbose)
     check_output("--manifest", manifest)

@@ -28,11 +28,10 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
-
-from collections import defaultdict
 
 from engine.datasets._base import first_groups
 from engine.datasets._image_table import ImageTableAdapter

@@ -7,8 +7,8 @@ before any work starts, with the field's dotted path in the message.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import AfterValidator, Field, ValidationError, ValidationInfo, field_validator, model_validator

@@ -13,8 +13,8 @@ from typing import Annotated, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
-    "DatasetBase",
     "AVSDSpec",
+    "DatasetBase",
     "DatasetSpec",
     "LlavaVideo178KSpec",
     "MLVUSpec",
@@ -51,7 +51,7 @@ class DatasetBase(StrictModel):
     @property
     def dataset_id(self) -> str:
         """The `dataset` column of this dataset's rows."""
-        return self.id or str(getattr(self, "name"))
+        return self.id or str(self.name)
 
 
 class SyntheticDatasetSpec(DatasetBase):

@@ -48,8 +48,8 @@ from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
 from engine.spec import BudgetPoint, ModelSpec, SweepSpec
 from engine.sweep.engines import start_backends
-from engine.sweep.jobs import plan_item
 from engine.sweep.fingerprint import AnswerPrints, item_decoder
+from engine.sweep.jobs import plan_item
 from engine.sweep.policy import GridPolicy, JobPolicy
 from engine.sweep.preflight import preflight
 from engine.sweep.prepare import Prepared, prepare
