@@ -170,8 +170,7 @@ class AnswerPrints:
         """The fingerprint of `job`'s answer."""
         b = job.budget
         decoder = None if b.is_text_only else item_decoder(self.spec, job.item)
-        key = (job.model_id, job.item.dataset, b.frames, b.max_pixels, b.short_side, b.min_pixels, b.policy, b.seed,
-               b.pipeline, decoder)
+        key = (job.model_id, job.item.dataset, b.model_dump_json(exclude={"id"}), decoder)  # every budget field
         fp = self._cache.get(key)
         if fp is None:
             fields = self.fields_for(job.model_id, job.item.dataset, b, decoder)
