@@ -59,6 +59,7 @@ from engine.metrics.regression import terminal_items
 from engine.results.manifest import read_manifest
 from engine.results.store import own_rows
 from engine.runtime.atomic import fsync_dir, is_own_temp, temp_name
+from engine.runtime.processes import pid_alive
 from engine.runtime.secrets import redact, redact_columns, register_secret_env
 
 __all__ = ["COLUMNS", "ExportTargetError", "check_target", "export"]
@@ -281,23 +282,13 @@ def _temp(to: Path, kind: str) -> Path:
     return to.with_name(f"{name.removesuffix('.tmp')}.{kind}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def clean_stale_exports(to: Path) -> list[Path]:
     """Remove the temp folders a killed export to `to` left beside it (their process gone); an earlier export
     moved aside (`.old`) while `to` itself is missing is put back first. Returns what was removed."""
     pattern, removed = _stale_pattern(to), []
     for p in sorted(to.parent.iterdir()):
         m = pattern.fullmatch(p.name)
-        if m is None or not p.is_dir() or p.is_symlink() or _alive(int(m.group(1))):
+        if m is None or not p.is_dir() or p.is_symlink() or pid_alive(int(m.group(1))):
             continue
         if p.name.endswith(".old") and not to.exists():
             os.replace(p, to)  # killed between its two renames: the earlier export is still the artifact

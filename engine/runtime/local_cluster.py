@@ -35,6 +35,7 @@ from typing import Any
 
 from engine.runtime.atomic import atomic_write
 from engine.runtime.paths import cache_dir
+from engine.runtime.processes import pid_alive
 
 __all__ = ["ClusterStartError", "local_cluster_env", "local_cluster_pids", "recorded_cluster", "start_local_cluster",
            "stop_local_cluster", "unrecorded_clusters"]
@@ -63,18 +64,6 @@ def local_cluster_env(env: dict[str, str] | None = None) -> dict[str, str]:
     out.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     out.setdefault("RAY_AUTH_MODE", "token")
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):  # a zombie (our own unreaped child) counts as gone
-        return "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:1]
-    return True
 
 
 def _listening(address: str) -> bool:
@@ -122,7 +111,7 @@ def recorded_cluster(wait_s: float = 0.0) -> dict[str, Any] | None:
     if rec is None:
         return None
     pid = int(rec.get("pid", -1))
-    if not _alive(pid) or pid not in local_cluster_pids(rec.get("temp_dir")):
+    if not pid_alive(pid) or pid not in local_cluster_pids(rec.get("temp_dir")):
         log.info("the recorded local Ray cluster (pid %s) is gone; forgetting it", rec.get("pid"))
         if _read_record() == rec:  # not a record another process has written since
             _record_path().unlink(missing_ok=True)
@@ -227,7 +216,7 @@ def _end_session(pid: int, timeout_s: float) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and [p for p in _session_pids(pid) if _alive(p)]:
+    while time.monotonic() < deadline and [p for p in _session_pids(pid) if pid_alive(p)]:
         time.sleep(0.2)
     for p in _session_pids(pid):
         with contextlib.suppress(ProcessLookupError):
