@@ -72,8 +72,10 @@ def _survey(spec: SweepSpec, ds: Any) -> DatasetSurvey:
         if it.video_path in absent:
             missing.setdefault(str(it.video_path), []).append(it.item_id)
     subs = {it.subtitle_path for it in items if it.subtitle_path is not None}
+    name = getattr(ds, "id", None) or adapter.name
+    budgets = {m.id: spec.budgets_for(m, name) for m in spec.models}  # this dataset's (an image benchmark's own)
     return DatasetSurvey(
-        dataset=getattr(ds, "id", None) or adapter.name,
+        dataset=name,
         version=adapter.version,
         n_items=len(items),
         by_task=dict(sorted(Counter(it.task_type or "-" for it in items).items())),
@@ -85,7 +87,7 @@ def _survey(spec: SweepSpec, ds: Any) -> DatasetSurvey:
         subtitles_total=len(subs),
         subtitles_found=sum(1 for p in subs if p.is_file()),
         problems=list(getattr(adapter, "problems", [])),
-        jobs_by_model={m.id: len(items) * len(spec.budgets_for(m)) for m in spec.models},
-        budgets_by_model={m.id: [b.budget_id for b in spec.budgets_for(m)] for m in spec.models},
+        jobs_by_model={m: len(items) * len(bs) for m, bs in budgets.items()},
+        budgets_by_model={m: [b.budget_id for b in bs] for m, bs in budgets.items()},
         media_written_by_run=hasattr(adapter, "ensure_videos"),
     )

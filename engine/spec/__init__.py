@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Field, ValidationError, ValidationInfo, fie
 
 from engine.frames.plan import get_policy
 from engine.spec.checkpoint import CheckpointSpec
-from engine.spec.datasets import DatasetSpec, StrictModel, SyntheticDatasetSpec
+from engine.spec.datasets import IMAGE_BUDGETS, DatasetSpec, StrictModel, SyntheticDatasetSpec
 from engine.spec.source import SpecFileError, read_spec_file
 
 __all__ = [
@@ -534,6 +534,24 @@ class SweepSpec(_Strict):
         ids = {m.id for m in self.models}
         for m in self.models:
             base = m.checkpoint.base if m.checkpoint else None
+    @model_validator(mode="after")
+    def _dataset_budget_names(self) -> SweepSpec:
+        """Every budget a dataset names exists; an image budget's id is no budget of the sweep's."""
+        ids = {b.budget_id for b in self.budgets}
+        for i, ds in enumerate(self.dataset_specs()):
+            images = [b.budget_id for b in self.image_budgets(ds)] if getattr(ds, "asks_images", False) else []
+            where = f"datasets.{i}.{ds.name}.budgets" if self.datasets else f"dataset.{ds.name}.budgets"
+            if clash := sorted(ids & set(IMAGE_BUDGETS.values())) if images else []:
+                raise ValueError(f"budget id {clash[0]!r} is the name of image benchmark {dataset_id(ds)!r}'s "
+                                 "image budget: give that budget another id")
+            named = getattr(ds, "budgets", None) or []
+            if dup := sorted({n for n in named if named.count(n) > 1}):
+                raise ValueError(f"{where} names {', '.join(dup)} twice")
+            if unknown := [n for n in named if n not in ids and n not in images]:
+                raise ValueError(f"{where} names {', '.join(map(repr, unknown))}, no budget of this sweep; known: "
+                                 f"{', '.join([*sorted(ids), *images])}")
+        return self
+
             if base is not None and (base == m.id or base not in ids):
                 raise ValueError(f"models {m.id}: checkpoint.base {base!r} names no other model of this spec; "
                                  f"known: {', '.join(sorted(ids - {m.id}))}")
@@ -541,11 +559,38 @@ class SweepSpec(_Strict):
 
     def budgets_in_cost_order(self) -> list[BudgetPoint]:
         """Budgets ordered text-only first, then by frames and pixels."""
-        return sorted(self.budgets, key=lambda b: (b.frames, b.max_pixels or b.short_side or 0, b.budget_id))
+        return _cost_order(self.budgets)
 
-    def budgets_for(self, model: ModelSpec) -> list[BudgetPoint]:
-        """The budgets `model` runs, in cost order: those within its context ceiling (`max_frames`)."""
-        return [b for b in self.budgets_in_cost_order() if model.fits(b)]
+    def budgets_for(self, model: ModelSpec, dataset: str | None = None) -> list[BudgetPoint]:
+        """The budgets `model` runs, in cost order: those within its context ceiling (`max_frames`); with a
+        `dataset` id, that dataset's (`dataset_budgets`; an id no dataset of the spec has: every budget)."""
+        spec = self._dataset(dataset)
+        budgets = self.budgets_in_cost_order() if spec is None else self.dataset_budgets(spec)
+        return [b for b in budgets if model.fits(b)]
+
+    def image_budgets(self, dataset: Any) -> list[BudgetPoint]:
+        """An image benchmark's image budgets: one image at the dataset's size (null: as stored, the model's
+        processor then applies its own limits), once per pipeline the sweep's visual budgets use (the [decode]
+        one when there is none), named as in `IMAGE_BUDGETS`."""
+        pipelines = {b.pipeline or self.decode.pipeline for b in self.budgets if not b.is_text_only}
+        size = {k: getattr(dataset, k, None) for k in ("max_pixels", "short_side", "min_pixels")}
+        return [BudgetPoint(frames=1, pipeline=p, id=IMAGE_BUDGETS[p], **size)  # type: ignore[arg-type]
+                for p in sorted(pipelines or {self.decode.pipeline}, key=list(IMAGE_BUDGETS).index)]
+
+    def dataset_budgets(self, dataset: Any) -> list[BudgetPoint]:
+        """The budgets a dataset spec runs, in cost order: those its `budgets` names; by default every budget
+        of the sweep, or for an image benchmark its image budgets (the sweep's budgets when it has no visual
+        one: a text-only sweep stays text-only)."""
+        named = getattr(dataset, "budgets", None)
+        images = self.image_budgets(dataset) if getattr(dataset, "asks_images", False) else []
+        if named is None:
+            has_visual = any(not b.is_text_only for b in self.budgets)
+            return _cost_order(images) if images and has_visual else self.budgets_in_cost_order()
+        known = {b.budget_id: b for b in [*self.budgets, *images]}
+        return _cost_order([known[n] for n in named])
+
+    def _dataset(self, dataset: str | None) -> Any:
+        return next((d for d in self.dataset_specs() if dataset_id(d) == dataset), None) if dataset else None
 
     def with_out_dir(self, out_dir: Path) -> SweepSpec:
         """A copy of this spec writing to another directory."""
@@ -557,6 +602,11 @@ _DATASET_SPECS: list[type[StrictModel]] = list(get_args(get_args(DatasetSpec)[0]
 
 def dataset_id(spec: Any) -> str:
     """The `dataset` column of a dataset spec's rows: its `id`, else its adapter's name."""
+def _cost_order(budgets: Iterable[BudgetPoint]) -> list[BudgetPoint]:
+    """Text-only first, then by frames and pixels."""
+    return sorted(budgets, key=lambda b: (b.frames, b.max_pixels or b.short_side or 0, b.budget_id))
+
+
     return getattr(spec, "id", None) or str(spec.name)
 
 

@@ -8,11 +8,12 @@ A new adapter may define its spec class in its own module and register it with
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "IMAGE_BUDGETS",
     "AVSDSpec",
     "DatasetBase",
     "DatasetSpec",
@@ -42,10 +43,21 @@ class StrictModel(BaseModel):
 class DatasetBase(StrictModel):
     """What every dataset table may carry besides its adapter's settings."""
 
+    asks_images: ClassVar[bool] = False
+    """An image benchmark: its items are images, asked at its own image budgets (`IMAGE_BUDGETS`)."""
+
     id: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_.@+-]+$",
         description="Name of this dataset in the results (default: the adapter's name); two datasets of one "
         "sweep that use the same adapter (e.g. Video-MME short and long) need distinct ids.",
+    )
+    budgets: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None, min_length=1,
+        description="Budget ids this dataset runs (of the sweep's budgets, e.g. [\"text\", \"f16\"]; an image "
+        "benchmark also has `image`, and `image-cached` when a budget is cached). null: every budget of the "
+        "sweep for a video benchmark; for an image benchmark its image budgets only: the image asked once as one "
+        "image per pipeline the sweep's visual budgets use, never a text-only (blind) run unless listed here. "
+        "Only chooses jobs: answers already made are kept.",
     )
 
     @property
@@ -205,9 +217,29 @@ class TempCompassSpec(_FileDatasetSpec):
     )
 
 
-class _ImageTableSpec(_FileDatasetSpec):
-    """An image benchmark in one parquet table; each item is one image (a budget's frames are ignored)."""
+IMAGE_BUDGETS = {"raw": "image", "cached": "image-cached"}
+"""An image benchmark's image budget id per pipeline: one image, sent as one image, at the dataset's own size."""
 
+
+class _ImageTableSpec(_FileDatasetSpec):
+    """An image benchmark in one parquet table; each item is one image.
+
+    It runs its image budgets (`IMAGE_BUDGETS`: the image at its stored size, which the model's processor
+    brings within its own limits, unless `max_pixels` / `short_side` / `min_pixels` set one) unless `budgets`
+    names others; a video budget named there sends the one image at that budget's size.
+    """
+
+    asks_images: ClassVar[bool] = True
+
+    max_pixels: int | None = Field(
+        default=None, gt=0, description="Upper bound on width*height of each image at the image budgets (aspect "
+        "kept); null: the stored image, so the model's processor applies its own limits (its native resolution).")
+    short_side: int | None = Field(
+        default=None, gt=0, description="Resize each image at the image budgets so its short side has this many "
+        "pixels (aspect kept; never enlarges).")
+    min_pixels: int | None = Field(
+        default=None, gt=0, description="Lower bound on width*height of each image at the image budgets (smaller "
+        "ones are enlarged to it, aspect kept).")
     annotations: Path = Field(description="The parquet file (or a folder of parquet shards).")
     media_root: Path | None = Field(
         default=None, description="Folder the `image` column's paths are under, when it holds paths, not bytes."
@@ -216,6 +248,14 @@ class _ImageTableSpec(_FileDatasetSpec):
         default=None,
         description="Where embedded image bytes are written once (by content hash); null: the framesweep cache.",
     )
+
+    @model_validator(mode="after")
+    def _one_size(self) -> _ImageTableSpec:
+        if self.max_pixels is not None and self.short_side is not None:
+            raise ValueError("set at most one of max_pixels and short_side")
+        if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
+            raise ValueError(f"min_pixels ({self.min_pixels}) is above max_pixels ({self.max_pixels})")
+        return self
 
 
 class MMStarSpec(_ImageTableSpec):

@@ -12,7 +12,9 @@ A job's fingerprint is the SHA-256 of a canonical JSON of named fields (`answer_
   `EXTRA_THROUGHPUT_ONLY`); ``http.*`` for a server: `HTTP_FIELDS`.
 - ``prompt.*``: scoring, extraction, system prompt, and ``max_new_tokens`` when scoring is ``generate``.
 - ``dataset.*``: the adapter and its version, and the dataset's settings, except paths (a data folder may
-  move) and the settings that only choose which items exist (`DATASET_SELECTORS`).
+  move), the settings that only choose which items and budgets exist (`DATASET_SELECTORS`, the dataset's
+  ``budgets`` among them) and an image benchmark's image size (`IMAGE_SIZE_FIELDS`: it is its image
+  budgets' ``budget.max_pixels`` / ``short_side`` / ``min_pixels``).
 - ``budget.*``: frames, sizes (``max_pixels``, ``short_side``, ``min_pixels``), policy, seed and pipeline;
   for a visual budget also ``decode.decoder`` (``pyav`` for image items) and, for a cached one,
   ``decode.cache_format``.
@@ -38,7 +40,8 @@ from engine.frames.view import MediaView
 from engine.items import Item, Job
 from engine.spec import BudgetPoint, ModelSpec, SweepSpec, dataset_id
 
-__all__ = ["DATASET_SELECTORS", "EXTRA_THROUGHPUT_ONLY", "HTTP_FIELDS", "THROUGHPUT_ONLY", "AnswerPrints",
+__all__ = ["DATASET_SELECTORS", "EXTRA_THROUGHPUT_ONLY", "HTTP_FIELDS", "IMAGE_SIZE_FIELDS", "THROUGHPUT_ONLY",
+           "AnswerPrints",
            "checkpoint_identity", "fingerprint", "item_decoder", "template_digest"]
 
 log = logging.getLogger(__name__)
@@ -59,9 +62,13 @@ HTTP_FIELDS = ("served_model", "jpeg_quality", "send_video_metadata")
 """`[models.http]` settings that change what the server answers (its address, key and retries do not)."""
 DATASET_SELECTORS = frozenset({
     "id", "strict", "limit", "n_videos", "questions", "durations", "tasks", "configs", "categories", "tracks",
-    "turns", "video_exts", "video_ext",
+    "turns", "video_exts", "video_ext", "budgets",
 })
-"""Dataset settings that choose which items exist, not how one is asked or scored: adding items resumes."""
+"""Dataset settings that choose which items and budgets exist, not how one is asked or scored: adding items or
+budgets resumes."""
+IMAGE_SIZE_FIELDS = frozenset({"max_pixels", "short_side", "min_pixels"})
+"""An image benchmark's image size: fingerprinted as its image budgets' ``budget.*`` fields (the jobs it shapes),
+not as ``dataset.*`` (a text-only answer does not depend on it)."""
 
 _PROBE = Item(dataset="probe", dataset_version="0", item_id="probe", video_id="probe", video_path=None,
               question="Which colour is the square?", options=("red", "blue"), answer="A")
@@ -112,8 +119,9 @@ def _is_path(annotation: Any) -> bool:
 def _dataset_fields(ds: Any, version: str | None) -> dict[str, Any]:
     dumped = ds.model_dump(mode="json")
     out: dict[str, Any] = {"dataset.adapter": ds.name, "dataset.version": version}
+    skip = DATASET_SELECTORS | (IMAGE_SIZE_FIELDS if getattr(ds, "asks_images", False) else frozenset())
     for name, info in type(ds).model_fields.items():
-        if name != "name" and name not in DATASET_SELECTORS and not _is_path(info.annotation):
+        if name != "name" and name not in skip and not _is_path(info.annotation):
             out[f"dataset.{name}"] = dumped[name]
     return out
 

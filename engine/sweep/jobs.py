@@ -15,11 +15,16 @@ __all__ = ["plan_item", "plan_jobs"]
 
 
 def plan_jobs(spec: SweepSpec, items: list[Item], done: set[tuple[str, str, str, str]]) -> dict[str, list[Job]]:
-    """Pending jobs grouped by video (committed keys and budgets over a model's ceiling are left out)."""
+    """Pending jobs grouped by video: each item at the budgets its dataset runs (`SweepSpec.budgets_for`; an
+    image benchmark at its image budgets), committed keys and budgets over a model's ceiling left out."""
     by_video: dict[str, list[Job]] = defaultdict(list)
+    budgets: dict[tuple[str, str], list[BudgetPoint]] = {}
     for item in items:
         for model in spec.models:
-            for b in spec.budgets_for(model):
+            key = (model.id, item.dataset)
+            if key not in budgets:
+                budgets[key] = spec.budgets_for(model, item.dataset)
+            for b in budgets[key]:
                 job = Job(model.id, item, b)
                 if tuple(job.key) not in done:
                     by_video[item.media_key].append(job)

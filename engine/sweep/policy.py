@@ -9,7 +9,7 @@ next round for the same video; frames decoded for one round serve the next.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Protocol
 
 from engine.items import Item, Job
@@ -39,16 +39,19 @@ class JobPolicy(Protocol):
 
 
 class GridPolicy:
-    """Every budget of the spec within each model's context ceiling, in one round."""
+    """Every budget each dataset runs (`SweepSpec.budgets_for`) within each model's context ceiling, in one
+    round."""
 
     def plan(self, spec: SweepSpec, items: list[Item], done: set[Key]) -> dict[str, list[Job]]:
         return plan_jobs(spec, items, done)
 
     def expected(self, spec: SweepSpec, items: list[Item]) -> dict[str, dict[str, int]]:
+        per_dataset: dict[str | None, int] = dict(Counter(it.dataset for it in items)) if items else {None: 0}
         out: dict[str, dict[str, int]] = defaultdict(dict)
         for m in spec.models:
-            for b in spec.budgets_for(m):
-                out[m.id][b.budget_id] = len(items)
+            for dataset, n in per_dataset.items():
+                for b in spec.budgets_for(m, dataset):
+                    out[m.id][b.budget_id] = out[m.id].get(b.budget_id, 0) + n
         return out
 
     def next_round(self, finished: list[tuple[Job, ResultRow]]) -> tuple[list[Job], list[ResultRow]]:
