@@ -48,8 +48,11 @@ group's chain (the text-only budget plus the protocol's budgets by frames; see
         confidence_intervals: {metric: [lo, hi] | {key: [lo, hi]}},    # paired bootstrap over items
      }],
      robustness: [{model_id, dataset, protocol_a, protocol_b, n_items,     # items matched in both chains
+                   frames_common,                                         # the frame counts both chains have
                    confused_a, confused_b, confused_both, jaccard,        # jaccard null when a + b = 0
-                   harmed_a, harmed_b, harmed_both, headroom_a, headroom_b, confusion_rate_a, confusion_rate_b}],
+                   harmed_a, harmed_b, harmed_both, headroom_a, headroom_b, confusion_rate_a, confusion_rate_b,
+                                                  # over text-only + frames_common (null when it is empty)
+                   <each of those eleven>_whole}],  # over the whole chains (engine.metrics.robustness)
      iso_compute: [{model_id, dataset, cost,       # cost: names the set, the median pixels sent per item of
                                                    # the run of costs it was cut from (engine.metrics.iso_compute)
                     allocations: [{budget_id, protocol_id, frames, budget_cost, accuracy, n_best, n_sole_best}],

@@ -24,7 +24,7 @@ from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import BASE_GROUP, GROUP
 from engine.metrics.oracle import oracle
 
-__all__ = ["PAIR", "chain_pairs", "pair_rows", "robustness"]
+__all__ = ["PAIR", "chain_pairs", "common_frames", "pair_rows", "robustness"]
 
 PAIR: list[str] = [*BASE_GROUP, "protocol_a", "protocol_b"]
 
@@ -63,20 +63,36 @@ def _harmed() -> pl.Expr:
     return (visual.first() & ~visual.last()).fill_null(False)
 
 
-def robustness(m: pl.LazyFrame) -> pl.LazyFrame:
-    """Overlap of confused and harmed items between every two chains of a model and dataset.
+def common_frames(m: pl.LazyFrame) -> pl.LazyFrame:
+    """The visual frame counts both chains of each pair have: PAIR columns, frames_common (sorted list)."""
+    frames = m.filter(~pl.col("is_text")).select([*GROUP, "frames"]).unique()
+    return (
+        chain_pairs(m)
+        .join(frames.rename({"protocol_id": "protocol_a"}), on=[*BASE_GROUP, "protocol_a"])
+        .join(frames.rename({"protocol_id": "protocol_b"}), on=[*BASE_GROUP, "protocol_b", "frames"])
+        .group_by(PAIR).agg(pl.col("frames").sort().alias("frames_common"))
+    )
 
-    Args:
-        m: Matched long frame, correctness track, every chain (`engine.metrics.grid.matched`).
 
-    Returns:
-        model_id, dataset, protocol_a, protocol_b, n_items, confused_a, confused_b, confused_both,
-        jaccard, harmed_a, harmed_b, harmed_both, headroom_a, headroom_b, confusion_rate_a,
-        confusion_rate_b; by pair. A pair with no item matched in both chains is listed with
-        n_items = 0, zero counts and null jaccard, headrooms and rates.
-    """
-    mp = pair_rows(m)
-    by = [*PAIR, "protocol_id"]
+def _scoped(mp: pl.LazyFrame, common: pl.LazyFrame) -> pl.LazyFrame:
+    """`mp` twice, told apart by ``_scope``: "whole" (every budget) and "common" (the text-only budget and
+    each pair's common frame counts), so both sets of figures come from one plan."""
+    frames = common.explode("frames_common").rename({"frames_common": "frames"})
+    on_common = pl.concat([mp.filter(pl.col("is_text")),
+                           mp.filter(~pl.col("is_text")).join(frames, on=[*PAIR, "frames"], how="semi")])
+    return pl.concat([mp.with_columns(pl.lit("whole").alias(_SCOPE)),
+                      on_common.with_columns(pl.lit("common").alias(_SCOPE))])
+
+
+_SCOPE = "_scope"
+_KEYS = [*PAIR, _SCOPE]
+_FIGURES = ["confused_a", "confused_b", "confused_both", "jaccard", "harmed_a", "harmed_b", "harmed_both",
+            "headroom_a", "headroom_b", "confusion_rate_a", "confusion_rate_b"]
+
+
+def _figures(mp: pl.LazyFrame) -> pl.LazyFrame:
+    """_KEYS, n_items and `_FIGURES` of every pair and scope with an item matched in both chains."""
+    by = [*_KEYS, "protocol_id"]
     harmed = mp.group_by([*by, "item_id"]).agg(_harmed().alias("harmed"))
     items = confusion_items(mp, by).join(harmed, on=[*by, "item_id"])
     headroom = oracle(mp, by).select([*by, "oracle_headroom"])
@@ -84,16 +100,15 @@ def robustness(m: pl.LazyFrame) -> pl.LazyFrame:
     def side(name: str) -> tuple[pl.LazyFrame, pl.LazyFrame]:
         mine = pl.col("protocol_id") == pl.col(f"protocol_{name}")
         per_item = items.filter(mine).select(
-            [*PAIR, "item_id", pl.col("confused").alias(f"_c{name}"), pl.col("harmed").alias(f"_h{name}")])
-        per_chain = headroom.filter(mine).select([*PAIR, pl.col("oracle_headroom").alias(f"headroom_{name}")])
+            [*_KEYS, "item_id", pl.col("confused").alias(f"_c{name}"), pl.col("harmed").alias(f"_h{name}")])
+        per_chain = headroom.filter(mine).select([*_KEYS, pl.col("oracle_headroom").alias(f"headroom_{name}")])
         return per_item, per_chain
 
     (ia, ha), (ib, hb) = side("a"), side("b")
     ca, cb, cab = pl.col("confused_a"), pl.col("confused_b"), pl.col("confused_both")
-    counts = ["n_items", "confused_a", "confused_b", "confused_both", "harmed_a", "harmed_b", "harmed_both"]
-    found = (
-        ia.join(ib, on=[*PAIR, "item_id"])
-        .group_by(PAIR).agg(
+    return (
+        ia.join(ib, on=[*_KEYS, "item_id"])
+        .group_by(_KEYS).agg(
             pl.len().cast(pl.Int64).alias("n_items"),
             *[pl.col(f"_{k}{s}").sum().cast(pl.Int64).alias(f"{name}_{s}")
               for k, name in (("c", "confused"), ("h", "harmed")) for s in ("a", "b")],
@@ -102,12 +117,41 @@ def robustness(m: pl.LazyFrame) -> pl.LazyFrame:
         .with_columns(pl.when(ca + cb > 0).then(cab / (ca + cb - cab)).alias("jaccard"),
                       (ca / pl.col("n_items")).alias("confusion_rate_a"),
                       (cb / pl.col("n_items")).alias("confusion_rate_b"))
-        .join(ha, on=PAIR).join(hb, on=PAIR)
+        .join(ha, on=_KEYS).join(hb, on=_KEYS)
+        .select([*_KEYS, "n_items", *_FIGURES])
     )
+
+
+def robustness(m: pl.LazyFrame) -> pl.LazyFrame:
+    """Overlap of confused and harmed items between every two chains of a model and dataset.
+
+    Args:
+        m: Matched long frame, correctness track, every chain (`engine.metrics.grid.matched`).
+
+    Returns:
+        model_id, dataset, protocol_a, protocol_b, n_items, frames_common, then confused_a, confused_b,
+        confused_both, jaccard, harmed_a, harmed_b, harmed_both, headroom_a, headroom_b, confusion_rate_a,
+        confusion_rate_b over the text-only budget and the common frame counts (null when there is none),
+        then the same eleven over the whole chains, each name ending in ``_whole``; by pair. A pair with no
+        item matched in both chains is listed with n_items = 0, zero counts and null jaccard, headrooms and
+        rates.
+    """
+    m = m.cache()  # read many times below: one node for the optimizer, not copies of m's whole plan
+    mp = pair_rows(m)
+    common = common_frames(m)
+    figures = _figures(_scoped(mp, common))
+    whole = figures.filter(pl.col(_SCOPE) == "whole").drop(_SCOPE).rename({k: f"{k}_whole" for k in _FIGURES})
+    shared = figures.filter(pl.col(_SCOPE) == "common").drop(_SCOPE, "n_items")
+    counts = [c for c in _FIGURES if c.startswith(("confused_", "harmed_"))]
+    has_common = pl.col("frames_common").list.len() > 0
     return (
-        chain_pairs(m).join(found, on=PAIR, how="left")
-        .with_columns(pl.col(c).fill_null(0) for c in counts)
-        .select([*PAIR, "n_items", "confused_a", "confused_b", "confused_both", "jaccard", "harmed_a", "harmed_b",
-                 "harmed_both", "headroom_a", "headroom_b", "confusion_rate_a", "confusion_rate_b"])
+        chain_pairs(m).join(whole, on=PAIR, how="left").join(common, on=PAIR, how="left")
+        .join(shared, on=PAIR, how="left")
+        .with_columns(pl.col("frames_common").fill_null(pl.lit([], dtype=pl.List(pl.Int32()))))
+        .with_columns(pl.col("n_items").fill_null(0),
+                      *[pl.col(f"{c}_whole").fill_null(0) for c in counts],
+                      *[pl.when(has_common).then(pl.col(c).fill_null(0) if c in counts else pl.col(c)).alias(c)
+                        for c in _FIGURES])
+        .select([*PAIR, "n_items", "frames_common", *_FIGURES, *[f"{k}_whole" for k in _FIGURES]])
         .sort(PAIR)
     )

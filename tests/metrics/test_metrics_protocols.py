@@ -118,6 +118,16 @@ def test_per_chain_values_match_the_hand_computed_reference(doc: dict) -> None:
 
 
 ROBUSTNESS = [  # (a, b, n, confused a, b, both, jaccard, harmed a, b, both, headroom a, b, confusion rate a, b)
+    # over the text-only budget and the frame counts both chains have: default's f8 is left out when it is paired
+    # with a {f16, f32} chain, so default harms {a} (right at f16, wrong at f32), not {c} (right at f8)
+    ("cached", "default", 4, 2, 2, 2, 1.0, 1, 1, 1, 1.0 - 3 / 4, 1.0 - 3 / 4, 2 / 4, 2 / 4),
+    ("cached", "px50176", 4, 2, 2, 1, 1 / 3, 1, 1, 0, 1.0 - 3 / 4, 1.0 - 3 / 4, 2 / 4, 2 / 4),
+    ("cached", "random-seed1", 4, 2, 3, 2, 2 / 3, 1, 1, 0, 1.0 - 3 / 4, 1.0 - 3 / 4, 2 / 4, 3 / 4),
+    ("default", "px50176", 5, 2, 2, 1, 1 / 3, 1, 1, 0, 1.0 - 3 / 5, 4 / 5 - 3 / 5, 2 / 5, 2 / 5),
+    ("default", "random-seed1", 5, 2, 3, 2, 2 / 3, 1, 1, 0, 1.0 - 3 / 5, 1.0 - 3 / 5, 2 / 5, 3 / 5),
+    ("px50176", "random-seed1", 5, 2, 3, 1, 1 / 4, 1, 1, 0, 4 / 5 - 3 / 5, 1.0 - 3 / 5, 2 / 5, 3 / 5),
+]
+ROBUSTNESS_WHOLE = [  # the same over the whole chains (default with its f8): harmed default {c}
     ("cached", "default", 4, 2, 2, 2, 1.0, 1, 1, 0, 1.0 - 3 / 4, 1.0 - 3 / 4, 2 / 4, 2 / 4),
     ("cached", "px50176", 4, 2, 2, 1, 1 / 3, 1, 1, 0, 1.0 - 3 / 4, 1.0 - 3 / 4, 2 / 4, 2 / 4),
     ("cached", "random-seed1", 4, 2, 3, 2, 2 / 3, 1, 1, 0, 1.0 - 3 / 4, 1.0 - 3 / 4, 2 / 4, 3 / 4),
@@ -128,14 +138,18 @@ ROBUSTNESS = [  # (a, b, n, confused a, b, both, jaccard, harmed a, b, both, hea
 ROBUSTNESS_KEYS = ["protocol_a", "protocol_b", "n_items", "confused_a", "confused_b", "confused_both", "jaccard",
                    "harmed_a", "harmed_b", "harmed_both", "headroom_a", "headroom_b", "confusion_rate_a",
                    "confusion_rate_b"]
+WHOLE_KEYS = [*ROBUSTNESS_KEYS[:3], *(f"{k}_whole" for k in ROBUSTNESS_KEYS[3:])]
 
 
 def test_six_robustness_pairs_over_the_items_matched_in_both_chains(doc: dict) -> None:
     assert [{k: r[k] for k in ROBUSTNESS_KEYS} for r in doc["robustness"]] == [
         dict(zip(ROBUSTNESS_KEYS, want, strict=True)) for want in ROBUSTNESS]
     assert {(r["model_id"], r["dataset"]) for r in doc["robustness"]} == {("m", "d")}
+    assert [[r[k] for k in WHOLE_KEYS] for r in doc["robustness"]] == [list(w) for w in ROBUSTNESS_WHOLE]
+    assert [r["frames_common"] for r in doc["robustness"]] == [[16, 32]] * 6
     got = collect_both(robustness(matched(_rows())))
     assert got.select(ROBUSTNESS_KEYS).rows() == ROBUSTNESS
+    assert got.select(WHOLE_KEYS).rows() == ROBUSTNESS_WHOLE
 
 
 def test_jaccard_is_null_when_neither_chain_confuses_anything() -> None:
