@@ -20,10 +20,14 @@ import pyarrow.parquet as pq
 __all__ = ["encode_shard", "page_problem"]
 
 
-def encode_shard(frame: pl.DataFrame) -> bytes:
-    """`frame` as Parquet bytes: zstd, column statistics, a CRC-32 in every page header."""
+def encode_shard(frame: pl.DataFrame, metadata: dict[str, str] | None = None) -> bytes:
+    """`frame` as Parquet bytes: zstd, column statistics, a CRC-32 in every page header; `metadata` goes into
+    the footer's key-value metadata (a compacted shard's list of the shards it holds)."""
     buf = io.BytesIO()
-    pq.write_table(frame.to_arrow(), buf, compression="zstd", write_statistics=True, write_page_checksum=True)
+    table = frame.to_arrow()
+    if metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
+    pq.write_table(table, buf, compression="zstd", write_statistics=True, write_page_checksum=True)
     return buf.getvalue()
 
 

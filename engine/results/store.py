@@ -3,7 +3,9 @@
 Layout of a results directory::
 
     manifest.json           sweep id, spec, created/updated times
-    results/part-*.parquet  committed shards (never modified after the rename)
+    results/part-*.parquet  committed shards (never modified after the rename; small ones are compacted into
+                            `part-*-compacted-*.parquet`, `engine.results.compact`, and readers leave out
+                            the shards a compacted one holds, `engine.results.shards`)
     quarantine/             unreadable shards moved aside by `framesweep doctor`
     .lock                   held by the one driver writing here
 
@@ -43,6 +45,7 @@ from engine.results.lock import DirLock
 from engine.results.manifest import manifest_sweep_id, read_manifest, write_manifest
 from engine.results.pages import encode_shard, page_problem
 from engine.results.schema import KEY_COLUMNS, RESULT_SCHEMA, ResultRow, rows_to_frame
+from engine.results.shards import GRACE_S, live_shards, remove_superseded
 from engine.runtime.atomic import atomic_write, clean_stale_temps, fsync_dir
 
 __all__ = [
@@ -66,7 +69,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_SHARD_GLOB = "part-*.parquet"
 # the commit's temp name before it was `temp_name`'s (`.part-<stamp>-<pid>-<token>-<seq>.parquet.tmp`): still cleaned
 _LEGACY_SHARD_TEMP = re.compile(r"\.part-.+\.parquet\.tmp")
 
@@ -93,7 +95,7 @@ def _foreign(out_dir: str | Path, sweep_id: str) -> list[Path]:
 
 
 def _shard_paths(out_dir: Path) -> list[Path]:
-    return sorted((Path(out_dir) / "results").glob(_SHARD_GLOB))
+    return live_shards(out_dir)  # a compacted shard's inputs, while still on disk, are left out
 
 
 # narrower integer columns (a shard written by another tool, e.g. `seed` as Int32) are read upcast
@@ -255,6 +257,8 @@ class ResultStore:
         self._token = uuid.uuid4().hex[:8]
         self._lock = DirLock(self.out_dir)
         self._lost: StoreLockLostError | None = None
+        self.maintenance = threading.Lock()
+        """Held while compacting (`engine.results.compact`); `close` waits for it before letting go of the lock."""
         self.rows_committed = 0
         self.shards_committed = 0
         self.last_commit = time.monotonic()
@@ -266,6 +270,7 @@ class ResultStore:
             stale = clean_stale_temps(self.results_dir, also=_LEGACY_SHARD_TEMP) + clean_stale_temps(self.out_dir)
             if stale:
                 log.info("removed %d stale temp file(s) in %s", len(stale), self.out_dir)
+            remove_superseded(self.out_dir, GRACE_S)  # what a compaction killed before its last step left
 
     # --- locking -----------------------------------------------------------------
     def _make_dirs(self) -> None:
@@ -291,14 +296,19 @@ class ResultStore:
             log.error("%d row(s) not committed: %s", n_rows, self._lost)
         raise self._lost
 
+    def check_lock(self) -> None:
+        """Raise `StoreLockLostError` unless `.lock` is still this store's (before anything becomes visible)."""
+        self._check_lock(0)
+
     def close(self) -> None:
         """Commit what is buffered and release the lock (released even when the commit fails; nothing is
-        committed once the lock was lost)."""
+        committed once the lock was lost), after a compaction still running has finished."""
         try:
             if self._lost is None:
                 self.commit()
         finally:
-            self._lock.release()
+            with self.maintenance:
+                self._lock.release()
 
     def __enter__(self) -> ResultStore:
         return self
