@@ -15,7 +15,8 @@ chains:
   subtask), so such a dataset is left out of the trap and counted nowhere;
 - the temporal trap (`official_trap`), per checkpoint and evaluated frame count f: video gain =
   mean over video datasets of their official delta at their dearest budget of f frames; image
-  gain = mean over image datasets at their dearest budget; image loss = -image gain; trapped =
+  gain = mean over image datasets at their image budget (``image``, else their dearest visual budget:
+  `engine.metrics.checkpoint_study.score_rows`; named in ``image_budgets``); image loss = -image gain; trapped =
   video gain > 0 and image gain < 0. The train-frames view is
   `engine.metrics.checkpoint_study.train_frames_view` over the same cells.
 
@@ -29,10 +30,10 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from engine.metrics.checkpoint_study import Checkpoint, families
+from engine.metrics.checkpoint_study import Checkpoint, families, score_rows
 from engine.metrics.grid import budget_table
 
-__all__ = ["chain_cells", "headline_table", "official_cells", "official_trap"]
+__all__ = ["chain_cells", "headline_table", "image_budgets", "official_cells", "official_trap"]
 
 _WHO = ["model_id", "order", "base_id"]
 
@@ -91,7 +92,8 @@ def official_trap(cells: pl.LazyFrame) -> pl.LazyFrame:
 
     Returns:
         model_id, order, base_id, frames, n_video_datasets, video_gain, n_image_datasets, image_gain,
-        image_loss, trapped; by order, base and frames. A dataset whose official delta is null is not
+        image_loss, image_budgets (``dataset:budget_id`` of each image dataset counted), trapped; by order,
+        base and frames. A dataset whose official delta is null is not
         counted; no image dataset with one: the image columns are null (n_image_datasets 0) and
         ``trapped`` is null where the video gained, false where it did not.
     """
@@ -102,16 +104,21 @@ def official_trap(cells: pl.LazyFrame) -> pl.LazyFrame:
         .agg(pl.col("gain").count().cast(pl.Int64).alias("n_video_datasets"), pl.col("gain").mean().alias("video_gain"))
     )
     image = (
-        cells.filter(pl.col("kind") == "image")
-        .filter(pl.col("rank") == pl.col("rank").max().over([*_WHO, "dataset"]))
+        score_rows(cells.filter(pl.col("kind") == "image"), [*_WHO, "dataset"])
         .group_by(_WHO)
-        .agg(pl.col("gain").count().cast(pl.Int64).alias("n_image_datasets"), pl.col("gain").mean().alias("image_gain"))
+        .agg(pl.col("gain").count().cast(pl.Int64).alias("n_image_datasets"), pl.col("gain").mean().alias("image_gain"),
+             image_budgets(pl.col("gain").is_not_null()))
     )
     return (
         video.join(image, on=_WHO, how="left")
         .with_columns(pl.col("n_image_datasets").fill_null(0), _negate(pl.col("image_gain")).alias("image_loss"),
                       ((pl.col("video_gain") > 0) & (pl.col("image_gain") < 0)).alias("trapped"))
         .select([*_WHO, "frames", "n_video_datasets", "video_gain", "n_image_datasets", "image_gain", "image_loss",
-                 "trapped"])
+                 "image_budgets", "trapped"])
         .sort(["order", "base_id", "frames"])
     )
+
+
+def image_budgets(counted: pl.Expr) -> pl.Expr:
+    """In an aggregation over image datasets' score rows: ``dataset:budget_id`` of each one `counted`, sorted."""
+    return pl.concat_str("dataset", pl.lit(":"), "budget_id").filter(counted).sort().alias("image_budgets")

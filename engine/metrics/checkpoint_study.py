@@ -15,7 +15,7 @@ Views:
   fractions as they are), so that benchmarks of different units can be averaged.
 - `train_frames_view`: per fine-tuned checkpoint, video gain (macro mean over video datasets of
   each dataset's gain at its dearest budget) and image gain / loss (the same over image
-  datasets), with its architecture, size and train frames: the study's frame-budget figure
+  datasets, each at its image budget: `score_rows`), with its architecture, size and train frames: the study's frame-budget figure
   (gain and loss against train frames per architecture and size; hybrid beside the fixed counts).
   It reads any table of (checkpoint, dataset, budget) gains: the official headline deltas
   (`engine.metrics.checkpoint_official.official_cells`, the study's numbers) or the per-question
@@ -32,8 +32,9 @@ from typing import Any
 import polars as pl
 
 from engine.metrics.benchmark_scores import FULL_SCALE
+from engine.spec.datasets import IMAGE_BUDGETS
 
-__all__ = ["STUDY_SCHEMA", "Checkpoint", "families", "resolve_study", "score_deltas", "study_frame",
+__all__ = ["STUDY_SCHEMA", "Checkpoint", "families", "resolve_study", "score_deltas", "score_rows", "study_frame",
            "study_from_models", "study_from_spec", "study_records", "train_frames_view"]
 
 
@@ -121,10 +122,29 @@ def study_records(study: Sequence[Checkpoint]) -> list[dict[str, Any]]:
     return [asdict(c) for c in study]
 
 
+def _score_order() -> pl.Expr:
+    """Where a dataset's score is read: the highest value of this per (checkpoint, dataset).
+
+    A video dataset: its dearest budget (``rank``). An image dataset: its image budget (one frame: the
+    image asked as one image; the raw `IMAGE_BUDGETS` one before a cached copy), else its dearest visual
+    budget (an older sweep's video budgets, which sent the same image capped at their size), else text.
+    """
+    image = pl.col("kind") == "image"
+    prefer = ((image & (pl.col("frames") > 0)).cast(pl.Int64) * 4 + (image & (pl.col("frames") == 1)).cast(pl.Int64)
+              * 2 + (image & (pl.col("budget_id") == IMAGE_BUDGETS["raw"])).cast(pl.Int64))
+    return prefer * 1_000_000 + pl.col("rank")
+
+
+def score_rows(table: pl.LazyFrame, by: Sequence[str] = ("base_id", "model_id", "dataset")) -> pl.LazyFrame:
+    """Rows of `table` (kind, frames, budget_id and rank per dataset and budget) at the budget each dataset's
+    score is read from (`_score_order`: a video dataset's dearest budget, an image dataset's image budget)."""
+    order = _score_order()
+    return table.filter(order == order.max().over(list(by)))
+
+
 def _dearest(table: pl.LazyFrame, kind: str) -> pl.LazyFrame:
-    """Per checkpoint and dataset of `kind`: the row at the dataset's dearest budget."""
-    return (table.filter(pl.col("kind") == kind)
-            .filter(pl.col("rank") == pl.col("rank").max().over(["base_id", "model_id", "dataset"])))
+    """Per checkpoint and dataset of `kind`: the row at the budget its score is read from (`score_rows`)."""
+    return score_rows(table.filter(pl.col("kind") == kind))
 
 
 def train_frames_view(table: pl.LazyFrame, study: Sequence[Checkpoint]) -> pl.LazyFrame:

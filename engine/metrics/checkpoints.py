@@ -24,8 +24,10 @@ when none of them sent more than one frame (``frames_sent``). ``image_datasets``
 
 Temporal trap, per checkpoint and frame count f: video gain = mean over video datasets of
 the gain at f (macro mean; a dataset with several chain budgets of f frames counts at its
-dearest); image gain = mean over image datasets of the gain at the dataset's dearest
-budget (the image itself; it does not depend on f); image loss = -image gain;
+dearest); image gain = mean over image datasets of the gain at the dataset's image budget
+(``image``: the image asked once as one image at its own size; it does not depend on f; rows of
+older sweeps without one: the dearest visual budget, which sent the same image capped at its
+size; `engine.metrics.checkpoint_study.score_rows`), named in ``image_budgets``; image loss = -image gain;
 ``trapped`` = video gain > 0 and image gain < 0. On official scores the gain is a dataset's
 official delta (`official_trap`); per question (`temporal_trap`) its accuracy gain on the paired
 items, where every MMBench rotation and every MME question is an item.
@@ -39,12 +41,19 @@ from typing import Any
 import polars as pl
 
 from engine.metrics.benchmark_scores import GROUP_COLUMNS, benchmark_scores
-from engine.metrics.checkpoint_official import chain_cells, headline_table, official_cells, official_trap
+from engine.metrics.checkpoint_official import (
+    chain_cells,
+    headline_table,
+    image_budgets,
+    official_cells,
+    official_trap,
+)
 from engine.metrics.checkpoint_study import (
     Checkpoint,
     families,
     resolve_study,
     score_deltas,
+    score_rows,
     study_frame,
     study_records,
     train_frames_view,
@@ -149,9 +158,10 @@ def checkpoint_table(rows: pl.LazyFrame, study: Study, image_datasets: Sequence[
 
 
 def dataset_view(table: pl.LazyFrame) -> pl.LazyFrame:
-    """Per (checkpoint, dataset): the row of `table` (`checkpoint_table` or `official_cells`) at the dataset's
-    dearest budget."""
-    return table.filter(pl.col("rank") == pl.col("rank").max().over(["base_id", "model_id", "dataset"]))
+    """Per (checkpoint, dataset): the row of `table` (`checkpoint_table` or `official_cells`) at the budget the
+    dataset's score is read from: a video dataset's dearest budget, an image dataset's image budget
+    (`engine.metrics.checkpoint_study.score_rows`)."""
+    return score_rows(table)
 
 
 def _negate(e: pl.Expr) -> pl.Expr:
@@ -167,7 +177,8 @@ def temporal_trap(table: pl.LazyFrame) -> pl.LazyFrame:
 
     Returns:
         model_id, order, base_id, frames, n_video_datasets, video_accuracy, video_gain, n_image_datasets,
-        image_accuracy, image_gain, image_loss, trapped; by order, base and frames. No image dataset:
+        image_accuracy, image_gain, image_loss, image_budgets (``dataset:budget_id`` of each image dataset
+        counted, the budget its score is read from), trapped; by order, base and frames. No image dataset:
         the image columns are null (n_image_datasets 0) and ``trapped`` is null where the video
         gained, false where it did not.
     """
@@ -180,18 +191,17 @@ def temporal_trap(table: pl.LazyFrame) -> pl.LazyFrame:
              pl.col("gain").mean().alias("video_gain"))
     )
     image = (
-        table.filter(pl.col("kind") == "image")
-        .filter(pl.col("rank") == pl.col("rank").max().over([*who, "dataset"]))
+        score_rows(table.filter(pl.col("kind") == "image"), [*who, "dataset"])
         .group_by(who)
         .agg(pl.len().cast(pl.Int64).alias("n_image_datasets"), pl.col("accuracy").mean().alias("image_accuracy"),
-             pl.col("gain").mean().alias("image_gain"))
+             pl.col("gain").mean().alias("image_gain"), image_budgets(pl.col("gain").is_not_null()))
     )
     return (
         video.join(image, on=who, how="left")
         .with_columns(pl.col("n_image_datasets").fill_null(0), _negate(pl.col("image_gain")).alias("image_loss"),
                       ((pl.col("video_gain") > 0) & (pl.col("image_gain") < 0)).alias("trapped"))
         .select([*who, "frames", "n_video_datasets", "video_accuracy", "video_gain",
-                 "n_image_datasets", "image_accuracy", "image_gain", "image_loss", "trapped"])
+                 "n_image_datasets", "image_accuracy", "image_gain", "image_loss", "image_budgets", "trapped"])
         .sort(["order", "base_id", "frames"])
     )
 
