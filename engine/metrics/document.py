@@ -82,8 +82,8 @@ __all__ = ["SCHEMA", "summary_document"]
 
 SCHEMA = "framesweep.metrics/2"
 Key = tuple[str, ...]
-_NO_OPTIONS = {"max_pixels": None, "short_side": None, "min_pixels": None, "policy": "uniform", "seed": 0,
-               "pipeline": "raw"}
+_NO_OPTIONS = {"max_pixels": None, "short_side": None, "min_pixels": None, "exact_pixels": None, "policy": "uniform",
+               "seed": 0, "pipeline": "raw"}
 
 
 class _Tables:

@@ -57,7 +57,7 @@ BASE_GROUP: list[str] = ["model_id", "dataset"]
 """A model on a dataset: the unit whose chains are compared (robustness, iso-compute, cross-model)."""
 GROUP: list[str] = [*BASE_GROUP, "protocol_id"]
 """A metric group: one chain of a model on a dataset."""
-PROTOCOL_COLUMNS: list[str] = ["max_pixels", "short_side", "min_pixels", "policy", "seed", "pipeline"]
+PROTOCOL_COLUMNS: list[str] = ["max_pixels", "short_side", "min_pixels", "exact_pixels", "policy", "seed", "pipeline"]
 CATEGORY_COLUMNS: tuple[str, ...] = ("task_type", "category", "duration")
 GRADED_KINDS: tuple[str, ...] = ("open", "dialog")
 Track = Literal["correct", "score"]
@@ -81,6 +81,7 @@ def protocol_id() -> pl.Expr:
         part(pl.col("max_pixels").is_not_null(), pl.lit("px") + pl.col("max_pixels").cast(pl.String)),
         part(pl.col("short_side").is_not_null(), pl.lit("s") + pl.col("short_side").cast(pl.String)),
         part(pl.col("min_pixels").is_not_null(), pl.lit("min") + pl.col("min_pixels").cast(pl.String)),
+        part(pl.col("exact_pixels").is_not_null(), pl.lit("ex") + pl.col("exact_pixels").cast(pl.String)),
         part(pl.col("policy").fill_null("uniform") != "uniform", pl.col("policy")),
         part(pl.col("seed").fill_null(0) != 0, pl.lit("seed") + pl.col("seed").cast(pl.String)),
         part(pl.col("pipeline").eq_missing(pl.lit("cached")), pl.lit("cached")),
@@ -94,12 +95,14 @@ def _adaptive() -> pl.Expr:
 
 
 def _with_pipeline(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Rows without a ``pipeline`` column (hand-made or older frames) were raw; without ``min_pixels``, unset."""
+    """Rows without a ``pipeline`` column (hand-made or older frames) were raw; without ``min_pixels`` or
+    ``exact_pixels``, unset."""
     names = rows.collect_schema().names()
     if "pipeline" not in names:
         rows = rows.with_columns(pl.lit("raw").alias("pipeline"))
-    if "min_pixels" not in names:
-        rows = rows.with_columns(pl.lit(None, dtype=pl.Int64).alias("min_pixels"))
+    for col in ("min_pixels", "exact_pixels"):
+        if col not in names:
+            rows = rows.with_columns(pl.lit(None, dtype=pl.Int64).alias(col))
     return rows
 
 

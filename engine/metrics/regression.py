@@ -71,7 +71,7 @@ def alternate_rows(rows: pl.LazyFrame) -> pl.LazyFrame:
         model_id, dataset, protocol_id (the chain recovered), item_id, alt_budget_id, c_alt.
     """
     table = budget_table(rows).filter(~pl.col("is_text"))
-    size = ["frames", "max_pixels", "short_side", "min_pixels", "pipeline"]
+    size = ["frames", "max_pixels", "short_side", "min_pixels", "exact_pixels", "pipeline"]
     top = (
         table.filter(pl.col("chain_rank") == pl.col("chain_rank").max().over(GROUP))
         .select([*GROUP, *size])

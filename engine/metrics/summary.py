@@ -52,8 +52,9 @@ __all__ = ["SNAPSHOT_COLUMNS", "SummaryOptions", "load_rows", "registered_table"
 log = logging.getLogger(__name__)
 
 SNAPSHOT_COLUMNS: list[str] = [
-    *BASE_GROUP, "item_id", "budget_id", "frames", "frames_sent", "max_pixels", "short_side", "min_pixels", "policy",
-    "seed", "pipeline", "pixels_total", "status", "task_kind", "correct", "score", "confidence", "frame_indices",
+    *BASE_GROUP, "item_id", "budget_id", "frames", "frames_sent", "max_pixels", "short_side", "min_pixels",
+    "exact_pixels", "policy", "seed", "pipeline", "pixels_total", "status", "task_kind", "correct", "score",
+    "confidence", "frame_indices",
     *CATEGORY_COLUMNS,
     "pred", "answer",
     # what the official scores read (engine.metrics.official): the benchmark and the items' scoring groups

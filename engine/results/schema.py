@@ -31,6 +31,7 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "max_pixels": pl.Int64(),
     "short_side": pl.Int32(),
     "min_pixels": pl.Int64(),
+    "exact_pixels": pl.Int64(),
     "policy": pl.String(),
     "seed": pl.Int64(),
     "frame_indices": pl.List(pl.Int64()),
@@ -108,6 +109,7 @@ class ResultRow:
     max_pixels: int | None = None
     short_side: int | None = None
     min_pixels: int | None = None
+    exact_pixels: int | None = None
     frame_indices: list[int] = field(default_factory=list)
     width: int | None = None
     height: int | None = None

@@ -88,6 +88,12 @@ class BudgetPoint(_Strict):
         "are enlarged to it, as Qwen-VL processors' min_pixels does (match tokens per frame to another harness); "
         "max_pixels and short_side never enlarge. Part of the protocol (`min<N>` in the budget id).",
     )
+    exact_pixels: int | None = Field(
+        default=None, gt=0, description="Exact width*height of each frame (aspect kept, each side rounded to the "
+        "nearest even number): frames are shrunk or enlarged to it, so a budget sends the pixels it names "
+        "whatever the video's size (iso-compute allocations). Excludes max_pixels, short_side and min_pixels. "
+        "Part of the protocol (`ex<N>` in the budget id).",
+    )
     policy: str = Field(
         default="uniform",
         description="Sampling policy: uniform, segment_centre, random, dense_head@<share>, fps@<rate>, "
@@ -120,7 +126,9 @@ class BudgetPoint(_Strict):
             raise ValueError("set at most one of max_pixels and short_side")
         if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
             raise ValueError(f"min_pixels ({self.min_pixels}) is above max_pixels ({self.max_pixels})")
-        if self.frames == 0 and (self.max_pixels or self.short_side or self.min_pixels):
+        if self.exact_pixels is not None and (self.max_pixels or self.short_side or self.min_pixels):
+            raise ValueError("exact_pixels sets the frame size: give no max_pixels, short_side or min_pixels with it")
+        if self.frames == 0 and (self.max_pixels or self.short_side or self.min_pixels or self.exact_pixels):
             raise ValueError("a text-only budget (frames = 0) takes no resolution")
         if self.frames == 0 and self.pipeline == "cached":
             raise ValueError("a text-only budget (frames = 0) decodes nothing: it takes no cached pipeline")
@@ -148,6 +156,8 @@ class BudgetPoint(_Strict):
             parts.append(f"s{self.short_side}")
         if self.min_pixels is not None:
             parts.append(f"min{self.min_pixels}")
+        if self.exact_pixels is not None:
+            parts.append(f"ex{self.exact_pixels}")
         if self.policy != "uniform":
             parts.append(self.policy)
         if self.seed != 0:
@@ -406,17 +416,20 @@ class IsoComputeSpec(_Strict):
     """Budgets that all spend one pixel budget (frames x pixels per frame) differently, expanded at load.
 
     Every point has ``frames * max_pixels == total_pixels`` (rounded down per frame), or on the
-    `short_side` axis, for a video of aspect `aspect` (long / short side), the even short side
-    whose frame holds ``total_pixels / frames`` pixels (rounded down). `engine.spec.grid.iso_compute`
-    builds the same points.
+    `exact_pixels` axis ``frames * exact_pixels == total_pixels`` (frames enlarged or shrunk to it, so
+    a video smaller than the cap still sends its pixels), or on the `short_side` axis, for a video of
+    aspect `aspect` (long / short side), the even short side whose frame holds ``total_pixels /
+    frames`` pixels (rounded down). `engine.spec.grid.iso_compute` builds the same points.
     """
 
     total_pixels: int = Field(gt=0, description="Pixels across all frames of one request (e.g. 9_700_000).")
     frames: list[Annotated[int, Field(gt=0, le=4096)]] = Field(
         default=[32, 64, 128], min_length=1, description="Frame counts to allocate over.")
-    axis: Literal["max_pixels", "short_side"] = Field(
-        default="max_pixels", description="max_pixels: an exact pixel cap per frame; short_side: the short side "
-        "that gives that many pixels for a video of `aspect`.")
+    axis: Literal["max_pixels", "exact_pixels", "short_side"] = Field(
+        default="max_pixels", description="max_pixels: a pixel cap per frame (only shrinks: a smaller video "
+        "sends fewer pixels); exact_pixels: every frame shrunk or enlarged to that many pixels, so each "
+        "allocation sends its total on any video; short_side: the short side that gives that many pixels for a "
+        "video of `aspect`.")
     aspect: float = Field(default=16 / 9, gt=0, description="Long side over short side (short_side axis only).")
     policy: Annotated[str, AfterValidator(_grid_policy)] = Field(
         default="uniform", description="Sampling policy of every point.")
@@ -437,7 +450,7 @@ class IsoComputeSpec(_Strict):
             per_frame = self.total_pixels // n
             if per_frame < 4:
                 raise ValueError(f"{n} frames leave fewer than 4 pixels per frame of {self.total_pixels}")
-            size = ({"max_pixels": per_frame} if self.axis == "max_pixels" else
+            size = ({self.axis: per_frame} if self.axis != "short_side" else
                     {"short_side": max(2, int(math.sqrt(per_frame / self.aspect)) // 2 * 2)})
             points.append(BudgetPoint(frames=n, policy=self.policy, seed=self.seed, pipeline=self.pipeline, **size))
         return points

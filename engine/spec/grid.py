@@ -26,14 +26,15 @@ DEFAULT_ISO_FRAMES = (32, 64, 128)
 
 
 def iso_compute(pixel_budget: int, frames: Sequence[int] = DEFAULT_ISO_FRAMES, *,
-                axis: Literal["max_pixels", "short_side"] = "max_pixels", aspect: float = 16 / 9,
+                axis: Literal["max_pixels", "exact_pixels", "short_side"] = "max_pixels", aspect: float = 16 / 9,
                 policy: str = "uniform", seed: int = 0) -> list[BudgetPoint]:
     """Budget points that all spend `pixel_budget` = frames x pixels per frame.
 
     Args:
         pixel_budget: Total pixels across all frames of one request (e.g. 9_830_400).
         frames: Frame counts to allocate over, ascending or not.
-        axis: `max_pixels` (exact pixel cap per frame) or `short_side` (for a video of
+        axis: `max_pixels` (pixel cap per frame: only shrinks), `exact_pixels` (every frame
+            shrunk or enlarged to that many pixels) or `short_side` (for a video of
             aspect `aspect` = long side / short side, the short side whose frame holds
             `pixel_budget / frames` pixels, rounded down to an even number).
         aspect: Long side over short side, used only by `short_side`.

@@ -15,7 +15,8 @@ A job's fingerprint is the SHA-256 of a canonical JSON of named fields (`answer_
   move), the settings that only choose which items and budgets exist (`DATASET_SELECTORS`, the dataset's
   ``budgets`` among them) and an image benchmark's image size (`IMAGE_SIZE_FIELDS`: it is its image
   budgets' ``budget.max_pixels`` / ``short_side`` / ``min_pixels``).
-- ``budget.*``: frames, sizes (``max_pixels``, ``short_side``, ``min_pixels``), policy, seed and pipeline;
+- ``budget.*``: frames, sizes (``max_pixels``, ``short_side``, ``min_pixels``, and ``exact_pixels`` when set:
+  `LATER_BUDGET_FIELDS`), policy, seed and pipeline;
   for a visual budget also ``decode.decoder`` (``pyav`` for image items) and, for a cached one,
   ``decode.cache_format``.
 
@@ -40,7 +41,8 @@ from engine.frames.view import MediaView
 from engine.items import Item, Job
 from engine.spec import BudgetPoint, ModelSpec, SweepSpec, dataset_id
 
-__all__ = ["DATASET_SELECTORS", "EXTRA_THROUGHPUT_ONLY", "HTTP_FIELDS", "IMAGE_SIZE_FIELDS", "THROUGHPUT_ONLY",
+__all__ = ["DATASET_SELECTORS", "EXTRA_THROUGHPUT_ONLY", "HTTP_FIELDS", "IMAGE_SIZE_FIELDS", "LATER_BUDGET_FIELDS",
+           "THROUGHPUT_ONLY",
            "AnswerPrints",
            "checkpoint_identity", "fingerprint", "item_decoder", "template_digest"]
 
@@ -143,8 +145,14 @@ def _prompt_fields(spec: SweepSpec) -> dict[str, Any]:
     return out
 
 
+LATER_BUDGET_FIELDS = frozenset({"exact_pixels"})
+"""Budget fields added after fingerprints existed: named only when set, so a budget without them keeps the
+fingerprint it had (its committed rows resume)."""
+
+
 def _budget_fields(spec: SweepSpec, budget: BudgetPoint, decoder: str | None) -> dict[str, Any]:
-    out = {f"budget.{k}": v for k, v in budget.model_dump(mode="json", exclude={"id"}).items()}
+    unset = {k for k in LATER_BUDGET_FIELDS if getattr(budget, k) is None}
+    out = {f"budget.{k}": v for k, v in budget.model_dump(mode="json", exclude={"id", *unset}).items()}
     if not budget.is_text_only:
         out["decode.decoder"] = decoder
         if budget.pipeline == "cached":

@@ -72,6 +72,7 @@ def _base(spec: SweepSpec, ctx: JobContext) -> ResultRow:
         max_pixels=b.max_pixels,
         short_side=b.short_side,
         min_pixels=b.min_pixels,
+        exact_pixels=b.exact_pixels,
         policy=b.policy,
         seed=b.seed,
         frame_indices=[int(i) for i in ctx.indices],

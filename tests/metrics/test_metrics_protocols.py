@@ -76,15 +76,11 @@ def test_four_chains_share_the_text_budget_and_drop_or_merge_no_budget(doc: dict
         "random-seed1": ["text", "f16-random-seed1", "f32-random-seed1"]}
     assert {p: (x["n_items"], x["n_excluded"]) for p, x in g.items()} == {
         "default": (5, 0), "cached": (4, 1), "px50176": (5, 0), "random-seed1": (5, 0)}
+    none = {"max_pixels": None, "short_side": None, "min_pixels": None, "exact_pixels": None, "policy": "uniform",
+            "seed": 0, "pipeline": "raw"}
     assert {p: x["protocol"] for p, x in g.items()} == {
-        "default": {"max_pixels": None, "short_side": None, "min_pixels": None, "policy": "uniform", "seed": 0,
-                    "pipeline": "raw"},
-        "cached": {"max_pixels": None, "short_side": None, "min_pixels": None, "policy": "uniform", "seed": 0,
-                   "pipeline": "cached"},
-        "px50176": {"max_pixels": 50176, "short_side": None, "min_pixels": None, "policy": "uniform", "seed": 0,
-                    "pipeline": "raw"},
-        "random-seed1": {"max_pixels": None, "short_side": None, "min_pixels": None, "policy": "random", "seed": 1,
-                         "pipeline": "raw"}}
+        "default": none, "cached": {**none, "pipeline": "cached"}, "px50176": {**none, "max_pixels": 50176},
+        "random-seed1": {**none, "policy": "random", "seed": 1}}
 
 
 def test_per_chain_values_match_the_hand_computed_reference(doc: dict) -> None:

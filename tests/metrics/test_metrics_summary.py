@@ -55,7 +55,8 @@ def test_document_shape(doc: dict) -> None:
     for g in doc["groups"]:
         assert set(g) == GROUP_KEYS | {m.name for m in registered_metrics()}
     assert _group(doc, "m", "d", "random-seed3")["protocol"] == {
-        "max_pixels": None, "short_side": None, "min_pixels": None, "policy": "random", "seed": 3, "pipeline": "raw"}
+        "max_pixels": None, "short_side": None, "min_pixels": None, "exact_pixels": None, "policy": "random", "seed": 3,
+        "pipeline": "raw"}
     assert [(r["protocol_a"], r["protocol_b"]) for r in doc["robustness"]] == [("default", "random-seed3")]
 
 
