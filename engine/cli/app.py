@@ -20,6 +20,7 @@ from engine.cli._console import console, err_console, fail, heading, setup_loggi
 from engine.cli.analysis import register as register_analysis_commands
 from engine.cli.datasets import register as register_dataset_commands
 from engine.cli.engines import register as register_engine_commands
+from engine.cli.compact import register as register_compact_command
 from engine.cli.export import register as register_export_command
 from engine.datasets.errors import DatasetError
 from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
@@ -463,6 +464,7 @@ register_analysis_commands(app)
 register_dataset_commands(app)
 register_engine_commands(app)
 register_export_command(app)
+register_compact_command(app)
 
 
 def main() -> None:

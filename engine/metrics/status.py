@@ -68,6 +68,7 @@ def sweep_status(out_dir: str | Path) -> SweepStatus:
 def _status(out: Path, manifest: dict, sweep_id: str) -> SweepStatus:
     expected = _expected(manifest)
     latest, shards = own_rows(out)  # rows of another sweep (a shard copied in) count for nothing here
+    latest = latest.collect().lazy()  # read once: every count below reads memory, not every shard again
     foreign = [str(p) for p in shards]
     legacy = "expected_by_dataset" not in manifest and expected.height > 0
     if legacy:  # one dataset, counted per (model, budget); its name from the manifest or the rows

@@ -18,6 +18,7 @@ sees a shard completely or not at all. A key is done once a shard holding an
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import re
@@ -137,6 +138,15 @@ def not_a_regular_file(path: Path) -> str | None:
     return f"not a regular file but {kind}; never opened"
 
 
+@functools.lru_cache(maxsize=64)
+def _schema_problem(found: tuple[tuple[str, pl.DataType], ...]) -> str | None:
+    """Columns a shard's schema holds that do not read as the result schema's (None: all do); shards of one
+    sweep share a few schemas, so each is checked once per process, not once per shard."""
+    bad = [f"column {c} is {t}, not {RESULT_SCHEMA[c]}" for c, t in found
+           if c in RESULT_SCHEMA and not _readable_as(t, RESULT_SCHEMA[c])]
+    return "; ".join(bad) or None
+
+
 def shard_problem(path: Path, full: bool = False) -> str | None:
     """Why a shard cannot be read as the result schema (None: it can). `full` reads every page too.
 
@@ -145,11 +155,8 @@ def shard_problem(path: Path, full: bool = False) -> str | None:
     if why := not_a_regular_file(path):
         return why
     try:
-        found = pl.read_parquet_schema(path)
-        bad = [f"column {c} is {t}, not {RESULT_SCHEMA[c]}" for c, t in found.items()
-               if c in RESULT_SCHEMA and not _readable_as(t, RESULT_SCHEMA[c])]
-        if bad:
-            return "; ".join(bad)
+        if bad := _schema_problem(tuple(pl.read_parquet_schema(path).items())):
+            return bad
         if full:
             if why := page_problem(path):  # page checksums, where the shard has them
                 return why

@@ -44,6 +44,7 @@ from engine.frames.plan import FramePlan
 from engine.frames.resize import size_for
 from engine.frames.view import MediaView, media_fingerprint, media_uuid
 from engine.items import Item, Job
+from engine.results.compact import compact_if_due
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
 from engine.spec import BudgetPoint, ModelSpec, SweepSpec
@@ -257,6 +258,7 @@ class Sweep:
             if store.buffered and (due or store.buffered >= cfg.max_buffered_rows):
                 n = await asyncio.to_thread(store.commit)
                 self.progress("committed", n)
+                await asyncio.to_thread(compact_if_due, store)  # a day of commits stays a few shards
 
     def _attempt(self, job: Job) -> int:
         return self._attempts.get(tuple(job.key), 0) + 1  # type: ignore[arg-type]
