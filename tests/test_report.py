@@ -80,30 +80,45 @@ def _parse(text: str) -> _Svgs:
     return p
 
 
+CHAIN_FIGURES = ("accuracy", "transitions", "flow")
+
+
 def _check_figures(svgs: _Svgs) -> None:
-    """Groups in order: 0 = (c, d2) the confident cascade, 1 = (m, d) the hand-built sweep, ..."""
+    """Groups in order: 0 = (c, d2) the confident cascade, 1 = (m, d) the hand-built sweep, ...
+
+    The matplotlib figures' contents are checked on the figures themselves (tests/test_figures.py); here,
+    that each is in the page where it belongs, drawn (paths inside), and the registered heatmap as before."""
     def fig(kind: str, idx: int) -> dict[str, int]:
         return svgs.counts[f"fig-{kind}-{idx}"]
 
-    # (c, d2): grid f2 f4 f8, 2 transitions, 4 distinct patterns, 4 + 3 non-empty flow bands
-    assert fig("accuracy", 0)["rect.rescue"] == 2 and fig("accuracy", 0)["circle"] == 3
-    assert fig("flow", 0)["rect.node"] == 6 and fig("flow", 0)["path.flow"] == 7
+    for idx in (0, 1):
+        for kind in CHAIN_FIGURES:
+            assert fig(kind, idx).get("path", 0) > 5, (kind, idx)
+    assert fig("cascade", 0).get("path", 0) > 5  # confident cascade over f2 < f4 < f8
+    assert "fig-cascade-1" not in svgs.ids  # (m, d) has no confidences: its cascade is left out
+    # (c, d2): grid f2 f4 f8, 4 distinct patterns; (m, d): grid text f4 f8 f16, 4 patterns
     assert fig("heatmap", 0)["rect.cell"] == 12
-    assert fig("cascade", 0)["circle.tau"] == len(TAUS) and fig("cascade", 0)["polyline.front"] == 1
-    assert fig("cascade", 0)["rect.fixed"] == 3
-    # (m, d): grid text f4 f8 f16, 3 transitions, 4 patterns, 4 + 4 + 3 flow bands, a category table
-    acc = fig("accuracy", 1)
-    assert (acc["rect.rescue"], acc["rect.harm"], acc["circle"], acc["polyline"]) == (3, 3, 4, 1)
-    assert fig("flow", 1)["rect.node"] == 8 and fig("flow", 1)["path.flow"] == 11
     assert fig("heatmap", 1)["rect.cell"] == 16
     assert "table-task_type-1" in svgs.ids
+
+
+def _internal_references_only(text: str) -> None:
+    """Every href and url() of the page points at an element of the page itself; every id is unique."""
+    import re
+
+    ids = re.findall(r'\bid="([^"]+)"', text)
+    assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1][:5]
+    refs = re.findall(r'href="([^"]*)"', text) + re.findall(r"url\(([^)]*)\)", text)
+    assert refs  # the figures reuse their markers and clip paths
+    assert all(r.startswith("#") and r[1:] in set(ids) for r in refs), [r for r in refs if r[1:] not in set(ids)][:5]
 
 
 def test_report_is_self_contained(report_html: Path) -> None:
     text = report_html.read_text()
     assert text.startswith("<!DOCTYPE html>") and "test &lt;report&gt;" in text
-    for banned in ("<script", "src=", "href=", "@import", "url("):
+    for banned in ("<script", "src=", "@import", "<image", "<?xml", "<!DOCTYPE svg"):
         assert banned not in text
+    _internal_references_only(text)
     assert text.replace("http://www.w3.org/2000/svg", "").count("http") == 0
     _check_figures(_parse(text))
 
@@ -191,16 +206,16 @@ def adaptive_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _check_adaptive(text: str) -> None:
     svgs = _parse(text)
     assert svgs.ids >= ADAPTIVE_IDS
-    pred = svgs.counts["fig-predictor-0"]
-    assert (pred["rect.fixed"], pred["circle.predictor"], pred["circle.oracle"]) == (4, 1, 1)
+    assert svgs.counts["fig-predictor-0"].get("path", 0) > 5
     trap = svgs.counts["fig-trap"]
     assert (trap["circle.video-gain"], trap["line.image-gain"]) == (6, 2)  # ft1, ft2 x 0/8/16 frames
 
 
 def test_adaptive_sections(adaptive_html: Path) -> None:
     text = adaptive_html.read_text()
-    for banned in ("<script", "src=", "href=", "@import", "url("):
+    for banned in ("<script", "src=", "@import"):
         assert banned not in text
+    _internal_references_only(text)
     _check_adaptive(text)
     p = _Tables()
     p.feed(text)

@@ -212,24 +212,40 @@ def report(
     image_datasets: _ImageDs = None, protocol: _Protocol = None, iso_tolerance: _IsoTol = 0.03,
 ) -> None:
     """One self-contained HTML report (inline SVG figures, readable offline)."""
-    from engine.adaptive.predictions import scan_predictions
     from engine.report import write_report
 
     check_output("-o", output)
-    doc = _document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine, protocol,
-                                      iso_tolerance))
+    doc = report_document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine,
+                                            protocol, iso_tolerance), predictions=predictions, fallback=fallback,
+                          checkpoint_models=checkpoint_models, image_datasets=image_datasets)
+    write_report(doc, output, title or f"framesweep: {out_dir.name}")
+    console.print(f"wrote {output}")
+
+
+def report_document(out_dir: Path, opts: SummaryOptions, *, predictions: Path | None = None,
+                    fallback: str | None = None, checkpoint_models: str | None = None,
+                    image_datasets: str | None = None) -> dict[str, Any]:
+    """The metrics document of OUT with what the report and the figures add: the predictor's groups (when
+    predictions are there), the checkpoint study (when asked for, or in the run's spec), the online cascade
+    sessions and the run's provenance (``run``)."""
+    from engine.adaptive.predictions import scan_predictions
+    from engine.results.provenance import run_provenance
+
+    doc = _document(out_dir, opts)
     pred_dir = predictions or out_dir
     if predictions is not None or scan_predictions(pred_dir).head(1).collect().height:
-        doc["predictor"] = _predictor_doc(out_dir, pred_dir, None, fallback, engine, warn_foreign=False)["groups"]
+        doc["predictor"] = _predictor_doc(out_dir, pred_dir, None, fallback, opts.engine,
+                                          warn_foreign=False)["groups"]
     if checkpoint_models or any((m.get("checkpoint") or {}).get("base") for m in manifest_spec(out_dir).get("models") or []
                                 if isinstance(m, dict)):
-        doc["checkpoints"] = checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), engine,
+        doc["checkpoints"] = checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), opts.engine,
                                             "--checkpoint-models")
     sessions = _cascade_sessions(out_dir)
     if sessions:
         doc["cascade_online"] = sessions
-    write_report(doc, output, title or f"framesweep: {out_dir.name}")
-    console.print(f"wrote {output}")
+    with shards_named(out_dir):
+        doc["run"] = run_provenance(out_dir)
+    return doc
 
 
 def _cascade_sessions(out_dir: Path) -> list[dict[str, Any]]:

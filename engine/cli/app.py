@@ -22,6 +22,7 @@ from engine.cli.datasets import register as register_dataset_commands
 from engine.cli.engines import register as register_engine_commands
 from engine.cli.compact import register as register_compact_command
 from engine.cli.export import register as register_export_command
+from engine.cli.figures import register as register_figures_command
 from engine.datasets.errors import DatasetError
 from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
 from engine.runtime.atomic import atomic_write
@@ -464,6 +465,7 @@ register_analysis_commands(app)
 register_dataset_commands(app)
 register_engine_commands(app)
 register_export_command(app)
+register_figures_command(app)
 register_compact_command(app)
 
 

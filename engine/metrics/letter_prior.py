@@ -178,8 +178,8 @@ def _document(rows: GroupRows, opts: Any) -> dict[str, Any] | None:
 
 def _report(g: dict[str, Any], idx: int) -> str:
     lp = g.get("letter_prior")
-    if not lp:
-        return ""
+    if not lp or all(b["n_no_pred"] >= b["n_items"] for b in lp["by_budget"]):
+        return ""  # no letter predicted anywhere (free-text answers): no prior to show
     rows = [[b["budget_id"], b["n_items"], pct(b["accuracy"]), b["dominant_letter"] or "none", pct(b["dominant_share"]),
              pct(b["always_dominant_accuracy"]),
              " ".join(f"{k} {pct(v, 0)}" for k, v in sorted(b["predicted"].items())),

@@ -1,36 +1,62 @@
-"""Write a spec dict as TOML: scalars, tables, arrays of tables; deeper levels inline (the inverse of load_spec)."""
+"""Writing TOML: the one writer, over tomli-w (the inverse of `load_spec`).
+
+TOML has no null: a spec field set to None means "the default", so `spec_toml` leaves such keys
+out (at any depth, in tables and in arrays of tables) instead of writing an invalid ``null``.
+`toml_value` writes one value on one line (inline tables and arrays), for documentation
+that shows a field and its default; None gives None there (the caller shows the field unset).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_spec_toml"]
+import tomli_w
+
+from engine.runtime.atomic import atomic_write
+
+__all__ = ["spec_toml", "toml_key", "toml_value", "write_spec_toml"]
 
 
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + "}"
-    raise TypeError(type(v))
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_without_none(v) for v in value if v is not None]
+    if isinstance(value, Path):
+        return str(value)
+    return value
 
 
-def write_spec_toml(data: dict[str, Any], path: Path) -> Path:
-    """Write `data` to `path` as TOML; returns `path`."""
-    head, tables = [], []
-    for k, v in data.items():
-        if isinstance(v, dict):
-            tables.append(f"\n[{k}]\n" + "\n".join(f"{a} = {_value(b)}" for a, b in v.items()))
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            tables += [f"\n[[{k}]]\n" + "\n".join(f"{a} = {_value(b)}" for a, b in x.items()) for x in v]
-        else:
-            head.append(f"{k} = {_value(v)}")
-    Path(path).write_text("\n".join(head) + "\n" + "\n".join(tables) + "\n")
-    return Path(path)
+def spec_toml(data: dict[str, Any]) -> str:
+    """`data` (a spec as a mapping, e.g. ``SweepSpec.model_dump(mode="json")``) as TOML text, None values left out.
+
+    Raises:
+        TypeError: A value TOML cannot hold (e.g. an object other than str, number, bool, date, list, dict).
+    """
+    return tomli_w.dumps(_without_none(data))
+
+
+def write_spec_toml(data: dict[str, Any], path: Path | str) -> Path:
+    """Write `spec_toml(data)` to `path` (atomically); returns `path`."""
+    out = Path(path)
+    atomic_write(out, spec_toml(data).encode("utf-8"))
+    return out
+
+
+def toml_key(key: str) -> str:
+    """`key` as a TOML key (bare where it can be, quoted otherwise)."""
+    return tomli_w.dumps({key: 0}).rsplit(" = ", 1)[0]
+
+
+def toml_value(value: Any) -> str | None:
+    """One value as TOML on one line (lists and tables inline); None for None (TOML has no null)."""
+    if value is None:
+        return None
+    value = _without_none(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(v for v in map(toml_value, value) if v is not None) + "]"
+    if isinstance(value, dict):
+        items = ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items())
+        return "{ " + items + " }" if items else "{}"
+    return tomli_w.dumps({"v": value}).removeprefix("v = ").rstrip("\n")

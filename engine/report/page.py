@@ -1,14 +1,18 @@
-"""One self-contained HTML report of a results dataset, figures drawn as inline SVG.
+"""One self-contained HTML report of a results dataset, its figures inline SVG.
 
-Nothing is fetched and nothing runs: no scripts, no external fonts or styles, so the
-file reads the same offline. Per (model, dataset, protocol) chain, the primary chain of each
-model and dataset first: the accuracy curve with rescue
-and harm bars per transition (``fig-accuracy-N``), the flow of item states across the
-grid (``fig-flow-N``), the trajectory-pattern heatmap (``fig-heatmap-N``), per-category
-tables (``table-<column>-N``), the cascade's Pareto front (``fig-cascade-N``) and, from the
-registered metrics, each benchmark's official scores (``table-official-N``). After the chains of a model and dataset: robustness across its chains
-(``table-robustness-N``) and its iso-compute sets (``table-iso-N-K``: accuracy per
-allocation, items best only at each, oracle over the set).
+Nothing is fetched and nothing runs: no scripts, no external fonts or styles, so the file reads
+the same offline. The figures are those `framesweep figures` writes as files
+(`engine.report.figures`, drawn with matplotlib), each captioned with its file name. First the run
+(``doc["run"]``, `engine.report.run_info`: spec, models and their hashes, versions, dates). Then per
+(model, dataset, protocol) chain, the primary chain of each model and dataset first: the headline
+table, the accuracy curve with its confidence band and the oracle (``fig-accuracy-N``), rescue
+and harm per transition (``fig-transitions-N``), the flow of item states across the grid
+(``fig-flow-N``), the registered metrics' sections (the trajectory heatmap ``fig-heatmap-N``, the
+letter prior, each benchmark's official scores ``table-official-N``), per-category tables
+(``table-<column>-N``) and the cascade's accuracy-cost front (``fig-cascade-N``, only where the
+rows carry confidences and the chain has two visual stages). After the chains of a model and
+dataset: robustness across its chains (``table-robustness-N``, ``fig-robustness-N``) and its
+iso-compute sets (``table-iso-N-K``, ``fig-iso-N-K``). A section without data is left out.
 Built from the metrics document of `engine.metrics.document` (schema
 ``framesweep.metrics/2``; a document of another schema is refused). Optional sections, shown
 when the document carries them: ``doc["predictor"]`` (groups of
@@ -29,129 +33,15 @@ from typing import Any
 
 from engine.metrics.checkpoint_report import checkpoint_section
 from engine.metrics.document import SCHEMA
-from engine.metrics.html import (
-    BLUE,
-    CSS,
-    GREEN,
-    ORANGE,
-    RED,
-    Scale,
-    e,
-    line,
-    pct,
-    rect,
-    svg,
-    table,
-    text,
-)
+from engine.metrics.html import CSS, e, pct, table
 from engine.metrics.registry import registered_metrics
+from engine.report.figures import PaperFigure, across_figures, chain_figures, inline_svg, predictor_figures
+from engine.report.run_info import run_section
 from engine.runtime.atomic import atomic_write
 
 __all__ = ["render_report", "write_report"]
 
 log = logging.getLogger(__name__)
-
-def accuracy_figure(g: dict[str, Any], idx: int) -> str:
-    """Accuracy per budget (line) above rescue (up) and harm (down) bars per transition."""
-    grid, acc = g["grid"], g["fixed_accuracy"]
-    w, left, top, ph, bh = 640, 50, 20, 200, 110
-    step = (w - left - 20) / max(len(grid), 1)
-    xs = {b: left + (i + 0.5) * step for i, b in enumerate(grid)}
-    y = Scale(0.0, 1.0, top + ph, top)
-    body = [line(left, y(t), w - 20, y(t), "#eee") + text(left - 6, y(t) + 4, f"{100 * t:.0f}%", "end")
-            for t in (0, 0.25, 0.5, 0.75, 1)]
-    if g.get("oracle_accuracy") is not None:
-        oy = y(g["oracle_accuracy"])
-        body.append(line(left, oy, w - 20, oy, BLUE, 'stroke-dasharray="4 3"')
-                    + text(w - 22, oy - 4, f"oracle {pct(g['oracle_accuracy'])}%", "end"))
-    pts = [(xs[b], y(acc[b])) for b in grid if acc.get(b) is not None]
-    if pts:
-        body.append('<polyline fill="none" stroke="#333" stroke-width="2" points="'
-                    + " ".join(f"{px:.1f},{py:.1f}" for px, py in pts) + '"/>')
-    for b in grid:
-        if acc.get(b) is not None:
-            body.append(f'<circle cx="{xs[b]:.1f}" cy="{y(acc[b]):.1f}" r="4" fill="#333">'
-                        f"<title>{e(b)}: {pct(acc[b])}%</title></circle>")
-        body.append(text(xs[b], top + ph + 16, b))
-    base, flows = top + ph + 30 + bh / 2, g["transitions"]
-    scale = (bh / 2 - 12) / max([1] + [max(t["rescue"], t["harm"]) for t in flows])
-    body.append(line(left, base, w - 20, base, "#999")
-                + text(left - 6, base - 6, "rescue", "end") + text(left - 6, base + 14, "harm", "end"))
-    for t in flows:
-        mx = (xs[t["from"]] + xs[t["to"]]) / 2
-        r, h = t["rescue"] * scale, t["harm"] * scale
-        tip = f"{t['from']} -> {t['to']}: rescue {t['rescue']}, harm {t['harm']}, net {pct(t['net'])} pts"
-        body += [rect(mx - 9, base - r, 18, r, GREEN, tip, 'class="rescue"'), text(mx, base - r - 3, t["rescue"]),
-                 rect(mx - 9, base, 18, h, RED, tip, 'class="harm"'), text(mx, base + h + 11, t["harm"])]
-    return svg(f"fig-accuracy-{idx}", w, int(base + bh / 2 + 10), body, "accuracy per budget with rescue and harm")
-
-
-def _band(x0: float, a0: float, b0: float, x1: float, a1: float, b1: float, fill: str, tip: str) -> str:
-    xm = (x0 + x1) / 2
-    d = (f"M{x0:.1f},{a0:.1f} C{xm:.1f},{a0:.1f} {xm:.1f},{a1:.1f} {x1:.1f},{a1:.1f} "
-         f"L{x1:.1f},{b1:.1f} C{xm:.1f},{b1:.1f} {xm:.1f},{b0:.1f} {x0:.1f},{b0:.1f} Z")
-    return f'<path class="flow" d="{d}" fill="{fill}" fill-opacity="0.45"><title>{e(tip)}</title></path>'
-
-
-def flow_figure(g: dict[str, Any], idx: int) -> str:
-    """Sankey-style flow of items between right and wrong along the grid."""
-    grid, flows, n = g["grid"], g["flows"], g["n_items"] or 0
-    w, left, top, ph, gap, nw = 640, 30, 24, 220, 10, 14
-    step = (w - 2 * left - nw) / max(len(grid) - 1, 1)
-    unit = (ph - gap) / max(n, 1)
-    right = {b: round((g["fixed_accuracy"].get(b) or 0) * n) for b in grid}
-    x = {b: left + i * step for i, b in enumerate(grid)}
-    body = []
-    for b in grid:
-        rh, wh = right[b] * unit, (n - right[b]) * unit
-        body += [rect(x[b], top, nw, rh, GREEN, f"{b}: {right[b]} right", 'class="node"'),
-                 rect(x[b], top + rh + gap, nw, wh, RED, f"{b}: {n - right[b]} wrong", 'class="node"'),
-                 text(x[b] + nw / 2, top + ph + 18, b)]
-    for f in flows:
-        x0, x1, s, t = x[f["from"]] + nw, x[f["to"]], f["from"], f["to"]
-        src_r, src_w = top, top + right[s] * unit + gap
-        dst_r, dst_w = top, top + right[t] * unit + gap
-        parts = [("stay_correct", "r", "r", GREEN), ("harm", "r", "w", ORANGE),
-                 ("rescue", "w", "r", BLUE), ("stay_wrong", "w", "w", RED)]
-        cursor = {"src_r": src_r, "src_w": src_w, "dst_r": dst_r, "dst_w": dst_w}
-        for name, a, b_, color in [parts[0], parts[2], parts[1], parts[3]]:
-            h = f[name] * unit
-            if h <= 0:
-                continue
-            y0, y1 = cursor[f"src_{a}"], cursor[f"dst_{b_}"]
-            body.append(_band(x0, y0, y0 + h, x1, y1, y1 + h, color, f"{s} -> {t}: {name.replace('_', ' ')} {f[name]}"))
-            cursor[f"src_{a}"] += h
-            cursor[f"dst_{b_}"] += h
-    return svg(f"fig-flow-{idx}", w, top + ph + 28, body, "flow of item states across the grid")
-
-
-def cascade_figure(g: dict[str, Any], idx: int) -> str:
-    """Cascade accuracy vs mean frames per tau, its Pareto front, and the fixed budgets."""
-    c = g["cascade"]
-    fixed = [(g["budget_frames"].get(b, 0), a, b) for b, a in g["fixed_accuracy"].items()
-             if a is not None and g["budget_frames"].get(b)]
-    pts = [(p["mean_frames"], p["accuracy"], p["tau"]) for p in c["curve"] if p["accuracy"] is not None]
-    w, h, left, top, pw, ph = 640, 320, 50, 20, 560, 260
-    xmax = max([1.0] + [p[0] for p in pts] + [f[0] for f in fixed]) * 1.05
-    ys = [p[1] for p in pts] + [f[1] for f in fixed]
-    lo, hi = max(min(ys, default=0) - 0.05, 0), min(max(ys, default=1) + 0.05, 1)
-    sx, sy = Scale(0.0, xmax, left, left + pw), Scale(lo, hi, top + ph, top)
-    body = [line(left, top + ph, left + pw, top + ph, "#999"), line(left, top, left, top + ph, "#999"),
-            text(left + pw / 2, h - 4, "mean frames processed per item"),
-            *[text(left - 6, sy(v) + 4, f"{100 * v:.0f}%", "end") for v in (lo, hi)],
-            *[text(sx(v), top + ph + 14, f"{v:.0f}") for v in (0, xmax / 2, xmax / 1.05)]]
-    front = [p for p in c["curve"] if p["tau"] in set(c["pareto_front"]) and p["accuracy"] is not None]
-    if front:
-        body.append(f'<polyline class="front" fill="none" stroke="{BLUE}" stroke-width="2" points="'
-                    + " ".join(f"{sx(p['mean_frames']):.1f},{sy(p['accuracy']):.1f}" for p in front) + '"/>')
-    for x, y, tau in pts:
-        body.append(f'<circle class="tau" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{BLUE}">'
-                    f"<title>tau {tau}: {pct(y)}% at {x:.1f} frames</title></circle>")
-    for x, y, b in fixed:
-        body += [rect(sx(x) - 4, sy(y) - 4, 8, 8, ORANGE, f"fixed {b}: {pct(y)}% at {x} frames", 'class="fixed"'),
-                 text(sx(x), sy(y) - 8, b)]
-    return svg(f"fig-cascade-{idx}", w, h, body, "confidence cascade Pareto front")
-
 
 def _cascade_match_table(c: dict[str, Any], idx: int) -> str:
     """The cascade matched to its fixed budget: tau chosen out of sample (cross-fitted) and in sample."""
@@ -208,10 +98,6 @@ def _headline(g: dict[str, Any]) -> str:
     return table("", ["metric (points, 95% CI)", "value"], rows)
 
 
-_FLOW_LEGEND = ('<p class="note">bands: green stays right, blue rescued, orange harmed, red stays wrong; '
-                "nodes: items right (top) and wrong (bottom) at each budget</p>")
-
-
 def _protocol_note(g: dict[str, Any]) -> str:
     p = g.get("protocol") or {}
     size = (f"max_pixels {p['max_pixels']}" if p.get("max_pixels") else
@@ -221,44 +107,32 @@ def _protocol_note(g: dict[str, Any]) -> str:
     return f'<p class="note">chain: {e(" < ".join(g["grid"]))}; protocol: {e(what)}</p>'
 
 
-def _group_section(g: dict[str, Any], idx: int) -> str:
+def _figure(pf: PaperFigure) -> str:
+    return f'<figure>{inline_svg(pf)}<figcaption class="note">{e(pf.caption)}; file {e(pf.name)}</figcaption></figure>'
+
+
+def _group_section(g: dict[str, Any], idx: int, level: float) -> str:
     primary = " (primary)" if g.get("primary") else ""
+    figs = {pf.html_id.rsplit("-", 1)[0]: pf for pf in chain_figures(g, idx, level)}
     parts = [f"<h2>{e(g['model_id'])} on {e(g['dataset'])}, chain {e(g.get('protocol_id', 'default'))}{primary}</h2>",
              _protocol_note(g), _headline(g)]
     if g["n_items"]:
-        parts += ["<h3>Accuracy and flips per transition</h3>", accuracy_figure(g, idx),
-                  "<h3>Item flows across the grid</h3>", flow_figure(g, idx),
-                  _FLOW_LEGEND]
+        parts += [f"<h3>{title}</h3>{_figure(figs[kind])}" for kind, title in _CHAIN_FIGURES if kind in figs]
     else:
         parts.append('<p class="note">No item has a result at every budget of the grid yet.</p>')
     parts += [metric.report(g, idx) for metric in registered_metrics() if metric.report is not None]
     parts.append(_category_tables(g, idx))
-    if g.get("cascade"):
-        parts += ["<h3>Confidence cascade</h3>", cascade_figure(g, idx), _cascade_match_table(g["cascade"], idx)]
+    if "fig-cascade" in figs and g.get("cascade"):
+        parts += ["<h3>Confidence cascade</h3>", _figure(figs["fig-cascade"]), _cascade_match_table(g["cascade"], idx)]
     return "".join(parts)
 
 
-def predictor_figure(g: dict[str, Any], idx: int) -> str:
-    """Accuracy vs mean frames: each fixed budget, the predictor and the cheapest-sufficient oracle."""
-    pts = [(f["mean_frames"], f["accuracy"], f"fixed {f['budget_id']}", "fixed", ORANGE) for f in g["fixed"]]
-    pts += [(g["mean_frames"], g["accuracy"], "predictor", "predictor", BLUE),
-            (g["oracle_mean_frames"], g["oracle_accuracy"], "oracle", "oracle", GREEN)]
-    w, h, left, top, pw, ph = 640, 260, 50, 20, 560, 200
-    xmax = max([1.0] + [p[0] for p in pts]) * 1.1
-    sx, sy = Scale(0.0, xmax, left, left + pw), Scale(0.0, 1.0, top + ph, top)
-    body = [line(left, top + ph, left + pw, top + ph, "#999"), line(left, top, left, top + ph, "#999"),
-            text(left + pw / 2, h - 4, "mean frames per item"),
-            *[text(left - 6, sy(v) + 4, f"{100 * v:.0f}%", "end") for v in (0, 0.5, 1)]]
-    for x, y, label, cls, color in pts:
-        tip = f"{label}: {pct(y)}% at {x:.1f} frames"
-        shape = (rect(sx(x) - 4, sy(y) - 4, 8, 8, color, tip, f'class="{cls}"') if cls == "fixed" else
-                 f'<circle class="{cls}" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" fill="{color}">'
-                 f"<title>{e(tip)}</title></circle>")
-        body += [shape, text(sx(x), sy(y) - 8, label.removeprefix("fixed "))]
-    return svg(f"fig-predictor-{idx}", w, h, body, "predictor accuracy and frames against fixed budgets")
+_CHAIN_FIGURES = (("fig-accuracy", "Accuracy per budget"), ("fig-transitions", "Rescue and harm per transition"),
+                  ("fig-flow", "Item flows across the grid"))
+"""The chain figures drawn after the headline table (the trajectories are the registered metric's own section)."""
 
 
-def _predictor_section(g: dict[str, Any], idx: int) -> str:
+def _predictor_section(g: dict[str, Any], idx: int, figures: list[PaperFigure]) -> str:
     rows: list[list[object]] = [["predictor", pct(g["accuracy"]), f"{g['mean_frames']:.1f}", "", ""]]
     rows += [[f"fixed {f['budget_id']}", pct(f["accuracy"]), f"{f['mean_frames']:.1f}", pct(f["accuracy_delta"]),
               pct(f["frames_saved"])] for f in g["fixed"]]
@@ -276,7 +150,7 @@ def _predictor_section(g: dict[str, Any], idx: int) -> str:
         f'<p class="note">{e(note)}</p>',
         table(f"table-predictor-{idx}", ["strategy", "accuracy", "mean frames", "predictor minus it (pts)",
                                           "frames saved (%)"], rows),
-        predictor_figure(g, idx),
+        *(_figure(pf) for pf in figures),
         "<h3>Predicted budget (rows) x cheapest sufficient budget (columns)</h3>",
         '<p class="note">chosen budget after the fallback; "none": items right at no budget</p>',
         table(f"table-predictor-confusion-{idx}", ["predicted", *[c or "none" for c in cols]], matrix),
@@ -332,7 +206,7 @@ def _robustness_table(pairs: list[dict[str, Any]], idx: int) -> str:
                                     "harmed a / b / both", "headroom a / b (pts)", "confusion a / b (pts)"], rows)
 
 
-def _iso_tables(sets: list[dict[str, Any]], idx: int) -> str:
+def _iso_tables(sets: list[dict[str, Any]], idx: int, figures: list[PaperFigure | None]) -> str:
     out = []
     for k, s in enumerate(sets):
         rows = [[a["budget_id"], a["protocol_id"], a["frames"], f"{a['budget_cost']:,.0f}", pct(a["accuracy"]),
@@ -344,6 +218,8 @@ def _iso_tables(sets: list[dict[str, Any]], idx: int) -> str:
         out.append(f'<p class="note">{e(note)}</p>' + table(
             f"table-iso-{idx}-{k}", ["allocation", "protocol", "frames", "pixels sent per item", "accuracy",
                                      "items right", "items best only here"], rows))
+        if figures[k] is not None:
+            out.append(_figure(figures[k]))  # type: ignore[arg-type]
     return "<h3>Iso-compute allocations (pixels actually sent)</h3>" + "".join(out) if out else ""
 
 
@@ -352,15 +228,22 @@ def _across_chains(doc: dict[str, Any], key: tuple[str, str], idx: int) -> str:
         return [r for r in rows if (r["model_id"], r["dataset"]) == key]
 
     pairs, sets = mine(doc.get("robustness") or []), mine(doc.get("iso_compute") or [])
-    body = (_robustness_table(pairs, idx) if pairs else "") + _iso_tables(sets, idx)
+    figs = {pf.html_id: pf for pf in across_figures(doc, key, idx)}
+    robust = _robustness_table(pairs, idx) if pairs else ""
+    if f"fig-robustness-{idx}" in figs:
+        robust += _figure(figs[f"fig-robustness-{idx}"])
+    iso = _iso_tables(sets, idx, [figs.get(f"fig-iso-{idx}-{k}") for k in range(len(sets))])
+    body = robust + iso
     return f"<section><h2>{e(key[0])} on {e(key[1])}: across chains</h2>{body}</section>" if body else ""
 
 
 def _groups(doc: dict[str, Any]) -> str:
     """Every chain, and after the chains of each model and dataset what compares them."""
+    level = float((doc.get("options") or {}).get("level") or 0.95)
     out, keys = [], list(dict.fromkeys((g["model_id"], g["dataset"]) for g in doc["groups"]))
     for k, key in enumerate(keys):
-        out += [_group_section(g, i) for i, g in enumerate(doc["groups"]) if (g["model_id"], g["dataset"]) == key]
+        out += [_group_section(g, i, level) for i, g in enumerate(doc["groups"])
+                if (g["model_id"], g["dataset"]) == key]
         out.append(_across_chains(doc, key, k))
     return "".join(out)
 
@@ -379,14 +262,20 @@ def render_report(doc: dict[str, Any], title: str = "framesweep report") -> str:
     body = _groups(doc)
     if not doc["groups"]:
         body = '<p class="note">No results yet.</p>'
-    body += "".join(_predictor_section(g, i) for i, g in enumerate(doc.get("predictor") or []))
+    predictor = {pf.html_id: pf for pf in predictor_figures(doc)}
+    body += "".join(_predictor_section(g, i, [predictor[f"fig-predictor-{i}"]] if f"fig-predictor-{i}" in predictor
+                                       else []) for i, g in enumerate(doc.get("predictor") or []))
     if doc.get("checkpoints"):
         body += checkpoint_section(doc["checkpoints"])
     if doc.get("cascade_online"):
         body += _cascade_online_section(doc["cascade_online"])
+    run = run_section(doc["run"]) if doc.get("run") else ""
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
-            f"<style>{CSS}</style></head><body><h1>{e(title)}</h1>"
-            f'<p class="note">source: {e(doc.get("source"))}; rates in points.</p>{body}</body></html>')
+            f"<style>{CSS}{_FIGURE_CSS}</style></head><body><h1>{e(title)}</h1>"
+            f'<p class="note">source: {e(doc.get("source"))}; rates in points.</p>{run}{body}</body></html>')
+
+
+_FIGURE_CSS = "figure{margin:8px 0}figcaption{margin-top:2px}pre{font-size:12px;background:#f8f8f8;padding:8px}"
 
 
 def write_report(doc: dict[str, Any], path: str | Path, title: str = "framesweep report") -> Path:

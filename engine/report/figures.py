@@ -1,0 +1,197 @@
+"""Every figure of the report, as files a paper can use, and inline in the HTML page.
+
+`paper_figures(doc)` yields the figures of a metrics document (`engine.metrics.document`, with the
+optional ``predictor`` and ``checkpoints`` parts the report reads) in the report's order; each has a
+stable name, made from what it shows, never from its position:
+
+- per chain: ``accuracy--MODEL--DATASET--PROTOCOL`` (accuracy per budget with its confidence band and
+  the oracle), ``transitions--...`` (items rescued and harmed per step), ``flows--...`` (item states
+  across the grid), ``trajectories--...`` (the most frequent right/wrong patterns), ``cascade--...``
+  (the confidence cascade's accuracy-cost front; left out when the rows carry no confidence);
+- per model and dataset: ``robustness--MODEL--DATASET`` (confused and harmed items shared by two
+  chains), ``iso-compute--MODEL--DATASET--pxCOST`` (allocations at about the same pixels sent);
+- ``predictor--PREDICTOR--MODEL--DATASET``; from the checkpoint study: ``temporal-trap`` (video gain vs
+  image loss per checkpoint) and ``train-frames`` (gain and loss against train frames).
+
+A part of a name that is not plain (``/``, spaces, ...) is made plain and followed by a short hash of
+the original, so two models never share a file. `write_figures` writes one file per figure; a
+figure with nothing to draw is not written. Nothing here computes a metric.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from engine import __version__
+from engine.report.chains import accuracy_figure, cascade_figure, flow_figure, trajectories_figure, transitions_figure
+from engine.report.studies import iso_figure, predictor_figure, robustness_figure, train_frames_figure, trap_figure
+from engine.report.style import DPI, paper_style
+from engine.runtime.atomic import atomic_write
+
+__all__ = ["FIGURE_FORMATS", "PaperFigure", "across_figures", "chain_figures", "checkpoint_figures", "figure_name",
+           "inline_svg", "paper_figures", "predictor_figures", "write_figures"]
+
+log = logging.getLogger(__name__)
+
+FIGURE_FORMATS = ("pdf", "png", "svg")
+"""The file formats `write_figures` writes."""
+SCREEN_SCALE = 1.8
+"""Inline SVGs are drawn this many CSS pixels per point (a 3.4 in column figure is about 440 px wide)."""
+
+
+@dataclass(frozen=True)
+class PaperFigure:
+    """One figure: its stable file name, its id in the HTML report, a one-line caption and the drawing."""
+
+    name: str
+    html_id: str
+    caption: str
+    figure: Figure
+
+
+def _plain(part: object) -> str:
+    text = str(part)
+    plain = re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("._") or "_"
+    return plain if plain == text else f"{plain}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+def figure_name(kind: str, *parts: object) -> str:
+    """The stable file stem of a figure: its kind, then what it shows (`_plain` parts), joined by ``--``."""
+    return "--".join([kind, *(_plain(p) for p in parts)])
+
+
+def _made(kind: str, parts: tuple[object, ...], html_id: str, caption: str,
+          draw: Callable[[], Figure | None]) -> Iterator[PaperFigure]:
+    with paper_style():
+        fig = draw()
+    if fig is not None:
+        yield PaperFigure(figure_name(kind, *parts), html_id, caption, fig)
+
+
+def chain_figures(g: dict[str, Any], idx: int, level: float = 0.95) -> Iterator[PaperFigure]:
+    """The figures of one chain (group `idx` of the document), those with something to draw."""
+    key = (g["model_id"], g["dataset"], g.get("protocol_id", "default"))
+    yield from _made("accuracy", key, f"fig-accuracy-{idx}", "Accuracy per budget with its confidence band; "
+                     "dashed: the per-item oracle", lambda: accuracy_figure(g, level))
+    yield from _made("transitions", key, f"fig-transitions-{idx}", "Items rescued and harmed at each step",
+                     lambda: transitions_figure(g))
+    yield from _made("flows", key, f"fig-flow-{idx}", "Item states across the grid", lambda: flow_figure(g))
+    yield from _made("trajectories", key, f"fig-trajectories-{idx}", "Right/wrong patterns along the chain",
+                     lambda: trajectories_figure(g))
+    yield from _made("cascade", key, f"fig-cascade-{idx}", "Confidence cascade: accuracy against frames per "
+                     "threshold, its Pareto front and the fixed budgets", lambda: cascade_figure(g))
+
+
+def _mine(rows: list[dict[str, Any]], key: tuple[str, str]) -> list[dict[str, Any]]:
+    return [r for r in rows if (r["model_id"], r["dataset"]) == key]
+
+
+def across_figures(doc: dict[str, Any], key: tuple[str, str], k: int) -> Iterator[PaperFigure]:
+    """Robustness and iso-compute figures of one (model, dataset) (the k-th of the document)."""
+    yield from _made("robustness", key, f"fig-robustness-{k}", "Confused and harmed items shared by two chains",
+                     lambda: robustness_figure(_mine(doc.get("robustness") or [], key), *key))
+    for j, s in enumerate(_mine(doc.get("iso_compute") or [], key)):
+        yield from _made("iso-compute", (*key, f"px{s['cost']:.0f}"), f"fig-iso-{k}-{j}",
+                         "Allocations at about the same pixels sent", lambda s=s: iso_figure(s))
+
+
+def predictor_figures(doc: dict[str, Any]) -> Iterator[PaperFigure]:
+    """The hybrid-frame predictor's figure per evaluated group (``doc["predictor"]``)."""
+    for i, g in enumerate(doc.get("predictor") or []):
+        yield from _made("predictor", (g["predictor_id"], g["model_id"], g["dataset"]), f"fig-predictor-{i}",
+                         "Predictor against fixed budgets and the oracle", lambda g=g: predictor_figure(g))
+
+
+def checkpoint_figures(c: dict[str, Any]) -> Iterator[PaperFigure]:
+    """The checkpoint study's figures (a `engine.metrics.checkpoints` document)."""
+    yield from _made("temporal-trap", (), "fig-trap-mpl", "Video gain vs image gain per checkpoint",
+                     lambda: trap_figure(c))
+    yield from _made("train-frames", (), "fig-train-frames-mpl", "Gain and loss against train frames",
+                     lambda: train_frames_figure(c))
+
+
+def paper_figures(doc: dict[str, Any]) -> Iterator[PaperFigure]:
+    """Every figure of the document, in the report's order (each drawn only when reached)."""
+    level = float((doc.get("options") or {}).get("level") or 0.95)
+    groups = doc.get("groups") or []
+    for idx, g in enumerate(groups):
+        yield from chain_figures(g, idx, level)
+    for k, key in enumerate(dict.fromkeys((g["model_id"], g["dataset"]) for g in groups)):
+        yield from across_figures(doc, key, k)
+    yield from predictor_figures(doc)
+    if doc.get("checkpoints"):
+        yield from checkpoint_figures(doc["checkpoints"])
+
+
+def _save(fig: Figure, fmt: str, dpi: int = DPI) -> bytes:
+    meta: dict[str, dict[str, Any]] = {
+        "pdf": {"Creator": f"framesweep {__version__}", "Producer": None, "CreationDate": None},
+        "png": {"Software": f"framesweep {__version__}"},
+        "svg": {"Creator": None, "Date": None, "Format": None, "Type": None},
+    }
+    buf = io.BytesIO()
+    with paper_style():
+        fig.savefig(buf, format=fmt, dpi=dpi, metadata=meta[fmt])
+    return buf.getvalue()
+
+
+def write_figures(doc: dict[str, Any], to: Path | str, fmt: str = "pdf", dpi: int = DPI) -> list[Path]:
+    """Write every figure of `doc` to the folder `to` as ``<name>.<fmt>`` (atomically, one by one).
+
+    Raises:
+        ValueError: `fmt` is not one of `FIGURE_FORMATS`.
+    """
+    if fmt not in FIGURE_FORMATS:
+        raise ValueError(f"figure format {fmt!r}: use one of {', '.join(FIGURE_FORMATS)}")
+    out = Path(to)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for pf in paper_figures(doc):
+        path = out / f"{pf.name}.{fmt}"
+        atomic_write(path, _save(pf.figure, fmt, dpi))
+        written.append(path)
+    log.info("wrote %d figures to %s", len(written), out)
+    return written
+
+
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def inline_svg(pf: PaperFigure) -> str:
+    """The figure as an ``<svg id=html_id>`` element for an HTML page: no XML prologue, every internal id
+    prefixed with the figure's (ids stay unique across figures), references only inside the element."""
+    text = _save(pf.figure, "svg").decode("utf-8")
+    text = text[text.index("<svg"):]
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.DOTALL)
+    text = text.replace(' xmlns:xlink="http://www.w3.org/1999/xlink"', "").replace("xlink:href=", "href=")
+    ids = set(_ID.findall(text))
+    pre = pf.html_id
+
+    def ref(m: re.Match[str]) -> str:
+        name = m.group(2)
+        return f"{m.group(1)}{pre}-{name}" if name in ids else m.group(0)
+
+    text = _ID.sub(lambda m: f'id="{pre}-{m.group(1)}"', text)
+    text = re.sub(r'(href="#|url\(#)([^")]+)', ref, text)
+    text = text.replace("<style type=\"text/css\">*{", f'<style type="text/css">#{pre} *{{')
+
+    def size(m: re.Match[str]) -> str:
+        return f'{m.group(1)}="{float(m.group(2)) * SCREEN_SCALE:.0f}"'
+
+    head, rest = text.split(">", 1)
+    head = re.sub(r'(width|height)="([\d.]+)pt"', size, head)
+    head = head.replace("<svg", f'<svg id="{pre}" role="img" aria-label="{_attr(pf.caption)}"', 1)
+    return f"{head}>{rest}"
+
+
+def _attr(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")

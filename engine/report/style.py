@@ -1,0 +1,135 @@
+"""The paper style of the figures: two-column sizes, fonts, colours, and labels that never overlap.
+
+Sizes follow a two-column paper: `COLUMN` (one column, 3.4 in) for most figures, `PAGE` (both
+columns, 7.0 in) where a figure needs the width. Fonts are 7 pt, lines thin, backgrounds white;
+colours are the HTML report's (`engine.metrics.html`), so a figure reads the same in both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import matplotlib as mpl
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+
+from engine.metrics.html import BLUE, GREEN, GREY, ORANGE, PALETTE, RED
+
+__all__ = ["BLUE", "COLUMN", "DPI", "GREEN", "GREY", "ORANGE", "PAGE", "PALETTE", "RED", "budget_labels", "declutter",
+           "new_figure", "outside", "overlaps", "paper_style", "points", "visible_texts"]
+
+COLUMN = 3.4
+"""One column of a two-column paper, in inches."""
+PAGE = 7.0
+"""Both columns, in inches."""
+DPI = 300
+"""Dots per inch of PNG files; the layout and the label checks are made at it, so they hold in the file."""
+
+_RC: dict[str, Any] = {
+    "font.size": 7, "axes.titlesize": 7.5, "axes.labelsize": 7, "xtick.labelsize": 6.5, "ytick.labelsize": 6.5,
+    "legend.fontsize": 6.5, "legend.frameon": False, "axes.linewidth": 0.6, "lines.linewidth": 1.2,
+    "lines.markersize": 4, "xtick.major.width": 0.6, "ytick.major.width": 0.6, "axes.spines.top": False,
+    "axes.spines.right": False, "figure.facecolor": "white", "savefig.facecolor": "white",
+    "pdf.fonttype": 42, "ps.fonttype": 42,  # TrueType in PDFs: editable text, accepted by publishers
+    "svg.fonttype": "none", "svg.hashsalt": "framesweep",  # text as text; the same ids on every run
+    "path.simplify": True,
+}
+
+
+@contextmanager
+def paper_style() -> Iterator[None]:
+    """The style while a figure is drawn and saved (matplotlib's global settings untouched outside)."""
+    with mpl.rc_context(_RC):
+        yield
+
+
+def new_figure(width: float = COLUMN, height: float = 2.3, *, rows: int = 1, cols: int = 1,
+               **grid: Any) -> tuple[Figure, Any]:
+    """A figure of `width` x `height` inches with a constrained layout (labels kept inside) and its axes."""
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(rows, cols, squeeze=True, **grid)
+
+
+def points(v: float | None) -> float:
+    """A fraction as points (percent), NaN for a missing value (matplotlib leaves a gap)."""
+    return math.nan if v is None else 100.0 * v
+
+
+def budget_labels(grid: list[str], frames: dict[str, int]) -> list[str]:
+    """Tick labels of a chain's budgets: ``text`` for text-only, else the frame count (a chain has one
+    budget per count); the budget id where a count repeats."""
+    counts = [frames.get(b) for b in grid]
+    unique = len(set(counts)) == len(counts)
+    return ["text" if frames.get(b) == 0 else (str(frames[b]) if unique and b in frames else b) for b in grid]
+
+
+def _in_view(ax: Axes) -> set[int]:
+    """ids of the tick labels of `ax` that are drawn (their tick inside the view)."""
+    out = set()
+    for axis in (ax.xaxis, ax.yaxis):
+        lo, hi = sorted(axis.get_view_interval())
+        pad = (hi - lo) * 1e-6
+        out |= {id(t.label1) for t in axis.get_major_ticks() if lo - pad <= t.get_loc() <= hi + pad}
+    return out
+
+
+def visible_texts(fig: Figure) -> list[Text]:
+    """Every text `fig` draws (tick labels in view, axis labels, titles, legends, annotations), non-empty."""
+    fig.draw_without_rendering()
+    drawn = set().union(*(_in_view(ax) for ax in fig.axes))
+    ticks = {id(t) for ax in fig.axes for t in (*ax.get_xticklabels(), *ax.get_yticklabels())}
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
+            and (id(t) not in ticks or id(t) in drawn)]
+
+
+def overlaps(texts: Iterable[Text], fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of texts whose drawn boxes overlap (after the layout), by their strings."""
+    fig.draw_without_rendering()  # the layout, without painting a pixel
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    boxes = [(t.get_text(), t.get_window_extent(renderer).shrunk(0.96, 0.9)) for t in texts]
+    return [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
+
+
+def outside(fig: Figure) -> list[str]:
+    """The visible texts that reach past the figure's edges (cut off in the file)."""
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    page = fig.bbox.padded(1.0)
+    return [t.get_text() for t in visible_texts(fig)
+            if not page.contains(*t.get_window_extent(renderer).min) or not page.contains(*t.get_window_extent(renderer).max)]
+
+
+def _ticks_overlap(ax: Axes, fig: Figure) -> bool:
+    return bool(overlaps([t for t in ax.get_xticklabels() if t.get_text()], fig))
+
+
+def declutter(fig: Figure, notes: list[Text] | None = None) -> None:
+    """Keep labels apart: x tick labels that touch are turned 35 degrees, then every other one is hidden
+    if they still touch; `notes` (point labels) that touch an earlier one are hidden."""
+    for ax in fig.axes:
+        if _ticks_overlap(ax, fig):
+            ax.tick_params(axis="x", labelrotation=35)
+            for t in ax.get_xticklabels():
+                t.set_horizontalalignment("right")
+        step = 2
+        while _ticks_overlap(ax, fig) and step <= 8:
+            for k, t in enumerate(ax.get_xticklabels()):
+                t.set_visible(k % step == 0)
+            step *= 2
+    if not notes:
+        return
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    taken = [t.get_window_extent(renderer) for t in visible_texts(fig) if t not in notes]
+    for t in notes:
+        box = t.get_window_extent(renderer)
+        if any(box.overlaps(b) for b in taken):
+            t.set_visible(False)
+        else:
+            taken.append(box)
