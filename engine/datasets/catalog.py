@@ -15,6 +15,7 @@ from pydantic.fields import PydanticUndefined
 
 from engine.datasets.registry import get_adapter, registered_adapters
 from engine.spec import dataset_spec_classes
+from engine.spec.toml_out import toml_value
 
 __all__ = ["AdapterInfo", "FieldInfo", "describe_adapters", "spec_classes"]
 
@@ -59,15 +60,8 @@ def _type_name(tp: Any) -> str:
 
 
 def _toml(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, str | Path):
-        return json.dumps(str(value))
-    return str(value)
+    """A default as the TOML a spec would hold; a None default is a field left out (TOML has no null)."""
+    return toml_value(value) or "(unset)"
 
 
 def _default(field: Any) -> str:

@@ -17,6 +17,7 @@ from pydantic.fields import FieldInfo, PydanticUndefined
 
 from engine.spec import SweepSpec
 from engine.spec.datasets import DatasetSpec
+from engine.spec.toml_out import toml_value
 
 __all__ = ["example_toml", "reference_markdown"]
 
@@ -91,15 +92,7 @@ def reference_markdown() -> str:
 
 
 def _toml_value(value: Any) -> str:
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }" if value else "{}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(value, default=str)
+    return toml_value(value) or ""
 
 
 def _fields_toml(model: type[BaseModel], given: dict[str, Any], skip: set[str]) -> list[str]:
