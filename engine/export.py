@@ -35,10 +35,8 @@ question, its group's score at that budget (``group_score``).
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import json
 import os
-import platform
 import re
 import shutil
 from collections.abc import Iterator
@@ -47,22 +45,21 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from huggingface_hub import DatasetCard, DatasetCardData
 
-from engine import __version__
-from engine.backends.checkpoint import checkpoint_fingerprint, model_folder
 from engine.metrics.benchmark_scores import group_scores
 from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP, chain_rows, grid_budgets, matched
 from engine.metrics.official import chain_scores
 from engine.metrics.overwrite import text_items
 from engine.metrics.regression import terminal_items
-from engine.results.manifest import read_manifest
+from engine.results.provenance import model_hash, reader_versions, run_provenance
 from engine.results.store import own_rows
 from engine.runtime.atomic import fsync_dir, is_own_temp, temp_name
 from engine.runtime.processes import pid_alive
 from engine.runtime.secrets import redact, redact_columns, register_secret_env
 
-__all__ = ["COLUMNS", "ExportTargetError", "check_target", "export"]
+__all__ = ["COLUMNS", "ExportTargetError", "check_target", "export", "model_hash"]
 
 ARTIFACT = ("items.parquet", "scores.parquet", "provenance.json", "README.md")
 """The files of an artifact folder."""
@@ -126,17 +123,6 @@ SCORE_FIELDS: dict[str, str] = {
 """The columns of ``scores.parquet`` and their meaning."""
 
 
-def model_hash(path: str) -> str | None:
-    """The checkpoint's content fingerprint (`engine.backends.checkpoint.checkpoint_fingerprint`: the bytes of
-    its config, processor, tokenizer, chat template, generation config and weights; copies hash alike), None
-    if not found.
-
-    `path` is a folder, ``tiny:NAME`` (the local tiny build) or a hub id, read from the local hub
-    cache's snapshot of its default revision (nothing is downloaded)."""
-    folder = model_folder(path)
-    return None if folder is None else checkpoint_fingerprint(folder)
-
-
 def _annotations(rows: pl.LazyFrame) -> pl.LazyFrame:
     m = matched(rows)
     bit = pl.when(pl.col("c")).then(pl.lit("1")).otherwise(pl.lit("0"))
@@ -159,32 +145,31 @@ def _annotations(rows: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _provenance(out_dir: Path) -> dict[str, Any]:
-    manifest = read_manifest(out_dir)  # a damaged one is named (ManifestError, exit 2)
-    spec = manifest.get("spec") or {}
-    models = {m["id"]: {"path": m.get("path"), "family": m.get("family"), "hash": model_hash(m.get("path") or "")}
-              for m in spec.get("models", [])}
-    return {"sweep_id": manifest.get("sweep_id"), "exported_at": datetime.now(UTC).isoformat(),
-            "framesweep_version": manifest.get("framesweep_version"), "exported_by": exporter_versions(),
-            "spec": spec, "models": models}
+    """`engine.results.provenance.run_provenance` (a damaged manifest is named: ManifestError, exit 2), with when
+    and by which versions the artifact was exported."""
+    record = run_provenance(out_dir)
+    return {**record, "exported_at": datetime.now(UTC).isoformat(), "exported_by": reader_versions()}
 
 
-def exporter_versions() -> dict[str, str | None]:
-    """The versions of framesweep and of the packages that read and wrote the artifact."""
-    def version(dist: str) -> str | None:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return None
+def _cell(value: object) -> str:
+    """A Markdown table cell: a pipe or a line break in an id would end the cell or the row; HTML is shown as text."""
+    text = " ".join(str(value).splitlines())
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
-    return {"framesweep": __version__, "python": platform.python_version(), "polars": version("polars"),
-            "pyarrow": version("pyarrow")}
+
+def _card_data(prov: dict[str, Any]) -> DatasetCardData:
+    """The Hub's dataset-card metadata: the two tables as configs (`load_dataset(folder)` reads items.parquet)."""
+    return DatasetCardData(
+        pretty_name=f"framesweep audit: {prov.get('sweep_id')}", tags=["video", "evaluation", "framesweep"],
+        configs=[{"config_name": "items", "data_files": "items.parquet", "default": True},
+                 {"config_name": "scores", "data_files": "scores.parquet"}])
 
 
 def _datacard(frame: pl.DataFrame, prov: dict[str, Any]) -> str:
     groups = frame.group_by("model_id", "dataset", "protocol_id").agg(
         pl.col("item_id").n_unique().alias("items"), pl.col("budget_id").n_unique().alias("budgets"),
         pl.col("trajectory").is_not_null().sum().alias("rows_matched")).sort("model_id", "dataset", "protocol_id")
-    lines = [f"# framesweep audit artifact: {prov.get('sweep_id')}", "",
+    lines = [f"# framesweep audit artifact: {_cell(prov.get('sweep_id'))}", "",
              f"Exported {prov['exported_at']}. {frame.height} rows in `items.parquet`; the spec as run and the "
              "models' hashes in `provenance.json`.", "",
              "Load it with Polars (`pl.read_parquet('items.parquet')`) or with the `datasets` library "
@@ -196,15 +181,16 @@ def _datacard(frame: pl.DataFrame, prov: dict[str, Any]) -> str:
               "cascade's decisions, answers at predicted budgets) are not part of the artifact."), "",
              "## Chains", "", "| model | dataset | protocol | items | budgets | rows matched |",
              "| --- | --- | --- | ---: | ---: | ---: |"]
-    lines += [f"| {r['model_id']} | {r['dataset']} | {r['protocol_id']} | {r['items']} | {r['budgets']} | "
-              f"{r['rows_matched']} |" for r in groups.iter_rows(named=True)]
+    lines += ["| " + " | ".join(_cell(r[k]) for k in ("model_id", "dataset", "protocol_id", "items", "budgets",
+                                                     "rows_matched")) + " |" for r in groups.iter_rows(named=True)]
     lines += ["", "## Columns", "", "| column | meaning |", "| --- | --- |"]
     lines += [f"| `{c}` | {COLUMNS[c]} |" for c in frame.columns]
     lines += ["", "## Official scores (`scores.parquet`)", "",
               "One row per (model, dataset, chain, budget, score): every benchmark as it publishes its score, over "
               "the ok rows of the budget.", "", "| column | meaning |", "| --- | --- |"]
     lines += [f"| `{c}` | {m} |" for c, m in SCORE_FIELDS.items()]
-    return "\n".join(lines) + "\n"
+    body = "\n".join(lines) + "\n"
+    return str(DatasetCard(f"---\n{_card_data(prov).to_yaml()}\n---\n\n{body}"))
 
 
 def _register_secrets(spec: dict[str, Any]) -> None:
