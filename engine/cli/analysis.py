@@ -409,6 +409,9 @@ def import_lmms_eval(
     same = f", {summary.duplicates} given twice" if summary.duplicates else ""
     console.print(f"imported {summary.runs} runs: {summary.rows} rows written, {summary.skipped} already there"
                   f"{same} -> {out}", markup=False, soft_wrap=True)
+    reading = (f"read again with --extraction {summary.extraction} (lmms-eval's own parse kept in pred_extracted)"
+               if summary.extraction else "lmms-eval's own parse (also in pred_extracted)")
+    console.print(f"multiple-choice answers: {reading}", markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -15,11 +15,18 @@ Correctness: a metric dict with ``score`` gives it (1 = right); else ``pred_answ
 vs ``answer``; a numeric metric that is always 0 or 1 is correctness, any other numeric
 metric is a graded score (open task, ``correct`` null).
 
-lmms-eval's own parsed answer (``pred_answer``, else the filtered response) is kept in
-``pred_extracted`` (and is ``pred``). With ``extraction`` = official | strict | lmms_eval
-(`engine.scoring.extract_letter`), multiple-choice answers are read again from the raw
-response by that rule: ``pred`` and ``correct`` follow the rule, ``pred_extracted`` still
-holds lmms-eval's reading, and ``scoring`` is ``lmms-eval:<rule>``.
+lmms-eval's own parsed answer is kept in ``pred_extracted``: the task's ``pred_answer``, empty when
+lmms-eval found none (its regex matched no letter), else the filtered response (the task's filters
+are its parse). ``pred`` is that parse, null when it is empty. With ``extraction`` = official |
+strict | lmms_eval (`engine.scoring.extract_letter`), multiple-choice answers are read again from
+the raw response by that rule: ``pred`` and ``correct`` follow the rule, ``pred_extracted`` still
+holds lmms-eval's reading, and ``scoring`` is ``lmms-eval:<rule>``. Importing logs again with
+another rule over rows already there is refused, saying which reading the directory holds and how
+many answers the new one would change (compare readings in two directories).
+
+Every import is recorded in the manifest's ``imports``: when, the rule, and per log its samples
+file, results.json, task, lmms-eval version, model_args, task hash, the (model, dataset, budget) its
+rows got and their count (`engine.results.provenance` shows them).
 """
 
 from __future__ import annotations
@@ -33,11 +40,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engine import __version__ as framesweep_version
 from engine.results.lmms_logs import LmmsRun, LogConfig, budget_from_config, find_runs, placeholder, read_config
 from engine.results.lmms_merge import held_answers, merge_rows, new_rows
 from engine.results.manifest import MANIFEST, ManifestError, read_manifest
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
+from engine.runtime.secrets import redact
 from engine.scoring import ExtractionRule, extract_letter
 
 __all__ = ["ImportSummary", "LmmsRun", "budget_from_config", "find_runs", "import_lmms_eval", "run_rows"]
@@ -61,6 +70,8 @@ class ImportSummary:
     """``<model directory>/<samples file>`` -> the (model id, dataset, budget id) its rows got."""
     duplicates: int = 0
     """Rows given again, with the same answer, by a second log of the import."""
+    extraction: str | None = None
+    """The rule multiple-choice answers were read again with (None: lmms-eval's own parse)."""
 
     @property
     def budgets(self) -> dict[str, str]:
@@ -145,16 +156,24 @@ def _row(sample: dict[str, Any], ctx: _Context) -> ResultRow:
         category=_first(info.get("category"), doc.get("domain"), doc.get("category")),
         duration=_first(info.get("duration"), doc.get("duration")),
         scoring="lmms-eval", answer=_text(_first(info.get("answer"), sample.get("target"))),
-        response=response, pred=_text(_first(info.get("pred_answer"), filtered)),
-        correct=correct, score=score, finished_at=ctx.finished_at,
+        response=response, pred=None, correct=correct, score=score, finished_at=ctx.finished_at,
         prompt_hash=hashlib.sha256(str(prompt).encode()).hexdigest()[:16] if prompt is not None else None,
     )
-    row.pred_extracted = row.pred
+    row.pred_extracted = _own_parse(info, filtered)
+    row.pred = row.pred_extracted or None
     if ctx.extraction is not None and kind == "mcq" and row.answer:
         _reextract(row, doc, ctx.extraction)
     if correct is None and score is None:
         row.status, row.error_type, row.error = "error", "ImportError", "no per-sample score in the log line"
     return row
+
+
+def _own_parse(info: dict[str, Any], filtered: str | None) -> str | None:
+    """lmms-eval's own reading of the answer: its ``pred_answer`` as the task's process_results left it ("" when
+    it found none), else the filtered response (the task's filters are its parse); None when the log has neither."""
+    if "pred_answer" in info:
+        return "" if info["pred_answer"] is None else str(_text(info["pred_answer"]) or "")
+    return filtered
 
 
 def _reextract(row: ResultRow, doc: dict[str, Any], rule: ExtractionRule) -> None:
@@ -325,6 +344,25 @@ def _sweep_id(out_dir: Path, sweep_id: str | None) -> str:
                      f"nothing there; pass --sweep-id {own}")
 
 
+def _import_record(batches: list[tuple[_Log, list[ResultRow]]], extraction: ExtractionRule | None) -> dict[str, Any]:
+    """What one import read: per log its files, lmms-eval's version, model_args (redacted) and task hash."""
+    logs = [{"samples": str(lg.run.samples), "results": None if lg.run.results is None else str(lg.run.results),
+             "task": lg.run.task, "model_id": lg.model_id, "dataset": lg.dataset, "budget_id": lg.budget_id,
+             "frames": lg.frames, "rows": len(batch), "lmms_eval_version": lg.config.lmms_eval_version,
+             "model_args": None if lg.config.model_args is None else redact(lg.config.model_args),
+             "task_hash": lg.config.task_hash, "run_date": lg.config.date}
+            for lg, batch in batches]
+    return {"imported_at": datetime.now(UTC).isoformat(), "framesweep_version": framesweep_version,
+            "extraction": extraction, "logs": logs}
+
+
+def _recorded(manifest: dict[str, Any] | None, sweep: str, record: dict[str, Any]) -> dict[str, Any]:
+    """The manifest with this import added (a directory's first import makes it)."""
+    old = manifest or {"sweep_id": sweep, "source": "lmms-eval"}
+    runs = list(dict.fromkeys([*(old.get("runs") or []), *(lg["samples"] for lg in record["logs"])]))
+    return {**old, "runs": runs, "imports": [*(old.get("imports") or []), record]}
+
+
 def import_lmms_eval(paths: Sequence[str | Path], out_dir: str | Path, *, frames: int | None = None,
                      budget_id: str | None = None, model_id: str | None = None, dataset: str | None = None,
                      sweep_id: str | None = None, extraction: ExtractionRule | None = None) -> ImportSummary:
@@ -350,15 +388,16 @@ def import_lmms_eval(paths: Sequence[str | Path], out_dir: str | Path, *, frames
     if not runs:
         raise ValueError(f"no lmms-eval samples file (<date_id>_samples_<task>.jsonl) in {', '.join(map(str, paths))}")
     logs = _resolve(runs, frames=frames, budget_id=budget_id, model_id=model_id, dataset=dataset)
-    rows, duplicates = merge_rows([(lg.run.samples, _rows_of(lg, sweep, extraction)) for lg in logs])
+    batches = [(lg, _rows_of(lg, sweep, extraction)) for lg in logs]
+    rows, duplicates = merge_rows([(lg.run.samples, batch) for lg, batch in batches])
     with ResultStore(out) as store:
         fresh = [row for row, _ in new_rows(rows, held_answers(out, sweep), out)]
         store.add(fresh)
         written = store.commit()
-        if _manifest(out) is None:
-            store.write_manifest({"sweep_id": sweep, "source": "lmms-eval", "runs": [str(r.samples) for r in runs]})
+        store.write_manifest(_recorded(_manifest(out), sweep, _import_record(batches, extraction)))
     for lg in logs:
         log.info("%s: model %s, dataset %s, budget %s", lg.run.samples, lg.model_id, lg.dataset, lg.budget_id)
     return ImportSummary(runs=len(runs), rows=written, skipped=len(rows) - len(fresh), duplicates=duplicates,
+                         extraction=extraction,
                          placed={f"{lg.run.samples.parent.name}/{lg.run.samples.name}": (lg.model_id, lg.dataset,
                                                                                       lg.budget_id) for lg in logs})

@@ -7,7 +7,8 @@ run's ``config`` (``model``: the model class, e.g. ``qwen2_5_vl``; ``model_args`
 on the command line, e.g. ``pretrained=Qwen/Qwen2.5-VL-7B-Instruct,max_num_frames=32``), the
 model name lmms-eval read from model_args (``model_name``), and per task its ``configs`` (the
 task's YAML as run: ``dataset_path``, ``dataset_name``, ``test_split``, ``doc_to_visual``) and
-``versions``.
+``versions``; beside them lmms-eval's version (``lmms_eval_version``), the run's ``date`` and per task a
+hash of its documents (``task_hashes``).
 
 A run is text-only when its task sends no visual: lmms-eval's ``<task>_no_visual`` variants
 (``videomme_no_visual``: ``doc_to_visual`` is ``videomme_doc_to_visual_empty``, returning ``[]``)
@@ -65,6 +66,14 @@ class LogConfig:
     data: tuple[str, ...] | None
     """The task's source data (dataset_path, dataset_name, test_split)."""
     version: str | None
+    model_args: str | None = None
+    """model_args as given on lmms-eval's command line (a mapping is written ``k=v,...``)."""
+    lmms_eval_version: str | None = None
+    """lmms-eval's own version string (``branch@commit``; ``unknown@unknown`` for a PyPI install)."""
+    task_hash: str | None = None
+    """lmms-eval's hash over the task's documents as run (``task_hashes``): two logs of one task agree on it."""
+    date: str | None = None
+    """When lmms-eval started the run (its ``date``)."""
 
 
 def find_runs(paths: Iterable[str | Path]) -> list[LmmsRun]:
@@ -157,7 +166,21 @@ def read_config(run: LmmsRun) -> LogConfig:
         fps=fps if fps not in (None, "", "None", "none") else None,
         visual=_visual(run.task, task_config), data=data,
         version=None if version is None else str(version),
+        model_args=_raw_args(doc) or None,
+        lmms_eval_version=_text_or_none(doc.get("lmms_eval_version")),
+        task_hash=_text_or_none((doc.get("task_hashes") or {}).get(run.task)),
+        date=_text_or_none(doc.get("date")),
     )
+
+
+def _raw_args(doc: dict[str, Any]) -> str:
+    """model_args as lmms-eval recorded them: the command line's string, or a mapping written ``k=v,...``."""
+    args = (doc.get("config") or {}).get("model_args") or ""
+    return ",".join(f"{k}={v}" for k, v in args.items()) if isinstance(args, dict) else str(args)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
 
 
 def placeholder(text: str) -> str | None:

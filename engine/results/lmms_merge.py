@@ -16,7 +16,7 @@ from engine.results.schema import KEY_COLUMNS, ResultRow
 from engine.results.store import latest_rows, naming_corrupt_shards, scan_results
 from engine.runtime.secrets import redact
 
-__all__ = ["ANSWER_COLUMNS", "Answer", "answer", "held_answers", "merge_rows", "new_rows"]
+__all__ = ["ANSWER_COLUMNS", "Answer", "Held", "answer", "held_answers", "merge_rows", "new_rows"]
 
 ANSWER_COLUMNS: tuple[str, ...] = ("status", "response", "pred", "correct", "score")
 Answer = tuple[object, ...]
@@ -60,28 +60,47 @@ def merge_rows(batches: list[tuple[Path, list[ResultRow]]]) -> tuple[list[tuple[
     return list(seen.values()), duplicates
 
 
-def held_answers(out_dir: str | Path, sweep_id: str) -> dict[Key, Answer]:
-    """The answer the directory holds for each key of `sweep_id` (its ok row where it has one)."""
+Held = tuple[Answer, str | None]
+"""A key's answer in the directory and how it was read (its ``scoring``: ``lmms-eval`` or ``lmms-eval:<rule>``)."""
+
+
+def held_answers(out_dir: str | Path, sweep_id: str) -> dict[Key, Held]:
+    """The answer the directory holds for each key of `sweep_id` (its ok row where it has one), with its scoring."""
     with naming_corrupt_shards(out_dir):
         df = (latest_rows(scan_results(out_dir).filter(pl.col("sweep_id") == sweep_id))
-              .select(*KEY_COLUMNS, *ANSWER_COLUMNS).collect())
-    n = len(KEY_COLUMNS)
-    return {r[:n]: r[n:] for r in df.iter_rows()}  # type: ignore[misc]
+              .select(*KEY_COLUMNS, *ANSWER_COLUMNS, "scoring").collect())
+    n, m = len(KEY_COLUMNS), len(ANSWER_COLUMNS)
+    return {r[:n]: (r[n:n + m], r[n + m]) for r in df.iter_rows()}  # type: ignore[misc]
 
 
-def new_rows(rows: list[tuple[ResultRow, Path]], held: dict[Key, Answer],
+def _reading(scoring: str | None) -> str:
+    rule = (scoring or "lmms-eval").partition(":")[2]
+    return f"--extraction {rule}" if rule else "lmms-eval's own parse"
+
+
+def new_rows(rows: list[tuple[ResultRow, Path]], held: dict[Key, Held],
              out_dir: str | Path) -> list[tuple[ResultRow, Path]]:
     """The rows to write: keys the directory lacks, or holds only as an error.
 
     Raises:
-        ValueError: A key the directory holds (ok) with another answer (naming the log and the directory).
+        ValueError: A key the directory holds (ok) with another answer (naming the log and the directory); when
+            the directory's answers were read by another rule (``--extraction``), saying so and how many answers
+            the new reading would change.
     """
-    fresh = []
+    fresh, changed = [], []
     for row, path in rows:
-        have = held.get(row.key)
+        have, scoring = held.get(row.key, (None, None))
         if have is None or (have[0] != "ok" and have != answer(row)):
             fresh.append((row, path))
         elif have != answer(row):
-            raise ValueError(f"{path}: {out_dir} already holds {_key(row.key)} with another answer "
-                             f"({_said(have)} there vs {_said(answer(row))}); import into another --out")
-    return fresh
+            changed.append((row, path, have, scoring))
+    if not changed:
+        return fresh
+    row, path, have, scoring = changed[0]
+    if scoring != row.scoring:
+        raise ValueError(f"{out_dir} holds these logs' answers read by {_reading(scoring)}; reading them with "
+                         f"{_reading(row.scoring)} would change {len(changed)} of {len(rows)} answers (e.g. "
+                         f"{_key(row.key)}: {_said(have)} there vs {_said(answer(row))}); nothing was written. "
+                         "Rows keep one reading per key: import into another --out to compare the two readings")
+    raise ValueError(f"{path}: {out_dir} already holds {_key(row.key)} with another answer "
+                     f"({_said(have)} there vs {_said(answer(row))}); import into another --out")
