@@ -186,7 +186,6 @@ class VLLMWorker:
             "model": model_path,
             "max_model_len": engine.max_model_len,
             "max_num_seqs": engine.max_num_seqs,
-            "enforce_eager": engine.enforce_eager,
             "enable_prefix_caching": engine.enable_prefix_caching,
             "mm_processor_cache_gb": engine.mm_processor_cache_gb,
             "dtype": engine.dtype,
@@ -194,6 +193,7 @@ class VLLMWorker:
             "logprobs_mode": "processed_logprobs",
             "limit_mm_per_prompt": {"video": 1, "image": 1},
             **(family_kwargs or {}),
+            **engine.vllm_args(bool(cuda)),  # enforce_eager (vLLM's default on a GPU), the parallel sizes
         }
         if engine.max_num_batched_tokens is not None:
             kwargs["max_num_batched_tokens"] = engine.max_num_batched_tokens

@@ -171,6 +171,9 @@ class BudgetPoint(_Strict):
         return self.frames == 0
 
 
+_PARALLEL = ("tensor_parallel_size", "pipeline_parallel_size")
+
+
 class EngineSpec(_Strict):
     """How an engine is started for one model."""
 
@@ -183,7 +186,15 @@ class EngineSpec(_Strict):
     enable_prefix_caching: bool = Field(
         default=True, description="Share the cached video prefix between questions of one video and budget."
     )
-    enforce_eager: bool = Field(default=True, description="Skip graph capture (faster start; needed on CPU).")
+    enforce_eager: bool | None = Field(
+        default=None, description="Skip CUDA graph capture (a faster start, slower decoding); null: vLLM's own "
+        "default (graphs captured on a GPU), and true on the CPU build, which has no graphs to capture.")
+    tensor_parallel_size: int = Field(
+        default=1, ge=1, description="GPUs one engine splits each layer over (vLLM tensor_parallel_size); with "
+        "pipeline_parallel_size it sets the GPUs each engine actor reserves (num_gpus auto).")
+    pipeline_parallel_size: int = Field(
+        default=1, ge=1, description="Pipeline stages of one engine, each on its own GPUs (vLLM "
+        "pipeline_parallel_size).")
     mm_processor_cache_gb: float = Field(
         default=4.0, ge=0,
         description="vLLM's multimodal processor cache (GiB): holds processed frames of the videos in flight, "
@@ -229,8 +240,39 @@ class EngineSpec(_Strict):
 
     @property
     def world_size(self) -> int:
-        """GPUs one engine spreads its model over (tensor x pipeline parallel size, from `extra`)."""
-        return int(self.extra.get("tensor_parallel_size", 1)) * int(self.extra.get("pipeline_parallel_size", 1))
+        """GPUs one engine spreads its model over (tensor x pipeline parallel size)."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    def vllm_args(self, cuda: bool) -> dict[str, Any]:
+        """The engine arguments these fields give vLLM on a machine with (`cuda`) or without a GPU: enforce_eager
+        only where set, or true on the CPU build; the parallel sizes where above 1."""
+        eager = self.enforce_eager if self.enforce_eager is not None else (None if cuda else True)
+        args: dict[str, Any] = {} if eager is None else {"enforce_eager": eager}
+        for key in _PARALLEL:
+            if getattr(self, key) > 1:
+                args[key] = getattr(self, key)
+        return args
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parallel_from_extra(cls, data: Any) -> Any:
+        """`extra = { tensor_parallel_size = N }` (as before these were fields) sets the field; both, differing,
+        fail naming the two."""
+        if not isinstance(data, dict) or not isinstance(data.get("extra"), dict):
+            return data
+        extra = dict(data["extra"])
+        out = dict(data)
+        for key in _PARALLEL:
+            value = extra.get(key)
+            if isinstance(value, bool) or not isinstance(value, int):
+                continue  # not a size: left in extra, whose check names it
+            extra.pop(key)
+            if key in data and data[key] != value:
+                raise ValueError(f"{key} = {data[key]!r} and extra.{key} = {value!r}: give it once, as "
+                                 f"[models.engine] {key}")
+            out[key] = value
+        out["extra"] = extra
+        return out
 
     @field_validator("extra")
     @classmethod

@@ -52,6 +52,7 @@ THROUGHPUT_ONLY = frozenset({
     "max_model_len", "max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching", "enforce_eager",
     "mm_processor_cache_gb", "kv_cache_gib", "gpu_memory_utilization", "engine_core", "num_gpus",
     "placement_timeout_s", "replicas", "deadline_base_s", "deadline_per_request_s", "deadline_per_frame_s",
+    "tensor_parallel_size", "pipeline_parallel_size",
 })
 """`[models.engine]` settings left out: how fast and where, never what (a longer `max_model_len` changes which
 prompts fit, and a prompt that did not fit is an error row, retried anyway)."""
