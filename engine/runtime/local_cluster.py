@@ -201,12 +201,15 @@ def _start(object_store_mb: int, timeout_s: float) -> dict[str, Any]:
 
 
 def _session_pids(sid: int) -> list[int]:
+    """The running processes of session `sid` (psutil's list; a zombie, one gone meanwhile, or one not ours to ask
+    is skipped)."""
+    import psutil
+
     pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[3]) == sid:
-                    pids.append(int(d.name))
+    for proc in psutil.process_iter(["status"]):
+        with contextlib.suppress(OSError):
+            if proc.info.get("status") != psutil.STATUS_ZOMBIE and os.getsid(proc.pid) == sid:
+                pids.append(proc.pid)
     return pids
 
 
