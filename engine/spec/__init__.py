@@ -17,6 +17,7 @@ from engine.frames.plan import get_policy
 from engine.spec.checkpoint import CheckpointSpec
 from engine.spec.datasets import IMAGE_BUDGETS, DatasetSpec, StrictModel, SyntheticDatasetSpec
 from engine.spec.source import SpecFileError, read_spec_file
+from engine.spec.vllm_args import unknown_engine_args
 
 __all__ = [
     "BudgetPoint",
@@ -294,6 +295,15 @@ class EngineSpec(_Strict):
                 raise ValueError(f"{key} must be a whole number of at least 1, got {value!r}")
         return extra
 
+    @field_validator("extra")
+    @classmethod
+    def _extra_keys(cls, extra: dict[str, Any]) -> dict[str, Any]:
+        """Every key an argument of the installed vLLM's `LLM` (a typo fails here, with the closest name, instead
+        of when the engine starts); nothing is checked where vLLM is not installed."""
+        if extra and (problem := unknown_engine_args(list(extra))):
+            raise ValueError(problem)
+        return extra
+
     @model_validator(mode="after")
     def _gpus_match_parallelism(self) -> EngineSpec:
         if self.num_gpus != "auto" and self.num_gpus > 0 and self.world_size > 1 and self.num_gpus != self.world_size:
@@ -521,7 +531,12 @@ class SweepSpec(_Strict):
     predictor: PredictorSpec = Field(default_factory=PredictorSpec, description="Hybrid-frame predictor options.")
     decode: DecodeSpec = Field(default_factory=DecodeSpec, description="Decoding options.")
     store: StoreSpec = Field(description="Results store (optional when the command line gives --out).")
-    ray_address: str | None = Field(default=None, description="Ray cluster to join; null starts a local one.")
+    ray_address: str | None = Field(
+        default=None, description="Ray cluster to join; null: the cluster in RAY_ADDRESS (as ray.init reads it, "
+        "e.g. under `ray job submit`), else the local cluster `framesweep engines up` started, else a new local one.")
+    ray_dashboard: bool = Field(
+        default=False, description="Start Ray's dashboard with a new local cluster (`--dashboard`; its address is "
+        "printed); a cluster that is joined keeps its own setting.")
     max_attempts: int = Field(default=3, ge=1, description="Attempts per job before it is recorded as an error.")
 
     @model_validator(mode="after")
