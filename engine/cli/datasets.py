@@ -49,6 +49,20 @@ def datasets(
         for f in info.fields:
             t.add_row(f.name, f.type, "required" if f.required else f.default, f.description)
         console.print(t)
+        _print_source(info.name)
+
+
+def _print_source(name: str) -> None:
+    """Where the benchmark comes from, and the layout `run --data DIR` expects."""
+    from engine.datasets.sources import SOURCES
+
+    src = SOURCES.get(name)
+    if src is None:
+        return
+    how = f"framesweep fetch {name} --to DIR" if src.fetchable else "by hand"
+    console.print(f"source: {src.where} ({how}){'; ' + src.note if src.note else ''}", soft_wrap=True)
+    console.print("layout under --data DIR: " + ", ".join(f"{k} = DIR/{v}" if v != "." else f"{k} = DIR"
+                                                          for k, v in src.layout.items()), soft_wrap=True)
 
 
 def _print_survey(s: DatasetSurvey) -> None:
@@ -117,7 +131,43 @@ def inspect(
         raise typer.Exit(EXIT_MEDIA_MISSING)
 
 
+def fetch(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Dataset adapter (`framesweep datasets`).")],
+    to: Annotated[Path, typer.Option("--to", metavar="DIR", help="Folder to lay the release out in (its files "
+                                     "linked to the Hugging Face cache, its archives unpacked).")],
+    revision: Annotated[str | None, typer.Option("--revision", help="A branch, tag or commit of the "
+                                                 "release.")] = None,
+) -> None:
+    """Download a benchmark's public release through huggingface_hub and lay it out for `run --data DIR`.
+
+    The hub's own settings apply (HF_TOKEN, HF_HUB_CACHE, HF_HUB_OFFLINE). Exit codes: 0 laid out; 2 an unknown
+    dataset, or one that is not on the hub (its source is named); 1 the download or an archive failed.
+    """
+    from engine.datasets.sources import FetchError, get_source
+    from engine.datasets.sources import fetch as run_fetch
+
+    try:
+        src = get_source(name)
+    except KeyError as err:
+        fail(err.args[0])
+        raise typer.Exit(2) from None
+    if not src.fetchable:
+        fail(f"{name}: {src.where} is not fetched automatically ({src.note})")
+        raise typer.Exit(2)
+    try:
+        fields = run_fetch(name, to, revision=revision)
+    except FetchError as err:
+        fail(err)
+        raise typer.Exit(1) from None
+    console.print(f"{name}: {src.where} laid out in {to}", soft_wrap=True)
+    for field, value in fields.items():
+        console.print(f"  {field} = {value}", soft_wrap=True)
+    console.print(f"run it: framesweep run --model PATH --dataset {name} --data {to} --frames 0,8,32 --limit 20 "
+                  "--out OUT", soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
-    """Add `datasets` and `inspect` to the framesweep app."""
+    """Add `datasets`, `inspect` and `fetch` to the framesweep app."""
     app.command("datasets")(datasets)
     app.command("inspect")(inspect)
+    app.command("fetch")(fetch)
