@@ -1,14 +1,16 @@
 """The hybrid-frame predictor's data: answer parsing, the predictions table, the frame-count manifest.
 
 A predictor model reads an instruction and answers how many frames it needs. The
-online run (`engine.adaptive.cascade`) parses each answer with `parse_frame_count` and commits
+online run (`engine.adaptive.predictor`) reads each answer (an option letter, an option's text held by
+structured outputs, else free text parsed with `parse_frame_count`, the fallback) and commits
 one row per (predictor, dataset, item) as Parquet shards under ``OUT/predictions/``
 (schema `PREDICTION_SCHEMA`, written with `write_predictions`). Offline, the
 predictions are scored against a finished sweep by
 `engine.metrics.predictor.evaluate_predictor` and exported as a per-sample
 frame-count manifest for video fine-tuning data by `export_manifest`.
 
-Parse statuses (`PARSE_KINDS`): ``exact`` (a number that is an allowed budget),
+Parse statuses (`PARSE_KINDS`): ``choice`` (the generated answer is one of the options' texts, as
+structured outputs hold it: no parsing), ``exact`` (a number that is an allowed budget),
 ``snapped`` (a number snapped to the nearest allowed budget, ties to the cheaper),
 ``letter`` (an option letter, options A.. presented in `allowed` order), ``word``
 (a number written in words), ``text_only`` (zero frames: "0", "none", "no frames",
@@ -47,7 +49,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PARSE_KINDS: tuple[str, ...] = ("exact", "snapped", "letter", "word", "text_only", "unparsed")
+PARSE_KINDS: tuple[str, ...] = ("choice", "exact", "snapped", "letter", "word", "text_only", "unparsed")
 PREDICTION_KEY: tuple[str, ...] = ("predictor_id", "dataset", "item_id")
 
 PREDICTION_SCHEMA: dict[str, pl.DataType] = {

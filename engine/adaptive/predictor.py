@@ -7,8 +7,10 @@ spec's ``predictor.text_only_option`` says so), asked without media by default o
 with a few low-resolution "glimpse" frames. Its answers are ordinary result rows in
 their own store under ``OUT/predictions/asked/<predictor>/`` (committed, resumable,
 retried like any row), read back into predictions: in `letter` scoring the answer is constrained
-to the option letters; in `generate` scoring the free text is parsed robustly
-(`engine.adaptive.predictions.parse_frame_count`). The raw answer is kept.
+to the option letters; in `generate` scoring the generated answer is held to the options' texts
+("16 frames") by vLLM's structured outputs (``choice``; the in-process engine and a `vllm serve` that
+has them), and where a server answers freely its text is parsed
+(`engine.adaptive.predictions.parse_frame_count`, the fallback). The raw answer is kept.
 Predictions are committed under ``OUT/predictions/``; `PredictedPolicy` then
 answers every item at its predicted budget (rows under budget id ``pred-<predictor>``).
 """
@@ -25,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from engine.adaptive.predictions import parse_frame_count, write_predictions
+from engine.backends.base import ANSWER_CHOICES
 from engine.backends.prompts import question_text
 from engine.datasets import get_adapter, load_items
 from engine.items import Item, Job, option_letters
@@ -68,13 +71,18 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.@+-]", "_", name)
 
 
+def _option(frames: int) -> str:
+    return "no frames (text only)" if frames == 0 else f"{frames} frames"
+
+
 def _question(item: Item, frames: list[int]) -> Item:
-    """The predictor's question about an item: which of the grid's frame counts it needs."""
-    options = tuple("no frames (text only)" if f == 0 else f"{f} frames" for f in frames)
+    """The predictor's question about an item: which of the grid's frame counts it needs. A generated answer is
+    held to the options' texts (`ANSWER_CHOICES`: vLLM's structured outputs)."""
+    options = tuple(_option(f) for f in frames)
     lines = "\n".join(f"{lt}. {o}" for lt, o in zip(option_letters(len(options)), options))
     prompt = PREDICT_TEMPLATE.format(instruction=question_text(item), options=lines)
     return replace(item, prompt=prompt, options=options, answer=None, kind="mcq", response_prefix=None,
-                   system_prompt=None)
+                   system_prompt=None, extra={**item.extra, ANSWER_CHOICES: list(options)})
 
 
 class QuestionPolicy:
@@ -107,7 +115,10 @@ def _prediction(row: dict[str, Any], frames: list[int], mode: str) -> tuple[str,
         letters = option_letters(len(frames))
         pick = row["pred"]
         return (raw, frames[letters.index(pick)], "letter") if pick in letters else (raw, None, "unparsed: no letter")
-    n, status = parse_frame_count(raw, frames)
+    chosen = {_option(f): f for f in frames}.get(raw.strip())
+    if chosen is not None:  # held to the options (structured outputs)
+        return raw, chosen, "choice"
+    n, status = parse_frame_count(raw, frames)  # a server without structured outputs: its free text, parsed
     return raw, n, status
 
 

@@ -12,10 +12,13 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-__all__ = ["IMAGE_URL_SLOT", "VIDEO_URL_SLOT", "Backend", "BackendBase", "EngineRequest", "EngineResult"]
+__all__ = ["ANSWER_CHOICES", "IMAGE_URL_SLOT", "VIDEO_URL_SLOT", "Backend", "BackendBase", "EngineRequest",
+           "EngineResult"]
 
 VIDEO_URL_SLOT = "<framesweep:video>"
 IMAGE_URL_SLOT = "<framesweep:image:{}>"
+ANSWER_CHOICES = "answer_choices"
+"""The `Item.extra` key of the strings a generated answer must be one of (`EngineRequest.choices`)."""
 
 
 @dataclass
@@ -43,6 +46,9 @@ class EngineRequest:
     image_uuids: list[str] | None = None
     chat_extra: dict[str, Any] | None = None
     """Extra chat-request fields (e.g. continue_final_message for a response prefix)."""
+    choices: list[str] | None = None
+    """Generate mode: the answer is exactly one of these strings (vLLM's structured outputs, `choice`); a server
+    without structured outputs answers freely, and the caller parses the text."""
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT, EngineRequest
+from engine.backends.base import ANSWER_CHOICES, IMAGE_URL_SLOT, VIDEO_URL_SLOT, EngineRequest
 from engine.backends.prompts import PromptFamily, question_text, scoring_mode, system_message, video_metadata
 from engine.frames.view import MediaView
 from engine.items import Item
@@ -48,12 +48,15 @@ def _chat_messages(sys_msg: str, media_parts: list[dict[str, Any]], text: str,
 
 def _request(request_id: str, item: Item, media: MediaView | None, mode: str, max_tokens: int,
              **fields: Any) -> EngineRequest:
+    scored = scoring_mode(item, mode)
+    choices = item.extra.get(ANSWER_CHOICES) if scored == "generate" else None
     return EngineRequest(
         request_id=request_id,
         letters=item.letters if item.kind == "mcq" else [],
-        mode=scoring_mode(item, mode),  # type: ignore[arg-type]
+        mode=scored,  # type: ignore[arg-type]
         max_tokens=max_tokens,
         video_key=media.source if media is not None else None,
+        choices=list(choices) if choices else None,
         **fields,
     )
 

@@ -201,6 +201,8 @@ class OpenAIHTTPBackend(BackendBase):
                         allowed_token_ids=[await self._letter_token_id(x) for x in r.letters])
         else:
             body.update(max_tokens=r.max_tokens, top_logprobs=20)
+            if r.choices:  # vLLM's structured outputs; a server without them answers freely (the caller parses)
+                body["structured_outputs"] = {"choice": list(r.choices)}
         if r.mm_processor_kwargs:
             body["mm_processor_kwargs"] = r.mm_processor_kwargs
         if r.video is not None and self.http.send_video_metadata and r.video_meta:

@@ -313,6 +313,11 @@ class VLLMWorker:
         if r.mode == "letter":
             ids = [self.letter_token_id(x) for x in r.letters]
             return SamplingParams(max_tokens=1, temperature=0.0, allowed_token_ids=ids, logprobs=len(ids))
+        if r.choices:  # the answer is one of these strings, whole (vLLM's structured outputs)
+            from vllm.sampling_params import StructuredOutputsParams
+
+            return SamplingParams(max_tokens=r.max_tokens, temperature=0.0, logprobs=20,
+                                  structured_outputs=StructuredOutputsParams(choice=list(r.choices)))
         return SamplingParams(max_tokens=r.max_tokens, temperature=0.0, logprobs=20)
 
     def _result(self, r: EngineRequest, out: Any, engine_s: float) -> EngineResult:

@@ -169,3 +169,25 @@ def test_a_real_server_answers_within_the_request_deadline(server: str, tiny_qwe
         assert r.ok, r.error
         s = score_letters(list("ABCD"), r.letter_logprobs)
         assert s.returned == 4 and math.isclose(sum(p for p in s.probs if p is not None), 1.0, rel_tol=1e-6)
+
+
+def test_a_real_server_holds_a_generated_answer_to_its_choices(server: str, tiny_qwen25: Path) -> None:
+    """`structured_outputs.choice` in the request: the tiny random model answers one of the predictor's
+    options, whole (without it, its free text would be anything)."""
+    from engine.adaptive.predictor import _question
+
+    fam = get_family("qwen2_5_vl")
+    reqs = [fam.build(f"p{i}", _question(item, [2, 4, 8]), None, "generate", None, 16)
+            for i, item in enumerate(ITEMS)]
+    assert reqs[0].choices == ["2 frames", "4 frames", "8 frames"]
+
+    async def go():
+        be = OpenAIHTTPBackend(HTTPSpec(base_url=server), str(tiny_qwen25))
+        await be.start()
+        try:
+            return await be.generate(reqs)
+        finally:
+            await be.close()
+
+    for r in asyncio.run(go()):
+        assert r.ok and r.text in ("2 frames", "4 frames", "8 frames"), (r.error, r.text)
