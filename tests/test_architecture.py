@@ -29,6 +29,7 @@ LAYERS: dict[str, float] = {
     "engine.report": 10,
     "engine.export": 10,
     "engine.cli": 11,
+    "engine.__main__": 12,  # `python -m engine`: runs the CLI, like the console script
 }
 
 

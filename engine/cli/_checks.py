@@ -87,7 +87,7 @@ def summary_problems(opts: SummaryOptions, known: KnownIds) -> list[str]:
 
 
 def refuse(out_dir: Path, problems: list[str]) -> None:
-    """With problems: print them under one line naming DIR, and exit 2."""
+    """With problems: print them under one line naming OUT, and exit 2."""
     if len(problems) == 1:
         fail(f"{out_dir}: {problems[0]}")
     elif problems:

@@ -3,6 +3,9 @@
 Messages carry user text (paths, ids, error messages, server replies) that may hold
 `[brackets]`; with markup off they print as written, and styling is given explicitly
 (`style=`). Error messages also pass through `redact`, so no registered secret is printed.
+Nothing is recoloured by rich's highlighter (an id like `f16-px200704` keeps one colour), and
+output that goes to a file or a pipe is neither coloured (rich's own rule) nor wrapped at 80
+columns (`COLUMNS` still sets a width).
 """
 
 from __future__ import annotations
@@ -13,15 +16,31 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
+from rich.highlighter import NullHighlighter
 from rich.logging import RichHandler
 
 from engine.runtime.secrets import RedactingFilter, redact
 
 __all__ = ["console", "err_console", "fail", "heading", "setup_logging", "shards_named", "warn"]
 
-console = Console(markup=False, emoji=False)
-err_console = Console(stderr=True, markup=False, emoji=False)
+_UNWRAPPED = 100_000
+"""The width of a console that writes to a file or a pipe: lines and tables are as long as they need."""
+
+
+class _Console(Console):
+    """A rich console that does not wrap what goes to a file or a pipe (rich would wrap it at 80 columns)."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self._width is None and not self.is_terminal and not self._environ.get("COLUMNS", "").isdigit():
+            return ConsoleDimensions(_UNWRAPPED, size.height)
+        return size
+
+
+console = _Console(markup=False, emoji=False, highlight=False)
+err_console = _Console(stderr=True, markup=False, emoji=False, highlight=False)
 
 
 def heading(text: str) -> None:
@@ -37,7 +56,7 @@ def fail(message: object) -> None:
 
 @contextmanager
 def shards_named(out_dir: Path) -> Iterator[None]:
-    """Inside: reading the results of DIR. An unreadable shard (a bad footer, or corrupt data pages that fail
+    """Inside: reading the results of OUT. An unreadable shard (a bad footer, or corrupt data pages that fail
     a collect: `engine.results.store.naming_corrupt_shards`) is named and the command exits 2, instead of a
     Polars traceback naming no file."""
     from engine.results.store import CorruptShardError, naming_corrupt_shards
@@ -56,8 +75,11 @@ def warn(message: object) -> None:
 
 
 def setup_logging(verbose: bool) -> None:
-    """Log records to stderr through rich, secrets redacted; INFO with `verbose`, else WARNING."""
-    handler = RichHandler(console=err_console, show_path=False, markup=False)
+    """Log records to stderr through rich, secrets redacted; INFO with `verbose`, else WARNING (the level is the
+    handler's too, so a run log that takes INFO records leaves the terminal as it was)."""
+    level = logging.INFO if verbose else logging.WARNING
+    handler = RichHandler(console=err_console, show_path=False, markup=False, highlighter=NullHighlighter(),
+                          keywords=[])
+    handler.setLevel(level)
     handler.addFilter(RedactingFilter())
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s",
-                        handlers=[handler], force=True)
+    logging.basicConfig(level=level, format="%(message)s", handlers=[handler], force=True)

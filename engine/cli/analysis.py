@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-_Dir = Annotated[Path, typer.Argument(metavar="DIR", help="Results directory (safe while a sweep writes to it).")]
+_Dir = Annotated[Path, typer.Argument(metavar="OUT", help="Results directory (safe while a sweep writes to it).")]
 _NBoot = Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap replicates for confidence intervals (0: none).")]
 _Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed.")]
 _Pair = Annotated[list[str] | None, typer.Option("--pair", help="Extra transition FROM:TO (repeatable; default all).")]
@@ -37,7 +37,7 @@ _IsoTol = Annotated[float, typer.Option(
     "--iso-tolerance", min=0.0, help="Iso-compute sets: each budget's pixels sent within this share of the median.")]
 _Json = Annotated[Path | None, typer.Option("--json", help="Write the JSON document here.")]
 _Preds = Annotated[Path | None, typer.Option(
-    "--predictions", help="Run directory holding predictions/ shards (default: DIR).")]
+    "--predictions", help="Run directory holding predictions/ shards (default: OUT).")]
 _ModelId = Annotated[str | None, typer.Option("--model-id", help="Evaluate against this model only (default: all).")]
 _Fallback = Annotated[str | None, typer.Option(
     "--fallback", help="Budget id for unparsed or off-grid predictions (default: the dearest budget).")]
@@ -79,7 +79,9 @@ def _document(out_dir: Path, opts: SummaryOptions) -> dict[str, Any]:
         raise typer.Exit(2)
     if opts.primary_protocol is None:
         opts = dataclasses.replace(opts, primary_protocol=_primary_protocol(out_dir))
-    rows = _rows(out_dir)
+    from engine.results.video_stats import scan_video_stats, with_video_stats
+
+    rows = with_video_stats(_rows(out_dir), scan_video_stats(out_dir))  # each video's statistics (low_level)
     with shards_named(out_dir):
         if opts.protocols or opts.pairs or opts.cascade_stages or opts.cascade_match or opts.compare:
             refuse(out_dir, summary_problems(opts, known_ids(rows, opts.engine)))  # type: ignore[arg-type]
@@ -87,7 +89,7 @@ def _document(out_dir: Path, opts: SummaryOptions) -> dict[str, Any]:
 
 
 def _rows(out_dir: Path, warn_foreign: bool = True) -> Any:
-    """The results of DIR (one row per key); an unreadable shard is named (exit 2) instead of a Polars traceback.
+    """The results of OUT (one row per key); an unreadable shard is named (exit 2) instead of a Polars traceback.
 
     Rows of another sweep (a shard copied into results/) are left out (`engine.results.store.own_rows`), as
     `status` leaves them out, and (with `warn_foreign`) each such shard is named on stderr."""
@@ -204,7 +206,7 @@ def report(
     n_boot: _NBoot = 1000, seed: _Seed = 0, pair: _Pair = None, cascade_stages: _Stages = None,
     cascade_match: _Match = None, compare: _Compare = None, engine: _Engine = "auto",
     predictions: Annotated[Path | None, typer.Option(
-        "--predictions", help="Run directory holding predictions/ shards (default: DIR when it has them).")] = None,
+        "--predictions", help="Run directory holding predictions/ shards (default: OUT when it has them).")] = None,
     fallback: _Fallback = None,
     checkpoint_models: Annotated[str | None, typer.Option(
         "--checkpoint-models", help="Comma-separated checkpoints (base first) for the checkpoint section (default: "
@@ -343,7 +345,7 @@ def predictor_eval(out_dir: _Dir, predictions: _Preds = None, model_id: _ModelId
 
 
 def export_manifest(
-    out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Run directory holding predictions/ shards.")],
+    out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Run directory holding predictions/ shards.")],
     out: Annotated[Path, typer.Option("--out", help="JSONL manifest to write.")],
     items: Annotated[Path | None, typer.Option(
         "--items", help="Items table (.parquet/.jsonl/.csv: dataset, item_id, video) to restrict to and take "

@@ -1,39 +1,72 @@
-"""The `framesweep` app: run, demo, status, cascade, predict; the analysis and dataset groups register here."""
+"""The `framesweep` app: run, demo, status, cascade, predict; the analysis and dataset groups register here.
+
+Conventions of every command: `-h`/`--help`, `framesweep --version`, the results directory is `OUT` (an
+argument, or `--out` where a command creates it), output to a file or a pipe is neither coloured nor
+wrapped (`engine.cli._console`), and `python -m engine` is `framesweep`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.resources
-import os
-import sys
-import tempfile
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import polars as pl
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from engine.cli._console import console, err_console, fail, heading, setup_logging, shards_named, warn
+from engine import __version__
+from engine.cli._console import console, fail, heading, setup_logging, warn
 from engine.cli.analysis import register as register_analysis_commands
+from engine.cli.compact import register as register_compact_command
 from engine.cli.datasets import register as register_dataset_commands
 from engine.cli.engines import register as register_engine_commands
-from engine.cli.compact import register as register_compact_command
 from engine.cli.export import register as register_export_command
 from engine.cli.figures import register as register_figures_command
-from engine.datasets.errors import DatasetError
-from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
+from engine.cli.run import (
+    EXIT_ENGINE_START,
+    EXIT_FAILED_JOBS,
+    EXIT_PERMANENT_FAILURES,
+    EXIT_STORE_FULL,
+    EXIT_WARM_ENGINE_STOPPED,
+    ending,
+    leave,
+)
+from engine.cli.run import register as register_run_commands
+from engine.results.store import CorruptShardError, StoreLockedError
 from engine.runtime.atomic import atomic_write
-from engine.runtime.placement import PlacementError
 from engine.spec import SpecError, SweepSpec, load_spec
 
 if TYPE_CHECKING:
     from engine.metrics.status import SweepStatus
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+__all__ = ["EXIT_ENGINE_START", "EXIT_FAILED_JOBS", "EXIT_PERMANENT_FAILURES", "EXIT_STORE_FULL",
+           "EXIT_WARM_ENGINE_STOPPED", "app", "main"]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
                   help="framesweep: paired item-level scaling audits of video LLMs.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            version = metadata.version("framesweep")
+        except metadata.PackageNotFoundError:
+            version = __version__
+        typer.echo(f"framesweep {version}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print framesweep's version and exit.")] = False) -> None:
+    """framesweep: paired item-level scaling audits of video LLMs."""
+
+
+register_run_commands(app)  # first: `run` and `demo` lead the command list
+
+_ending, _leave = ending, leave  # the names cascade and predict use below
 
 
 def _logging(verbose: bool) -> None:
@@ -60,179 +93,16 @@ def _preflight(spec: SweepSpec, source: str) -> None:
         raise typer.Exit(2) from None
 
 
-EXIT_FAILED_JOBS = 4
-"""`run` finished, but some jobs failed for a transient reason (engine, server, timeout): a rerun retries them."""
-EXIT_PERMANENT_FAILURES = 6
-"""`run` finished, and every failed job failed for good (missing or undecodable media, a frame plan the video cannot
-meet: `error_kind` permanent): a rerun fails them the same way until the media are fixed or the items dropped."""
-EXIT_STORE_FULL = 5
-"""A commit failed for lack of disk space (committed shards stay readable)."""
-EXIT_WARM_ENGINE_STOPPED = 7
-"""A warm engine the run used was stopped (`engines down`) mid-run; committed rows are kept, a rerun continues."""
-
-
-def _ending(err: BaseException) -> int | None:
-    """The exit code of an error that ends `run`, `cascade` or `predict` with one sentence (None: a bug, raised).
-
-    2 a spec, dataset, preflight or results-directory problem (a corrupt shard or manifest, another sweep's
-    directory, a changed spec over committed keys, engines that cannot be placed); 3 another driver holds the
-    directory (or took it over); 5 no space left; 7 a warm engine stopped while the run used it."""
-    from engine.backends.warm import WarmEngineStoppedError
-    from engine.sweep.resume import AnswerMismatchError
-
-    codes: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
-        (StoreLockedError, 3), (StoreFullError, EXIT_STORE_FULL), (WarmEngineStoppedError, EXIT_WARM_ENGINE_STOPPED),
-        ((DatasetError, SpecError, ForeignSweepError, CorruptShardError, PlacementError, AnswerMismatchError), 2))
-    return next((code for kinds, code in codes if isinstance(err, kinds)), None)
-
-
-def _leave(code: int) -> None:
-    """Leave at once with `code` (after a warm engine stopped, its cluster is going down: Ray's exit-time
-    shutdown would wait on it)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def _run_spec(spec: SweepSpec, source: str = "<spec>") -> int:
-    from engine.sweep import Sweep
-    from engine.sweep.preflight import preflight
-
-    try:
-        preflight(spec, source)
-    except SpecError as err:
-        fail(err)
-        return 2
-    columns = (TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console, transient=False) as progress:
-        task = progress.add_task("planning", total=None)  # engines start only once jobs are pending
-
-        def on_progress(event: str, n: int) -> None:
-            if event == "total":
-                progress.update(task, total=n, description=f"{spec.sweep_id}: jobs")
-            elif event == "more":  # an adaptive policy's next round
-                progress.update(task, total=(progress.tasks[task].total or 0) + n)
-            elif event == "done":
-                progress.advance(task, n)
-
-        sweep = Sweep(spec, progress=on_progress)
-        try:
-            summary = asyncio.run(sweep.run())
-        except Exception as err:
-            if (code := _ending(err)) is None:
-                raise
-            fail(err)
-            if code == EXIT_WARM_ENGINE_STOPPED:
-                _leave(code)
-            return code
-    console.print(
-        f"{spec.sweep_id}: {summary.jobs_ok} ok, {summary.jobs_failed} failed, "
-        f"{summary.jobs_skipped} already committed; {summary.videos} videos, {summary.decode_calls} decode passes, "
-        f"{summary.frames_decoded} frames decoded; {summary.wall_s:.1f}s -> {spec.store.out_dir}"
-    )
-    for mid, info in summary.engines.items():
-        if info.get("warm"):
-            console.print(f"{mid}: warm engine {info['warm']} reused (`framesweep engines` lists it)")
-    if summary.foreign_shards:
-        warn(f"{len(summary.foreign_shards)} shard(s) of another sweep in {spec.store.out_dir / 'results'} were "
-             "ignored (their rows count for nothing here): " + ", ".join(Path(p).name for p in summary.foreign_shards))
-    if summary.stopped:
-        warn("stopped early; rerun the same command to finish")
-        # a signal stopped the run and every finished row is committed: leave at once, since Ray's own
-        # SIGTERM handler in this process turns its exit-time shutdown into an abort (-6 instead of 130)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(130)
-    return _failed_jobs(summary.jobs_failed, summary.jobs_failed_permanent, spec.store.out_dir)
-
-
-def _failed_jobs(failed: int, permanent: int, out_dir: Path) -> int:
-    """0 when nothing failed; else say which failures a rerun can fix: exit 4 when some are transient, 6 when all
-    are permanent."""
-    if not failed:
-        return 0
-    transient = failed - permanent
-    if permanent:
-        warn(f"{permanent} job(s) failed for good (missing or undecodable media, or a frame plan the video cannot "
-             f"meet; `framesweep status {out_dir}` names them): fix the media or drop the items; until then a rerun "
-             "fails them the same way")
-    if transient:
-        warn(f"{transient} job(s) failed for a transient reason (engine, server, timeout; error rows); rerun the same "
-             "command to retry them")
-        return EXIT_FAILED_JOBS
-    return EXIT_PERMANENT_FAILURES
-
-
 @app.command()
-def run(
-    spec_path: Annotated[Path, typer.Argument(metavar="SPEC.toml", help="Sweep spec (TOML).")],
-    out: Annotated[Path | None, typer.Option("--out", help="Results directory (overrides store.out_dir).")] = None,
-    address: Annotated[str | None, typer.Option("--address", help="Ray cluster to join.")] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
-) -> None:
-    """Run (or resume) a sweep: every model x item x budget not yet committed."""
-    _logging(verbose)
-    spec = _load(spec_path, out)
-    if address:
-        spec = spec.model_copy(update={"ray_address": address})
-    raise typer.Exit(_run_spec(spec, str(spec_path)))
-
-
-def _print_tables(out_dir: Path) -> None:
-    from engine.metrics.basic import fixed_accuracy, transitions
-    from engine.results.store import own_rows
-
-    with shards_named(out_dir):
-        rows = own_rows(out_dir)[0]
-        acc = fixed_accuracy(rows).collect()
-        flows = transitions(rows).collect()
-    for (model_id, dataset, protocol), part in acc.group_by(["model_id", "dataset", "protocol_id"],
-                                                             maintain_order=True):
-        console.print()
-        heading(f"{model_id} on {dataset}, chain {protocol}")
-        t = Table(title="accuracy per budget")
-        t.add_column("budget")
-        t.add_column("items", justify="right")
-        t.add_column("accuracy", justify="right")
-        for r in part.iter_rows(named=True):
-            t.add_row(r["budget_id"], str(r["n_items"]), f"{100 * r['accuracy']:.1f}")
-        console.print(t)
-        f = flows.filter((pl.col("model_id") == model_id) & (pl.col("dataset") == dataset)
-                         & (pl.col("protocol_id") == protocol))
-        t = Table(title="rescue / harm per transition")
-        for c in ("from", "to", "rescue", "harm", "net", "churn"):
-            t.add_column(c, justify="right")
-        for r in f.iter_rows(named=True):
-            t.add_row(r["from"], r["to"], str(r["rescue"]), str(r["harm"]),
-                      f"{100 * r['net']:+.1f}", f"{100 * r['churn']:.1f}")
-        console.print(t)
-
-
-@app.command()
-def demo(
-    out: Annotated[Path, typer.Option("--out", help="Results directory.")] = Path("runs/demo"),
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
-) -> None:
-    """Build the tiny checkpoint and synthetic benchmark if missing, run the demo grid, print the audit."""
-    _logging(verbose)
-    text = importlib.resources.files("engine.grids").joinpath("demo.toml").read_text()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "demo.toml"
-        path.write_text(text)
-        spec = _load(path, out)
-    code = _run_spec(spec)
-    if code in (0, 130, EXIT_FAILED_JOBS, EXIT_PERMANENT_FAILURES):
-        _print_tables(out)
-    raise typer.Exit(code)
-
-
-@app.command()
-def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")]) -> None:
+def status(out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results directory.")]) -> None:
     """Jobs done / failed / pending per model and budget, throughput, ETA and the live churn summary
     (safe while a sweep runs)."""
-    from engine.metrics.status import sweep_status
+    from engine.metrics.status import sweep_starting, sweep_status
 
+    if (holder := sweep_starting(out_dir)) is not None:
+        console.print(f"{out_dir}: a run is starting ({holder} holds the directory; it reads its items and the "
+                      "committed rows, and records its plan before any engine starts)", soft_wrap=True)
+        return
     try:
         st = sweep_status(out_dir)
     except CorruptShardError as err:  # a damaged or missing manifest too (ManifestError)
@@ -245,9 +115,7 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
         t.add_row(r["model_id"], str(r["dataset"]), r["budget_id"], str(r["done"]), str(r["failed"]),
                   str(r["pending"]))
     console.print(t)
-    rate = f"{st.jobs_per_min:.1f} jobs/min" if st.jobs_per_min else "n/a"
-    eta = f"{st.eta_min:.1f} min" if st.eta_min is not None else "n/a"
-    console.print(f"throughput {rate}; ETA {eta}")
+    _pace(st)
     _failures(st)
     if st.foreign_shards:
         warn(f"{len(st.foreign_shards)} shard(s) hold rows of another sweep and are not counted: "
@@ -268,6 +136,29 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results 
             console.print(c)
     else:
         console.print("live churn: no item answered at every budget yet")
+
+
+def _pace(st: SweepStatus) -> None:
+    """Who writes the directory now, and the current run's pace (its own rows only)."""
+    from datetime import UTC, datetime
+
+    if st.run_started_at is None:
+        console.print("no run recorded (imported results): no throughput or ETA")
+        return
+    ago = (datetime.now(UTC) - st.run_started_at).total_seconds() / 60
+    if st.driver is None:
+        rate = f", {st.jobs_per_min:.1f} jobs/min" if st.jobs_per_min else ""
+        console.print(f"no run in progress; the last one started {ago:.1f} min ago and committed {st.run_rows} "
+                      f"rows{rate}", soft_wrap=True)
+        return
+    if st.run_rows == 0:
+        console.print(f"running ({st.driver}), started {ago:.1f} min ago: starting (Ray and the engines load "
+                      "before the first row)", soft_wrap=True)
+        return
+    rate = f"{st.jobs_per_min:.1f} jobs/min" if st.jobs_per_min else "n/a"
+    eta = f"{st.eta_min:.1f} min" if st.eta_min is not None else "n/a"
+    console.print(f"running ({st.driver}), started {ago:.1f} min ago: {st.run_rows} rows so far, throughput {rate}; "
+                  f"ETA {eta}", soft_wrap=True)
 
 
 def _failures(st: SweepStatus) -> None:
@@ -301,8 +192,8 @@ def spec(
 
 
 @app.command()
-def doctor(out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")]) -> None:
-    """Read every result shard whole; move unreadable ones to DIR/quarantine/ (the next run recomputes
+def doctor(out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results directory.")]) -> None:
+    """Read every result shard whole; move unreadable ones to OUT/quarantine/ (the next run recomputes
     their keys). Takes the directory's lock: no sweep may be writing to it."""
     from engine.results.store import doctor as run_doctor
 
@@ -411,6 +302,7 @@ def predict(
     from engine.adaptive.predictions import export_manifest
     from engine.adaptive.predictor import answers_items, predict_frames, run_predicted
     from engine.cli._checks import check_output
+    from engine.cli.progress import RunProgress
     from engine.sweep import start_backends
 
     _logging(verbose)
@@ -428,17 +320,20 @@ def predict(
     # predicting only needs the predictor's engine; answering needs every model's
     needed = spec if run_items else spec.model_copy(update={"models": [m for m in spec.models if m.id == predictor]})
 
-    async def go() -> tuple[Any, Any]:
-        backends = await start_backends(needed)
+    async def go(progress: RunProgress) -> tuple[Any, Any]:
+        backends = await start_backends(needed, progress=progress)
         try:
+            progress.set_stage(f"predicting frame counts with {predictor}")
             preds = await predict_frames(spec, predictor, backends, glimpse_frames=glimpse)
+            progress.set_stage("answering at the predicted budgets" if run_items else None)
             summary = await run_predicted(spec, predictor, preds, backends) if run_items else None
             return preds, summary
         finally:
             await asyncio.gather(*(b.close() for b in backends.values()), return_exceptions=True)
 
     try:
-        preds, summary = asyncio.run(go())
+        with RunProgress("predict", [m.id for m in needed.models]) as progress:
+            preds, summary = asyncio.run(go(progress))
     except Exception as err:
         if (code := _ending(err)) is None:
             raise

@@ -32,7 +32,7 @@ _ImageDs = Annotated[str | None, typer.Option(
 
 
 def manifest_spec(out_dir: Path) -> dict[str, Any]:
-    """The spec stored in DIR's manifest ({} when there is none); a damaged manifest is named (exit 2)."""
+    """The spec stored in OUT's manifest ({} when there is none); a damaged manifest is named (exit 2)."""
     with shards_named(out_dir):
         return read_manifest(out_dir).get("spec") or {}
 
@@ -57,7 +57,7 @@ def _study(spec: dict[str, Any], models: list[str] | None) -> list[Checkpoint]:
 
 def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list[str] | None,
                    engine: PolarsEngine, models_option: str = "--models") -> dict[str, Any]:
-    """The checkpoint document of DIR (`engine.metrics.checkpoints.checkpoint_document`); exits 2 on a bad study
+    """The checkpoint document of OUT (`engine.metrics.checkpoints.checkpoint_document`); exits 2 on a bad study
     or on a model or dataset named (`models_option`, --image-datasets) that the results do not hold."""
     import polars as pl
 
@@ -146,7 +146,7 @@ def _split(text: str | None) -> list[str] | None:
 
 
 def checkpoints(
-    out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")],
+    out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results directory.")],
     models: _Models = None, image_datasets: _ImageDs = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON document here.")] = None,
     engine: Annotated[PolarsEngine, typer.Option(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,8 +27,8 @@ __all__ = ["register"]
 
 engines_app = typer.Typer(no_args_is_help=False, help="Warm engines kept running between runs: up, list, down.")
 
-Address = Annotated[str | None, typer.Option("--address", help="Ray cluster of the engines (default: the local "
-                                             "cluster `engines up` started).")]
+Address = Annotated[str | None, typer.Option("--address", help="Ray cluster of the engines (default: RAY_ADDRESS, "
+                                             "else the local cluster `engines up` started).")]
 
 
 def _settings_line(settings: dict[str, Any]) -> str:
@@ -86,12 +87,16 @@ def _name_unrecorded() -> None:
 def up(
     spec_path: Annotated[Path, typer.Argument(metavar="SPEC.toml", help="Sweep spec whose engines to start.")],
     address: Address = None,
+    dashboard: Annotated[bool, typer.Option("--dashboard", help="Start the local cluster with Ray's "
+                                            "dashboard.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Start the spec's vLLM engines as warm engines (reusing any already up with the same settings)."""
     from engine.backends.warm import list_engines
-    from engine.runtime.local_cluster import ClusterStartError, start_local_cluster
+    from engine.cli.progress import RunProgress
+    from engine.cli.run import EXIT_ENGINE_START
     from engine.sweep import start_backends
+    from engine.sweep.engines import EngineStartError
     from engine.sweep.preflight import preflight
 
     setup_logging(verbose)
@@ -104,29 +109,46 @@ def up(
     if all(m.backend == "openai" for m in spec.models):
         warn("the spec has no vLLM engine to keep warm (its models are served over HTTP)")
         raise typer.Exit(0)
+    address = address or os.environ.get("RAY_ADDRESS") or None
     if address is None:
-        try:
-            rec = start_local_cluster()
-        except ClusterStartError as err:
-            fail(err)
-            raise typer.Exit(1) from None
-        console.print(f"local Ray cluster at {rec['address']} (stop it with `framesweep engines down`)")
-    spec = spec.model_copy(update={"ray_address": address})
+        _local_cluster(dashboard)
+    spec = spec.model_copy(update={"ray_address": address, "models": [m for m in spec.models
+                                                                      if m.backend != "openai"]})
 
-    async def go() -> list[dict[str, Any]]:
-        backends = await start_backends(spec.model_copy(update={"models": [m for m in spec.models
-                                                                           if m.backend != "openai"]}),
-                                        detached=True)
-        for mid, b in backends.items():
-            reused = sum(r.reused for r in b.replicas)
-            console.print(f"{mid}: {len(b.replicas) - reused} started, {reused} already up")
-        return await list_engines()
+    async def go(progress: RunProgress) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        backends = await start_backends(spec, detached=True, progress=progress)
+        return backends, await list_engines()
 
     try:
-        _print(asyncio.run(go()))
+        with RunProgress("engines up", [m.id for m in spec.models]) as progress:
+            backends, found = asyncio.run(go(progress))
     except PlacementError as err:
         fail(err)
         raise typer.Exit(2) from None
+    except EngineStartError as err:
+        fail(err)
+        raise typer.Exit(EXIT_ENGINE_START) from None
+    for mid, b in backends.items():
+        reused = sum(r.reused for r in b.replicas)
+        console.print(f"{mid}: {len(b.replicas) - reused} started, {reused} already up")
+    _print(found)
+
+
+def _local_cluster(dashboard: bool) -> None:
+    """Find or start the persistent local cluster, and say where it is (exit 1 when it does not start)."""
+    from engine.runtime.local_cluster import ClusterStartError, start_local_cluster
+
+    try:
+        rec = start_local_cluster(dashboard=dashboard)
+    except ClusterStartError as err:
+        fail(err)
+        raise typer.Exit(1) from None
+    console.print(f"local Ray cluster at {rec['address']} (stop it with `framesweep engines down`)")
+    if rec.get("dashboard"):
+        console.print(f"Ray dashboard: {rec['dashboard']}")
+    elif dashboard:
+        warn("the local cluster already runs without Ray's dashboard: `framesweep engines down`, then `engines up "
+             "--dashboard`")
 
 
 @engines_app.command("down")

@@ -19,7 +19,7 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 
 def export(
-    out_dir: Annotated[Path, typer.Argument(help="Results directory of a sweep.")],
+    out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results directory of a sweep.")],
     to: Annotated[Path, typer.Option("--to", help="Folder to write items.parquet, scores.parquet, provenance.json "
                                      "and README.md (new, empty, or an earlier export, which is replaced; outside "
                                      "OUT).")],

@@ -1,8 +1,20 @@
-"""Progress of a sweep from its results directory alone (works while it runs)."""
+"""Progress of a sweep from its results directory alone (works while it runs).
+
+- The driver: `OUT/.lock` names the driver that took the directory (`pid N on host`); it counts as
+  running while that process lives (checked on this host only). A directory whose lock is held but
+  whose plan is not recorded yet is a run that is starting (`sweep_starting`), not an error.
+- Rate and ETA come from the current run only (the manifest's last `history` entry): its rows over the
+  time since it started (up to now while its driver runs, else up to its last row), so earlier runs,
+  imported rows (all stamped at the import) and the engines' start-up before the first row never make a
+  rate of thousands of jobs a minute. No run recorded (an import): no rate.
+- Budgets are listed in cost order: the spec's (the manifest's), else the rows' frames and pixels.
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -11,8 +23,9 @@ from engine.metrics.flows import transitions
 from engine.metrics.grid import BASE_GROUP, GROUP, matched
 from engine.results.manifest import read_manifest
 from engine.results.store import naming_corrupt_shards, own_rows
+from engine.runtime.processes import pid_alive
 
-__all__ = ["SweepStatus", "sweep_status"]
+__all__ = ["SweepStatus", "driver_running", "sweep_starting", "sweep_status"]
 
 
 @dataclass
@@ -34,6 +47,53 @@ class SweepStatus:
     way until the media are fixed or the items dropped. The rest are transient (a rerun retries them)."""
     permanent_errors: pl.DataFrame = field(default_factory=pl.DataFrame)
     """The permanent failures by (dataset, video_id, error): `jobs` each, most jobs first."""
+    driver: str | None = None
+    """The running driver that holds the directory (`pid N on host`), or None when none runs."""
+    run_started_at: datetime | None = None
+    """When the current (or last) run started (the manifest's last history entry); None for an import."""
+    run_rows: int = 0
+    """Rows the current (or last) run has committed so far."""
+
+
+def _flocked(path: Path) -> bool | None:
+    """Whether a process holds a `flock` on `path`, from the kernel's table (`/proc/locks`: local locks only);
+    None where that table cannot be read. Never takes the lock (a driver starting that moment would be refused)."""
+    try:
+        st = path.stat()
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    me = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return any(len(f := line.split()) > 5 and f[1] == "FLOCK" and f[5] == me for line in table.splitlines())
+
+
+def driver_running(out_dir: str | Path) -> str | None:
+    """The driver holding `OUT/.lock` (`pid N on host`, as it wrote it), else None.
+
+    Held: a `flock` on the file in the kernel's table; where it cannot be read (or the driver runs on another
+    host), the process named in the file running (on this host), or the file naming another host."""
+    path = Path(out_dir) / ".lock"
+    try:
+        holder = path.read_text(errors="replace").strip()
+    except OSError:
+        return None
+    parts = holder.split()
+    if len(parts) < 4 or parts[0] != "pid" or not parts[1].isdigit():
+        return None
+    here = parts[3] == os.uname().nodename
+    held = _flocked(path) if here else None
+    if held is False or (held is None and here and not pid_alive(int(parts[1]))):
+        return None
+    return holder
+
+
+def sweep_starting(out_dir: str | Path) -> str | None:
+    """A run that holds the directory but has not recorded its plan yet (items loading, the committed rows
+    read): its driver (`pid N on host`); None when there is a manifest or no running driver."""
+    out = Path(out_dir)
+    if (out / "manifest.json").exists():
+        return None
+    return driver_running(out)
 
 
 _CELL = ["model_id", "dataset", "budget_id"]
@@ -86,23 +146,54 @@ def _status(out: Path, manifest: dict, sweep_id: str) -> SweepStatus:
         expected.join(counts, on=_CELL, how="left" if expected.height else "full", coalesce=True)
         .with_columns(pl.col("expected", "done", "failed", "failed_permanent").fill_null(0).cast(pl.Int64))
         .with_columns((pl.col("expected") - pl.col("done") - pl.col("failed")).clip(0).alias("pending"))
-        .sort(["model_id", "dataset", "order", "budget_id"], nulls_last=True)  # budgets in the spec's cost order
-        .drop("order")
+        .join(_costs(counted), on=_CELL, how="left")
+        # budgets in the spec's cost order; without one (an import), the rows' frames and pixels
+        .sort(["model_id", "dataset", "order", "_frames", "_pixels", "budget_id"], nulls_last=True)
+        .drop("order", "_frames", "_pixels")
     )
     done, failed, pending = (int(per[c].sum()) for c in ("done", "failed", "pending"))
     if expected.height:  # only what the spec expects: a budget dropped from it neither counts nor blocks the churn
         counted = counted.join(expected.lazy().select(_CELL), on=_CELL, how="semi")
-    times = counted.filter(pl.col("status") == "ok").select(
-        pl.col("finished_at").min().alias("t0"), pl.col("finished_at").max().alias("t1"), pl.len().alias("n")
-    ).collect()
-    rate = eta = None
-    if times["n"][0] > 1 and times["t0"][0] is not None:
-        span = (times["t1"][0] - times["t0"][0]).total_seconds() / 60
-        if span > 0:
-            rate = times["n"][0] / span
-            eta = pending / rate if pending else 0.0
+    driver = driver_running(out)
+    started = _run_started(manifest)
+    n, rate, eta = _pace(counted, started, driver is not None, pending)
     return SweepStatus(sweep_id, done, failed, pending, per, rate, eta, live_churn(counted), foreign,
-                       int(per["failed_permanent"].sum()), _permanent_errors(counted))
+                       int(per["failed_permanent"].sum()), _permanent_errors(counted), driver, started, n)
+
+
+def _run_started(manifest: dict) -> datetime | None:
+    """When the manifest's last run started (None: no run recorded, e.g. an imported directory)."""
+    history = manifest.get("history") or []
+    last = history[-1] if isinstance(history, list) and history and isinstance(history[-1], dict) else {}
+    try:
+        started = datetime.fromisoformat(str(last["started_at"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return started if started.tzinfo else started.replace(tzinfo=UTC)
+
+
+def _pace(rows: pl.LazyFrame, started: datetime | None, live: bool, pending: int
+          ) -> tuple[int, float | None, float | None]:
+    """The current run's rows, jobs per minute and ETA in minutes: its rows (ok or not) over the time from its start
+    to now (its driver runs) or to its last row."""
+    if started is None:
+        return 0, None, None
+    mine = rows.filter(pl.col("finished_at") >= started).select(
+        pl.len().alias("n"), pl.col("finished_at").max().alias("t1")).collect()
+    n, last = int(mine["n"][0]), mine["t1"][0]
+    end = datetime.now(UTC) if live else last
+    minutes = (end - started).total_seconds() / 60 if end is not None else 0.0
+    if n == 0 or minutes <= 0:
+        return n, None, None
+    rate = n / minutes
+    return n, rate, (pending / rate if pending else 0.0) if live or not pending else None
+
+
+def _costs(rows: pl.LazyFrame) -> pl.DataFrame:
+    """Each budget's cost from its rows: frames, then the resolution cap (text-only first)."""
+    return rows.group_by(_CELL).agg(
+        pl.col("frames").min().cast(pl.Int64).alias("_frames"),
+        pl.coalesce("max_pixels", "short_side").min().cast(pl.Int64).alias("_pixels")).collect()
 
 
 def _permanent_errors(latest: pl.LazyFrame) -> pl.DataFrame:

@@ -10,4 +10,11 @@
     lmms_eval.py  import lmms-eval sample logs as result rows (paired comparison with a peer harness)
     lmms_logs.py  lmms-eval's log layout and what each log's results.json records (frames, model, task data)
     lmms_merge.py one key, one answer: imported logs merged and checked against the directory
+
+The one reader of a results directory, as every command reads it: `own_rows(OUT)` (one row per key of the
+directory's own sweep; shards of another sweep left out and named).
 """
+
+from engine.results.store import own_rows
+
+__all__ = ["own_rows"]

@@ -1,4 +1,13 @@
-"""Starting or joining a Ray cluster."""
+"""Starting or joining a Ray cluster.
+
+Which cluster: `--address` (the spec's `ray_address`), else `RAY_ADDRESS` (as `ray.init()` reads it, e.g.
+under `ray job submit`), else the local cluster `framesweep engines up` recorded, else a new local one
+(loopback only; its dashboard with `dashboard=True`).
+
+What the cluster's workers print (the engine actors' vLLM lines among it) comes to the driver
+(`log_to_driver`) and goes to the log, logger `engine.runtime.workers` at INFO (a run's log file), never
+to the terminal; `ray_session()` says where Ray keeps its own logs.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +23,15 @@ from engine.runtime.local_cluster import local_cluster_env, recorded_cluster
 from engine.runtime.reaper import Reaper
 from engine.runtime.secrets import register_secret_env
 
-__all__ = ["ensure_ray"]
+__all__ = ["WORKER_LOGGER", "ensure_ray", "ray_session"]
 
 log = logging.getLogger(__name__)
+
+WORKER_LOGGER = "engine.runtime.workers"
+"""The logger that carries every line the cluster's workers print (INFO)."""
+_workers_log = logging.getLogger(WORKER_LOGGER)
+_FORWARD = "framesweep_worker_logs"
+_session: dict[str, Any] = {}
 
 _LOCK = threading.Lock()
 _KEEPER_LOCK = threading.Lock()
@@ -53,9 +68,10 @@ def _on_keeper(fn: Callable[[], T]) -> T:
 
 
 def ensure_ray(address: str | None = None, *, num_cpus: int | None = None,
-               object_store_mb: int | None = 1024) -> None:
-    """Join the cluster at `address`, else the persistent local cluster `framesweep engines up` recorded
-    (`engine.runtime.local_cluster`), else start a local one bound to loopback.
+               object_store_mb: int | None = 1024, dashboard: bool = False) -> None:
+    """Join the cluster at `address`, else the one `RAY_ADDRESS` names, else the persistent local cluster
+    `framesweep engines up` recorded (`engine.runtime.local_cluster`), else start a local one bound to
+    loopback (with Ray's dashboard when `dashboard`).
 
     A local instance keeps all its traffic on 127.0.0.1. Joining a real cluster
     needs its auth token (`RAY_AUTH_TOKEN` or `RAY_AUTH_TOKEN_PATH`) unless the
@@ -67,31 +83,45 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None,
     register_secret_env("RAY_AUTH_TOKEN")  # never printed or stored, wherever it shows up
     with _LOCK:  # engines and decode actors may ask for the cluster at once, from two threads
         if not ray.is_initialized():
-            _init(ray, address, num_cpus, object_store_mb)
+            _init(ray, address, num_cpus, object_store_mb, dashboard)
 
 
-def _init(ray: Any, address: str | None, num_cpus: int | None, object_store_mb: int | None) -> None:
+def ray_session() -> dict[str, Any]:
+    """The cluster this process joined: `address`, `how` (the --address/ray_address, RAY_ADDRESS, the local
+    cluster `engines up` recorded, or a new local one), `logs` (Ray's session log folder on the head node) and
+    `dashboard` (its URL, or None); {} before Ray started."""
+    return dict(_session)
+
+
+def _init(ray: Any, address: str | None, num_cpus: int | None, object_store_mb: int | None, dashboard: bool) -> None:
     if threading.current_thread() is not threading.main_thread():
         logging.getLogger("ray._private.worker").addFilter(_no_sigterm_notice)
-    if address:
-        log.info("joining Ray cluster at %s", address)
-        ray.init(address=address, log_to_driver=False)
+    forward = _can_forward()
+    _session.clear()
+    if address or os.environ.get("RAY_ADDRESS"):
+        how = "address" if address else "RAY_ADDRESS"
+        address = address or os.environ["RAY_ADDRESS"]
+        log.info("joining Ray cluster at %s (%s)", address, how)
+        _joined(ray.init(address=address, log_to_driver=forward), how, forward)
         return
     recorded = recorded_cluster()
     _local_settings()
     if recorded is not None:
         log.info("joining the local Ray cluster at %s (started by `framesweep engines up`)", recorded["address"])
-        ray.init(address=recorded["address"], log_to_driver=False, configure_logging=False)
+        _joined(ray.init(address=recorded["address"], log_to_driver=forward, configure_logging=False), "engines up",
+                forward)
         return
+    started: list[Any] = []
+
     def start() -> None:
-        ray.init(
+        started.append(ray.init(
             address="local",  # a new instance, even where `ray start` left a cluster address behind
             num_cpus=num_cpus,
-            include_dashboard=False,
+            include_dashboard=dashboard,
             object_store_memory=object_store_mb * 1024 * 1024 if object_store_mb else None,
-            log_to_driver=False,
+            log_to_driver=forward,
             configure_logging=False,
-        )
+        ))
 
     # what Ray's processes start lives on after a SIGKILLed driver: the reaper ends it. It starts before Ray
     # does, so that a driver killed while Ray starts leaves nothing either
@@ -106,11 +136,72 @@ def _init(ray: Any, address: str | None, num_cpus: int | None, object_store_mb: 
         if reaper is not None:
             reaper.abort()  # what the failed start left is stopped
         raise
+    _joined(started[0] if started else None, "local", forward)
     if reaper is not None:
         try:
             reaper.attach(ray)
         except Exception as err:  # noqa: BLE001 - it still knows the session by name
             log.warning("could not hand Ray's processes to the reaper (%s: %s)", type(err).__name__, err)
+
+
+def _joined(context: Any, how: str, forward: bool) -> None:
+    """Record the session (`ray_session`) and send the workers' output to the log instead of the terminal."""
+    if forward:
+        _forward_worker_logs()
+    info = getattr(context, "address_info", None) if context is not None else None  # (`len(context)` warns)
+    _session.update(how=how, address=info.get("address") if isinstance(info, dict) else None, logs=_logs_dir(),
+                    dashboard=_dashboard_url(context))
+    log.info("Ray session: %s", _session)
+
+
+def _logs_dir() -> str | None:
+    try:
+        from ray._private import worker
+
+        node = worker._global_node
+        return str(node.get_logs_dir_path()) if node is not None else None
+    except Exception:  # noqa: BLE001 - a fact for the user, never a reason to fail
+        return None
+
+
+def _dashboard_url(context: Any) -> str | None:
+    url = getattr(context, "dashboard_url", None) if context is not None else None
+    return f"http://{url}" if url and not str(url).startswith("http") else (url or None)
+
+
+def _dispatcher() -> Any:
+    """Ray's driver-side dispatcher of worker output (private API; None where this Ray has none)."""
+    try:
+        from ray._private.ray_logging import global_worker_stdstream_dispatcher
+    except ImportError:
+        return None
+    return global_worker_stdstream_dispatcher if hasattr(global_worker_stdstream_dispatcher, "remove_handler") \
+        else None
+
+
+def _can_forward() -> bool:
+    """Whether the workers' output can be taken off the terminal: only then does the driver ask Ray for it."""
+    return _dispatcher() is not None
+
+
+def _forward_worker_logs() -> None:
+    """Replace Ray's printing of worker output (to this process's stdout/stderr) by the log."""
+    dispatcher = _dispatcher()
+    dispatcher.remove_handler("ray_print_logs")
+    dispatcher.remove_handler(_FORWARD)
+    dispatcher.add_handler(_FORWARD, _log_worker_lines)
+
+
+def _log_worker_lines(batch: dict[str, Any]) -> None:
+    """One batch of a worker's output lines, each logged at INFO with the worker's name and pid (the autoscaler's
+    periodic status report, which Ray itself does not print either, is left out)."""
+    if batch.get("pid") == "autoscaler":
+        return
+    who = batch.get("actor_name") or batch.get("task_name") or "worker"
+    where = f"({who} pid={batch.get('pid')}{', ip=' + str(batch['ip']) if batch.get('ip') else ''})"
+    for line in batch.get("lines") or ():
+        if line.strip():
+            _workers_log.info("%s %s", where, line.rstrip())
 
 
 def _begin_reaper() -> Reaper | None:

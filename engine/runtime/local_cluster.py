@@ -155,9 +155,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_local_cluster(object_store_mb: int = 1024, timeout_s: float = 120.0) -> dict[str, Any]:
+def start_local_cluster(object_store_mb: int = 1024, timeout_s: float = 120.0, *,
+                        dashboard: bool = False) -> dict[str, Any]:
     """Start a persistent local cluster (or return the recorded one); returns its record
-    (`address`, `pid`, `log`, `started_at`). Exclusive: a second caller meanwhile waits and gets the first's."""
+    (`address`, `pid`, `log`, `started_at`, `dashboard`: its URL with `dashboard`, else None). Exclusive: a
+    second caller meanwhile waits and gets the first's."""
     with _exclusive(timeout_s + 30.0):
         rec = recorded_cluster(wait_s=timeout_s)
         if rec is not None:
@@ -165,11 +167,12 @@ def start_local_cluster(object_store_mb: int = 1024, timeout_s: float = 120.0) -
         if (left := _read_record()) is not None:
             raise ClusterStartError(f"the recorded local Ray cluster (pid {left.get('pid')}) runs but does not "
                                     f"answer at {left.get('address')}; stop it with `framesweep engines down`")
-        return _start(object_store_mb, timeout_s)
+        return _start(object_store_mb, timeout_s, dashboard)
 
 
-def _start(object_store_mb: int, timeout_s: float) -> dict[str, Any]:
+def _start(object_store_mb: int, timeout_s: float, dashboard: bool = False) -> dict[str, Any]:
     port = _free_port()
+    board = _free_port() if dashboard else None
     address = f"127.0.0.1:{port}"
     logfile = _record_path().parent / "cluster.log"
     logfile.parent.mkdir(parents=True, exist_ok=True)
@@ -179,7 +182,8 @@ def _start(object_store_mb: int, timeout_s: float) -> dict[str, Any]:
     cmd = [str(ray_cli) if ray_cli.exists() else sys.executable, *([] if ray_cli.exists() else
            ["-c", "from ray.scripts.scripts import main; main()"]),
            "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
-           "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}",
+           *(["--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={board}"] if board else
+             ["--include-dashboard=false"]), "--disable-usage-stats", f"--temp-dir={temp}",
            f"--object-store-memory={object_store_mb * 1024 * 1024}"]
     with logfile.open("ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -193,7 +197,7 @@ def _start(object_store_mb: int, timeout_s: float) -> dict[str, Any]:
             raise ClusterStartError(f"the local Ray cluster did not start (exit {proc.poll()}); log {logfile}:\n{tail}")
         time.sleep(0.2)
     rec = {"address": address, "pid": proc.pid, "log": str(logfile), "temp_dir": str(temp),
-           "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+           "started_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "dashboard": f"http://127.0.0.1:{board}" if board else None}
     _record_path().parent.mkdir(parents=True, exist_ok=True)
     atomic_write(_record_path(), json.dumps(rec, indent=2))
     log.info("local Ray cluster started at %s (pid %d)", address, proc.pid)

@@ -61,7 +61,8 @@ __all__ = ["Sweep", "SweepSummary"]
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, int], None]
-"""progress(event, n): "total" (first-round jobs), "more" (jobs a policy added), "done", "committed"."""
+"""progress(event, n): "total" (first-round jobs), "more" (jobs a policy added), "done", "committed", "decoded" (a
+decode pass), and from `start_backends` "ray", "ray_up" and "engine_up" (n: the model's index in the spec)."""
 
 Plans = dict[tuple[str, str, str], FramePlan]
 
@@ -191,7 +192,7 @@ class Sweep:
 
         from engine.runtime.cluster import ensure_ray
 
-        await asyncio.to_thread(ensure_ray, self.spec.ray_address)
+        await asyncio.to_thread(ensure_ray, self.spec.ray_address, dashboard=self.spec.ray_dashboard)
         if n_actors is None:
             n_actors = sum(1 for n in ray.nodes() if n.get("Alive"))
         cache_root = self._cache.dir.parent if self._cache is not None else None
@@ -199,7 +200,7 @@ class Sweep:
         self.summary.decode_workers = await self._decode_pool.start()
 
     async def _start_engines(self) -> None:
-        self.backends = await start_backends(self.spec)
+        self.backends = await start_backends(self.spec, progress=self.progress)
         self.summary.engines = {k: b.info for k, b in self.backends.items()}
 
     async def _engines_ready(self) -> None:

