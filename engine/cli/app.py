@@ -102,7 +102,8 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results 
     if (holder := sweep_starting(out_dir)) is not None:
         console.print(f"{out_dir}: a run is starting ({holder} holds the directory; it reads its items and the "
                       "committed rows, and records its plan before any engine starts)", soft_wrap=True)
-        return
+        if not (out_dir / "manifest.json").exists():
+            return
     try:
         st = sweep_status(out_dir)
     except CorruptShardError as err:  # a damaged or missing manifest too (ManifestError)
@@ -115,7 +116,8 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results 
         t.add_row(r["model_id"], str(r["dataset"]), r["budget_id"], str(r["done"]), str(r["failed"]),
                   str(r["pending"]))
     console.print(t)
-    _pace(st)
+    if holder is None:  # a run starting has no pace yet (the last recorded run is not this one)
+        _pace(st)
     _failures(st)
     if st.foreign_shards:
         warn(f"{len(st.foreign_shards)} shard(s) hold rows of another sweep and are not counted: "

@@ -21,6 +21,7 @@ import polars as pl
 
 from engine.metrics.flows import transitions
 from engine.metrics.grid import BASE_GROUP, GROUP, matched
+from engine.results.errors import ManifestError
 from engine.results.manifest import read_manifest
 from engine.results.store import naming_corrupt_shards, own_rows
 from engine.runtime.processes import pid_alive
@@ -89,11 +90,20 @@ def driver_running(out_dir: str | Path) -> str | None:
 
 def sweep_starting(out_dir: str | Path) -> str | None:
     """A run that holds the directory but has not recorded its plan yet (items loading, the committed rows
-    read): its driver (`pid N on host`); None when there is a manifest or no running driver."""
+    read): its driver (`pid N on host`); None when no driver runs or the running one has recorded its plan.
+
+    A driver signs `OUT/.lock` when it takes it, before it records its run in the manifest's history: a lock
+    signed after the last recorded run started is a run whose plan is not recorded yet (a rerun too)."""
     out = Path(out_dir)
-    if (out / "manifest.json").exists():
+    if (driver := driver_running(out)) is None:
         return None
-    return driver_running(out)
+    try:
+        manifest = read_manifest(out)
+        signed = datetime.fromtimestamp((out / ".lock").stat().st_mtime, UTC)
+    except (ManifestError, OSError):
+        return None  # `sweep_status` names a damaged manifest
+    started = _run_started(manifest)
+    return driver if not manifest or (started is not None and signed > started) else None
 
 
 _CELL = ["model_id", "dataset", "budget_id"]

@@ -64,3 +64,18 @@ def test_an_import_has_no_rate_and_lists_budgets_in_cost_order(tmp_path: Path) -
     assert st.jobs_per_min is None and st.eta_min is None  # was: thousands of jobs a minute, ETA 0.0
     res = runner.invoke(app, ["status", str(tmp_path)])
     assert res.exit_code == 0 and "no run recorded (imported results)" in res.output
+
+
+def test_a_rerun_that_has_not_recorded_its_plan_is_starting_not_the_last_run(tmp_path: Path) -> None:
+    day_ago = datetime.now(UTC) - timedelta(days=1)
+    rows = _at(frame({"a": "11", "b": "10"}, budgets={"text": 0, "f4": 4}), day_ago + timedelta(seconds=5), 1.0)
+    with ResultStore(tmp_path) as store:  # the last run, a day ago
+        store.write_manifest({"sweep_id": "t", "expected_by_dataset": {"d": {"m": {"text": 2, "f4": 2}}},
+                              "history": [{"started_at": day_ago.isoformat()}]})
+        store.add(rows)
+        store.commit()
+    with ResultStore(tmp_path):  # a rerun took the directory; its plan is not recorded yet
+        res = runner.invoke(app, ["status", str(tmp_path)])
+    assert res.exit_code == 0 and "a run is starting" in res.output, res.output
+    assert "4 done, 0 failed, 0 pending" in res.output  # what is committed, still shown
+    assert "started 1440" not in res.output and "jobs/min" not in res.output  # not the last run's pace as this one's
