@@ -600,11 +600,6 @@ class SweepSpec(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _checkpoint_bases(self) -> SweepSpec:
-        ids = {m.id for m in self.models}
-        for m in self.models:
-            base = m.checkpoint.base if m.checkpoint else None
-    @model_validator(mode="after")
     def _dataset_budget_names(self) -> SweepSpec:
         """Every budget a dataset names exists; an image budget's id is no budget of the sweep's."""
         ids = {b.budget_id for b in self.budgets}
@@ -622,6 +617,11 @@ class SweepSpec(_Strict):
                                  f"{', '.join([*sorted(ids), *images])}")
         return self
 
+    @model_validator(mode="after")
+    def _checkpoint_bases(self) -> SweepSpec:
+        ids = {m.id for m in self.models}
+        for m in self.models:
+            base = m.checkpoint.base if m.checkpoint else None
             if base is not None and (base == m.id or base not in ids):
                 raise ValueError(f"models {m.id}: checkpoint.base {base!r} names no other model of this spec; "
                                  f"known: {', '.join(sorted(ids - {m.id}))}")
@@ -667,16 +667,16 @@ class SweepSpec(_Strict):
         return self.model_copy(update={"store": self.store.model_copy(update={"out_dir": Path(out_dir)})})
 
 
+def _cost_order(budgets: Iterable[BudgetPoint]) -> list[BudgetPoint]:
+    """Text-only first, then by frames and pixels."""
+    return sorted(budgets, key=lambda b: (b.frames, b.max_pixels or b.exact_pixels or b.short_side or 0, b.budget_id))
+
+
 _DATASET_SPECS: list[type[StrictModel]] = list(get_args(get_args(DatasetSpec)[0]))
 
 
 def dataset_id(spec: Any) -> str:
     """The `dataset` column of a dataset spec's rows: its `id`, else its adapter's name."""
-def _cost_order(budgets: Iterable[BudgetPoint]) -> list[BudgetPoint]:
-    """Text-only first, then by frames and pixels."""
-    return sorted(budgets, key=lambda b: (b.frames, b.max_pixels or b.short_side or 0, b.budget_id))
-
-
     return getattr(spec, "id", None) or str(spec.name)
 
 
