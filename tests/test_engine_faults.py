@@ -40,7 +40,7 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
         while sweep.summary.jobs_ok == 0:
             await asyncio.sleep(0.05)
         ray.kill(actor, no_restart=False)
-        victim = sweep._decode_pool._pool.members[0]
+        victim = sweep.decoding.pool._pool.members[0]
         first = await victim.info.remote()
         ray.kill(victim, no_restart=False)  # and one decode actor
         # Ray restarts the decode actor (a new process) while the sweep goes on; whether the sweep noticed
@@ -56,7 +56,7 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
                 pass
             await asyncio.sleep(0.5)
         summary = await run
-        pool_facts = (again is not None and first["worker"] != again["worker"], sweep._decode_pool.local_fallbacks,
+        pool_facts = (again is not None and first["worker"] != again["worker"], sweep.decoding.pool.local_fallbacks,
                       len(summary.decode_workers))
         info = backends["tiny"].info
         await asyncio.gather(*(b.close() for b in backends.values()))

@@ -104,3 +104,19 @@ def test_waits_for_a_revival_then_gives_up_when_all_are_lost() -> None:
     assert asyncio.run(go(revive_ok)) == "a"
     with pytest.raises(NoReplicaError):
         asyncio.run(go(revive_fail))
+
+
+def test_a_callers_rank_comes_before_the_load() -> None:
+    """A preference (e.g. the member beside a batch's frames) wins over an idler member; among equals, the load."""
+    a, b, c = Member("a"), Member("b"), Member("c")
+    near = {"b", "c"}
+
+    async def go():
+        pool = _pool([a, b, c], revive=lambda m: asyncio.sleep(0, m))
+        busy = asyncio.create_task(pool.call(lambda m: m.work(0.1), rank=lambda m: (m.name not in near,)))
+        await asyncio.sleep(0.01)
+        second = await pool.call(lambda m: m.work(), rank=lambda m: (m.name not in near,))
+        return await busy, second
+
+    assert asyncio.run(go()) == ("b", "c")  # both near ones, the idle one second; never the idle far one
+    assert a.calls == 0

@@ -7,7 +7,11 @@ from conftest import small_spec_dict
 
 from engine.items import Item, Job
 from engine.spec import BudgetPoint, parse_spec
-from engine.sweep import Sweep, plan_jobs
+from engine.sweep import plan_item, plan_jobs
+
+
+def _plan(job: Job, n_frames: int, fps: float):  # type: ignore[no-untyped-def]
+    return plan_item(job.item, job.budget, n_frames, fps)
 
 
 def _job(frames: int, **item_kw: object) -> Job:
@@ -17,13 +21,13 @@ def _job(frames: int, **item_kw: object) -> Job:
 
 
 def test_whole_video_clip_and_image() -> None:
-    assert Sweep._plan(_job(4), 100, 10.0).indices.tolist() == [0, 33, 66, 99]
+    assert _plan(_job(4), 100, 10.0).indices.tolist() == [0, 33, 66, 99]
     # a question about seconds 2..5 of the video: frames 20..49 only
-    assert Sweep._plan(_job(4, clip=(2.0, 5.0)), 100, 10.0).indices.tolist() == [20, 30, 39, 49]
+    assert _plan(_job(4, clip=(2.0, 5.0)), 100, 10.0).indices.tolist() == [20, 30, 39, 49]
     # an image item sends its one frame whatever the budget
-    img = Sweep._plan(_job(16, media_kind="image"), 1, 25.0)
+    img = _plan(_job(16, media_kind="image"), 1, 25.0)
     assert img.indices.tolist() == [0]
-    assert Sweep._plan(_job(0), 100, 10.0).indices.size == 0
+    assert _plan(_job(0), 100, 10.0).indices.size == 0
 
 
 def test_plan_jobs_skips_committed_and_over_ceiling(tmp_path: Path) -> None:

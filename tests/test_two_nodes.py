@@ -12,6 +12,7 @@ head's engine and the sweep completes with exactly the expected key set, once ea
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -196,7 +197,7 @@ def test_second_node_killed_mid_sweep_loses_nothing(tmp_path: Path, two_nodes: T
     assert len(expected) == 96 * 3 * 4
     path = write_toml(tmp_path / "spec.toml", d)
     env = {**two_nodes.env, "FRAMESWEEP_CACHE": os.environ["FRAMESWEEP_CACHE"]}
-    proc = subprocess.Popen([*FRAMESWEEP, "run", str(path), "--address", two_nodes.address],
+    proc = subprocess.Popen([*FRAMESWEEP, "run", str(path), "--address", two_nodes.address, "--verbose"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)
     try:
@@ -243,3 +244,9 @@ def test_second_node_killed_mid_sweep_loses_nothing(tmp_path: Path, two_nodes: T
     retried = final.filter(pl.col("attempt") > 1)
     assert set(retried["worker"]) <= set(on_head)  # (none when the node happened to be between batches)
     assert "a member died" in stdout
+    plane = re.search(r"frame bytes: (\d+) into the driver, (\d+) between nodes \((\d+) jobs\)", " ".join(stdout.split()))
+    assert plane is not None, stdout[-3000:]
+    driver_bytes, internode_bytes, jobs = (int(x) for x in plane.groups())
+    print(f"data plane: {driver_bytes / jobs:.0f} frame bytes into the driver and {internode_bytes / jobs:.0f} "
+          f"between nodes per job ({jobs} jobs)")
+    assert jobs == len(expected) and driver_bytes == 0 and internode_bytes == 0

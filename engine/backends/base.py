@@ -1,7 +1,10 @@
 """The one backend interface: an async `generate` over engine requests.
 
-The vLLM Ray actor and (later) the OpenAI-compatible HTTP client implement it,
-so the scheduler never knows which serves it.
+The vLLM Ray actor (and its replica pools) and the OpenAI-compatible HTTP client
+implement it, so the scheduler never knows which serves it. A request's frames are
+pixels or, for a backend that `takes_frame_refs` (an engine in the Ray cluster),
+references to them in Ray's object store (`engine.frames.view.FrameRef`), resolved
+where the engine runs.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from engine.frames.view import FrameRef
+
 __all__ = ["ANSWER_CHOICES", "IMAGE_URL_SLOT", "VIDEO_URL_SLOT", "Backend", "BackendBase", "EngineRequest",
-           "EngineResult"]
+           "EngineResult", "frames_node"]
 
 VIDEO_URL_SLOT = "<framesweep:video>"
 IMAGE_URL_SLOT = "<framesweep:image:{}>"
@@ -27,7 +32,7 @@ class EngineRequest:
 
     request_id: str
     prompt: str
-    video: np.ndarray | None = None
+    video: np.ndarray | FrameRef | None = None
     video_meta: dict[str, Any] | None = None
     media_uuid: str | None = None
     letters: list[str] = field(default_factory=list)
@@ -41,7 +46,7 @@ class EngineRequest:
     """Identity of the video the frames come from (frame encodings are cached per video, index and size)."""
     jpeg_frames: list[bytes] | None = None
     """Already-encoded JPEG frames (the cached pipeline's), sent as they are instead of re-encoding `video`."""
-    images: list[np.ndarray] | None = None
+    images: list[np.ndarray] | list[FrameRef] | None = None
     """Frames sent as separate images (InternVL's `Frame{i}: <image>` packing, or an image item)."""
     image_uuids: list[str] | None = None
     chat_extra: dict[str, Any] | None = None
@@ -70,10 +75,23 @@ class EngineResult:
     engine_version: str | None = None
     error_type: str | None = None
     error: str | None = None
+    frame_bytes_pulled: int = 0
+    """Bytes of frames the engine's node pulled from another node to answer this request (and the requests
+    of its call that share them): the data plane's cost between nodes."""
 
     @property
     def ok(self) -> bool:
         return self.error_type is None
+
+
+def frames_node(requests: Sequence[EngineRequest]) -> str | None:
+    """The Ray node holding most of `requests`' frames by reference (None: no reference to place by)."""
+    count: dict[str, int] = {}
+    for r in requests:
+        for f in (r.video, *(r.images or ())):
+            if isinstance(f, FrameRef) and f.node_id is not None:
+                count[f.node_id] = count.get(f.node_id, 0) + 1
+    return max(count, key=lambda n: count[n]) if count else None
 
 
 class Backend(Protocol):
@@ -98,6 +116,12 @@ class Backend(Protocol):
     @property
     def concurrency(self) -> int:
         """Engine calls worth having in flight at once (one per replica)."""
+        ...
+
+    @property
+    def takes_frame_refs(self) -> bool:
+        """True when requests may carry frames by reference (`FrameRef`, resolved where the engine runs: an
+        engine in the Ray cluster); False when they must carry pixels (the pipeline fetches them first)."""
         ...
 
     async def start(self) -> dict[str, Any]:
@@ -141,6 +165,10 @@ class BackendBase:
     @property
     def concurrency(self) -> int:
         return 1
+
+    @property
+    def takes_frame_refs(self) -> bool:
+        return False
 
     async def start(self) -> dict[str, Any]:
         return dict(self.info)

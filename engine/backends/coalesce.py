@@ -5,6 +5,8 @@ engine answers one batch, the next videos finish decoding; their batches queue h
 and go to the engine together as one call, so the engine sees large batches (as a
 single `LLM.generate` over the whole sweep would) instead of one video's worth at a
 time. Each caller gets back exactly its own results, or the engine's exception.
+Batches whose frames (by reference) lie on different nodes go in different calls,
+so each call can go to an engine beside its frames (`frames_node`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from engine.backends.base import Backend, EngineRequest, EngineResult
+from engine.backends.base import Backend, EngineRequest, EngineResult, frames_node
 
 __all__ = ["CoalescingBackend"]
 
@@ -37,6 +39,10 @@ class CoalescingBackend:
         self._slots = asyncio.Semaphore(self.concurrency)
         self._worker: asyncio.Task[None] | None = None
         self.calls = 0
+
+    @property
+    def takes_frame_refs(self) -> bool:
+        return bool(self.backend.takes_frame_refs)
 
     async def start(self) -> dict[str, Any]:
         return await self.backend.start()
@@ -62,12 +68,25 @@ class CoalescingBackend:
         return await fut
 
     def _take(self) -> list[tuple[list[EngineRequest], asyncio.Future[list[EngineResult]]]]:
-        batch, n = [], 0
-        while self._queue and (not batch or n + len(self._queue[0][0]) <= self.max_requests):
-            reqs, fut = self._queue.pop(0)
-            if not fut.cancelled():
-                batch.append((reqs, fut))
-                n += len(reqs)
+        """The queued batches for one call, oldest first, up to `max_requests`: those whose frames lie on the
+        first one's node (or nowhere: text only, pixels); the others wait for the next call."""
+        batch: list[tuple[list[EngineRequest], asyncio.Future[list[EngineResult]]]] = []
+        rest = []
+        n, node = 0, None
+        for i, (reqs, fut) in enumerate(self._queue):
+            if fut.cancelled():
+                continue
+            if batch and n + len(reqs) > self.max_requests:
+                rest += self._queue[i:]
+                break
+            mine = frames_node(reqs)
+            if mine is not None and node is not None and mine != node:
+                rest.append((reqs, fut))
+                continue
+            batch.append((reqs, fut))
+            n += len(reqs)
+            node = node or mine
+        self._queue = rest
         return batch
 
     async def _run(self) -> None:

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from engine.backends.base import BackendBase, EngineRequest, EngineResult
+from engine.backends.base import BackendBase, EngineRequest, EngineResult, frames_node
 from engine.backends.vllm_actor import VLLMActorBackend
 from engine.runtime.replicas import ReplicaPool
 
@@ -16,9 +16,10 @@ __all__ = ["EnginePool"]
 class EnginePool(BackendBase):
     """`Backend` over `VLLMActorBackend` replicas of one model.
 
-    Each batch goes to the least busy healthy replica. A replica whose actor or node
-    dies raises to the scheduler (which counts the attempt and retries); the retry
-    goes to a healthy replica while the dead one is revived in the background.
+    Each batch goes to a healthy replica on the node that holds its frames (by reference) if there
+    is one, else (and among those) to the least busy. A replica whose actor or node dies raises to the
+    scheduler (which counts the attempt and retries); the retry goes to a healthy replica while the
+    dead one is revived in the background.
     """
 
     name = "vllm"
@@ -35,6 +36,10 @@ class EnginePool(BackendBase):
     def concurrency(self) -> int:
         """Batches worth sending at once (one per replica)."""
         return len(self.replicas)
+
+    @property
+    def takes_frame_refs(self) -> bool:
+        return all(r.takes_frame_refs for r in self.replicas)
 
     async def start(self) -> dict[str, Any]:
         started = await asyncio.gather(*(r.start() for r in self.replicas), return_exceptions=True)
@@ -61,7 +66,9 @@ class EnginePool(BackendBase):
         if self._pool is None:
             raise RuntimeError("engine pool not started")
         reqs = list(requests)
-        return await self._pool.call(lambda r: r.generate(reqs))
+        node = frames_node(reqs)
+        near = (lambda r: (r.node_id != node,)) if node is not None else None
+        return await self._pool.call(lambda r: r.generate(reqs), rank=near)
 
     async def reset_caches(self) -> int:
         """Empty every replica's caches; returns the resets summed over the replicas."""

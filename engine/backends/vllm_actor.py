@@ -22,6 +22,7 @@ from typing import Any
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.backends.warm import NAMESPACE, WarmEngineStoppedError, engine_key, engine_settings, find_engine
+from engine.frames.remote import FRAMES_LOST, FrameResolver, FramesLostError
 from engine.runtime.placement import Placement, actor_options, place, release, resolve_gpus
 from engine.runtime.replicas import EngineHungError
 from engine.scoring import letter_logprobs
@@ -212,6 +213,7 @@ class VLLMWorker:
         self.version = f"vllm {vllm.__version__}"
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
         self.node = _node_facts()
+        self._frames_timeout_s = engine.deadline_base_s / 2  # frames that take longer to arrive count as lost
         self._tok = self.llm.get_tokenizer()
         self._letter_ids: dict[str, int] = {}
         self._engine_procs = _engine_processes(self.llm)
@@ -230,7 +232,7 @@ class VLLMWorker:
         return {"engine_version": self.version, "worker": self.worker, "import_s": self.import_s,
                 "start_s": self.start_s, "engine_core": self.engine_core, "children": _children_described(),
                 "engine_core_pid": next(iter(_core_pids(self.llm)), None),
-                "engine_pids": [p.pid for p in self._engine_procs], **self.node}
+                "engine_pids": [p.pid for p in self._engine_procs], "frame_refs": True, **self.node}
 
     def describe(self) -> dict[str, Any]:
         """What `framesweep engines` lists: the key and settings, engine facts, memory, resets so far."""
@@ -360,6 +362,26 @@ class VLLMWorker:
         return out
 
     def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+        """Answer a batch. Frames sent by reference are read here first, one copy per video for the whole batch
+        (a request whose frames are gone gets a `FramesLostError` result: the driver decodes them again)."""
+        resolver = FrameResolver(self.node.get("node_id"), self._frames_timeout_s)
+        lost: dict[int, EngineResult] = {}
+        ready: list[EngineRequest] = []
+        for i, r in enumerate(requests):
+            try:
+                r.video = resolver(r.video)
+                r.images = [resolver(x) for x in r.images] if r.images else r.images
+                ready.append(r)
+            except FramesLostError as err:
+                lost[i] = EngineResult(r.request_id, error_type=FRAMES_LOST, error=str(err), worker=self.worker,
+                                       engine_version=self.version)
+        answers = iter(self._answer(ready))
+        out = [lost[i] if i in lost else next(answers) for i in range(len(requests))]
+        if out:
+            out[0].frame_bytes_pulled = resolver.pulled_bytes
+        return out
+
+    def _answer(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
         """Answer a batch; if the batch fails, answer one by one so a bad request becomes its own error."""
         if not requests:
             return []
@@ -491,6 +513,16 @@ class VLLMActorBackend(BackendBase):
     @property
     def actor(self) -> Any:
         return self._actor
+
+    @property
+    def takes_frame_refs(self) -> bool:
+        """Whether the engine reads frames by reference (an engine of this version says so in its facts)."""
+        return bool(self.info.get("frame_refs"))
+
+    @property
+    def node_id(self) -> str | None:
+        """The Ray node the engine runs on."""
+        return self.info.get("node_id")
 
     async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
         """Answer a batch in the actor; an engine that does not answer within the batch's deadline

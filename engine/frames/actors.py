@@ -1,10 +1,15 @@
-"""CPU decode actors: videos decoded anywhere in the Ray cluster, frames returned through the object store.
+"""CPU decode actors: videos decoded beside the engines, their frames left in Ray's object store.
 
-`DecodePool` keeps `n` `DecodeWorker` actors spread over the nodes. Each video goes
-to the least busy one; its `DecodedVideo` (numpy frames) comes back through Ray's
-object store (zero-copy on the driver's node). A worker that dies (its process or
-its node) is restarted by Ray; the video is retried on another worker meanwhile,
-and if none is left the caller decodes it itself, so decoding never stops a sweep.
+`DecodePool` keeps `n` `DecodeWorker` actors, placed on the cluster's nodes in turn (node affinity,
+soft: a restarted actor may land elsewhere). A video goes to an actor on the node that should
+answer it: the node of its earlier rounds, else a node with an engine, the one with the fewest
+videos in flight, then the least busy actor. The actor puts the decoded frames in its node's object
+store and returns their facts and a reference (`engine.frames.remote`): the driver plans with the
+facts and hands the engines the reference, so frames go from decoder to engine without entering
+the driver.
+
+A worker that dies (its process or its node) is restarted by Ray; the video is retried on another
+worker meanwhile, and if none is left the caller decodes it itself, so decoding never stops a sweep.
 """
 
 from __future__ import annotations
@@ -13,18 +18,28 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engine.frames.video import DecodedVideo
+from engine.frames.remote import DecodedPart, RemoteVideo
 from engine.runtime.replicas import NoReplicaError, ReplicaPool, is_actor_death, revive_actor
 
 __all__ = ["DecodePool", "DecodeWorker"]
 
 log = logging.getLogger(__name__)
+
+
+def _node_id() -> str | None:
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+    except Exception:  # noqa: BLE001 - outside Ray: no node
+        return None
 
 
 class DecodeWorker:
@@ -36,29 +51,42 @@ class DecodeWorker:
 
         self.cache = FrameCache(cache_root, fmt=cache_format) if cache_root is not None else None  # type: ignore[arg-type]
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self.node_id = _node_id()
         self.videos = 0
 
     def info(self) -> dict[str, Any]:
-        return {"worker": self.worker, "videos": self.videos}
+        return {"worker": self.worker, "videos": self.videos, "node_id": self.node_id}
 
     def decode(self, path: str, indices: np.ndarray, decoder: str, size: tuple[int, int] | None,
-               also: Mapping[tuple[int, int], np.ndarray] | None, cached: bool = False) -> DecodedVideo:
+               also: Mapping[tuple[int, int], np.ndarray] | None, cached: bool = False) -> tuple[DecodedPart, Any]:
+        """The video's facts for the caller, and a reference to the video itself, put in this node's object store.
+
+        Put, not returned: Ray hands a small return value to the caller inline (into the driver's memory),
+        whereas a put object always stays in the store. This actor owns it: if its process dies, the object
+        is lost with it, and the engine's read says so (`FramesLostError`: the driver decodes it again)."""
+        import ray
+
         from engine.frames.cache import decode_video
 
         self.videos += 1
-        return decode_video(self.cache if cached else None, path, indices, decoder, size, also)
+        decoded = decode_video(self.cache if cached else None, path, indices, decoder, size, also)
+        part = DecodedPart(decoded.facts(), decoded.held(), decoded.nbytes, self.node_id, self.worker)
+        return part, ray.put(decoded)
 
 
 class DecodePool:
     """`n` decode actors in the cluster with dynamic dispatch; see the module docstring.
 
     Args:
-        n: Actors to start (spread over nodes).
+        n: Actors to start (placed on the alive nodes in turn).
         cpus: CPUs each reserves.
         cache_root: Frame cache folder for budgets of the cached pipeline (on a filesystem every node
             sees), None when no budget is cached.
         start_timeout_s: Actors not placed by then (the cluster lacks free CPUs) are dropped with a
             warning; the sweep goes on with the rest.
+
+    Attributes:
+        engine_nodes: Nodes that run an engine (set once the engines are up): videos are decoded there first.
     """
 
     def __init__(self, n: int, cpus: float = 1.0, cache_root: Path | str | None = None, cache_format: str = "jpeg",
@@ -72,18 +100,24 @@ class DecodePool:
         self._pool: ReplicaPool[Any] | None = None
         self.workers: list[str] = []
         self.local_fallbacks = 0
+        self.engine_nodes: set[str] = set()
+        self._node: dict[int, str | None] = {}  # id(actor) -> its node
+        self._videos_on: Counter[str | None] = Counter()  # videos whose frames a node holds now
 
-    def _new_actor(self) -> Any:
+    def _new_actor(self, node_id: str | None = None) -> Any:
         import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        where = NodeAffinitySchedulingStrategy(node_id, soft=True) if node_id else "SPREAD"
         return ray.remote(DecodeWorker).options(
-            num_cpus=self.cpus, max_restarts=-1, max_task_retries=0, scheduling_strategy="SPREAD",
+            num_cpus=self.cpus, max_restarts=-1, max_task_retries=0, scheduling_strategy=where,
         ).remote(self.cache_root, self.cache_format)
 
     async def start(self) -> list[str]:
         import ray
 
-        actors = [self._new_actor() for _ in range(self.n)]
+        nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU")] or [None]
+        actors = [self._new_actor(nodes[i % len(nodes)]) for i in range(self.n)]
         ready = []
         for a, res in zip(actors, await asyncio.gather(
                 *(asyncio.wait_for(a.info.remote(), self.start_timeout_s) for a in actors), return_exceptions=True)):
@@ -93,6 +127,7 @@ class DecodePool:
             else:
                 ready.append(a)
                 self.workers.append(res["worker"])
+                self._node[id(a)] = res.get("node_id")
         if not ready:
             log.warning("no decode actor could start; videos are decoded in this process")
         self._pool = ReplicaPool(ready, self._revive, name="decode actors")
@@ -109,19 +144,45 @@ class DecodePool:
             return self._new_actor()
 
         # an actor that does not come back is killed rather than left waiting for resources in the cluster
-        return (await revive_actor(actor, start_new, self.revive_timeout_s, "decode actor", kill_on_timeout=True))[0]
+        actor, info = await revive_actor(actor, start_new, self.revive_timeout_s, "decode actor", kill_on_timeout=True)
+        self._node[id(actor)] = info.get("node_id")  # a restart may have moved it
+        return actor
+
+    def _rank(self, near: str | None) -> Callable[[Any], tuple[Any, ...]]:
+        """Order of preference among healthy actors: on `near` (where the video's frames are), on an engine's
+        node, on the node with the fewest videos in flight."""
+
+        def rank(actor: Any) -> tuple[Any, ...]:
+            node = self._node.get(id(actor))
+            return (near is not None and node != near, bool(self.engine_nodes) and node not in self.engine_nodes,
+                    self._videos_on[node])
+
+        return rank
+
+    async def _decode_on(self, actor: Any, args: tuple[Any, ...]) -> RemoteVideo:
+        part, frames = await actor.decode.remote(*args)
+        node = part.node_id
+        self._videos_on[node] += 1
+
+        def done() -> None:
+            self._videos_on[node] -= 1
+
+        return RemoteVideo(part, frames, on_release=done)
 
     async def decode(self, path: Path | str, indices: np.ndarray, decoder: str, size: tuple[int, int] | None,
-                     also: Mapping[tuple[int, int], np.ndarray] | None, cached: bool = False) -> DecodedVideo | None:
-        """The decoded video from some actor (through the frame cache when `cached`); None when no actor
-        is left (decode it yourself)."""
+                     also: Mapping[tuple[int, int], np.ndarray] | None, cached: bool = False,
+                     near: str | None = None) -> RemoteVideo | None:
+        """The video decoded by some actor (through the frame cache when `cached`), its frames left in that
+        actor's node's object store (`near`: the node preferred, e.g. the one holding the video's earlier
+        rounds); None when no actor is left (decode it yourself)."""
         if self._pool is None:
             raise RuntimeError("decode pool not started")
         from ray.exceptions import RayTaskError
 
+        args = (str(path), indices, decoder, size, also, cached)
         while self._pool.members:  # none healthy (all restarting): decode here rather than wait
             try:
-                return await self._pool.call(lambda a: a.decode.remote(str(path), indices, decoder, size, also, cached))
+                return await self._pool.call(lambda a: self._decode_on(a, args), rank=self._rank(near))
             except NoReplicaError:
                 break
             except RayTaskError as err:  # the decode itself failed (bad media): the decoder's own error

@@ -1,4 +1,5 @@
-"""MediaView: one budget's frames of one video, as a request carries them to a model."""
+"""MediaView: one budget's frames of one video, as a request carries them to a model; FrameRef: those frames
+still in Ray's object store, named by reference (the driver never holds them)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-__all__ = ["MediaView", "media_fingerprint", "media_uuid"]
+__all__ = ["FrameRef", "MediaView", "media_fingerprint", "media_uuid"]
 
 
 def media_fingerprint(path: str | Path | None, *parts: object) -> str:
@@ -29,32 +31,91 @@ def media_fingerprint(path: str | Path | None, *parts: object) -> str:
 
 
 def media_uuid(video_id: str, budget_id: str, *, image: bool = False, clip: tuple[float, float] | None = None,
-               namespace: str | None = None, content: str | None = None) -> str:
+               namespace: str | None = None, content: str | None = None, frames: str | None = None) -> str:
     """The one name of a media item: `video:budget` (`video:image` for a still, `@a-b` for a clip).
 
     vLLM keys its multimodal caches (processor, encoder outputs, prefix blocks) by this id, so two
     different frame sets must never share it and the same frames always do. A budget id names the
-    frames, policy, resolution and pipeline within one sweep; `content` (`media_fingerprint`, as
-    ``~digest`` after the video id) tells apart what a name cannot: another file under the same
-    dataset and video id, as two sweeps sharing a warm engine may have. `namespace` (``ns/`` prefix)
-    keeps runs that must not share cache entries apart, e.g. the policies a cascade timing compares.
+    frames, policy, resolution and pipeline within one sweep; `content` (`media_fingerprint` of the
+    file, decoder and pipeline, as ``~digest`` after the video id) tells apart what a name cannot:
+    another file under the same dataset and video id, as two sweeps sharing a warm engine may have;
+    `frames` (`media_fingerprint` of the frame indices and size, as ``~digest`` after the budget id)
+    tells apart two frame sets one budget id names in two sweeps. The video part (`MediaView.source`)
+    stays one name for every budget of a video, under which frames are shared (per-frame ids, the
+    HTTP backend's JPEG encodings). `namespace` (``ns/`` prefix) keeps runs that must not share cache
+    entries apart, e.g. the policies a cascade timing compares.
     """
     prefix = f"{namespace}/" if namespace else ""
     if content:
         video_id = f"{video_id}~{content}"
+    frames_part = f"~{frames}" if frames else ""
     if image:
-        return f"{prefix}{video_id}:image"
-    uuid = f"{prefix}{video_id}:{budget_id}"
+        return f"{prefix}{video_id}:image{frames_part}"
+    uuid = f"{prefix}{video_id}:{budget_id}{frames_part}"
     if clip is not None:
         uuid += f"@{clip[0]:g}-{clip[1]:g}"
     return uuid
+
+
+@dataclass(frozen=True, eq=False)
+class FrameRef:
+    """One budget's frames (or one frame) of a video decoded by a decode actor, named by reference.
+
+    The frames stay in Ray's object store on the decode actor's node; a request carries this instead
+    of the pixels and the engine resolves it where it runs (`engine.frames.remote.FrameResolver`).
+    Every budget and question of a video names the same objects (`parts`), so a node holds one copy
+    of the video's frames whatever asks for them. Shaped like the array it stands for (`shape`,
+    `len`, one frame by index, iteration over frames), so a model family packs it as it packs frames.
+
+    Attributes:
+        parts: Object refs of the decoded video's parts (one per decode pass; adaptive rounds add parts).
+        indices: Frame indices, in order (one for a single frame).
+        size: (w, h) of the frames.
+        node_id: The Ray node holding the first part (None: unknown).
+        single: One frame, shaped (H, W, 3), rather than a stack (N, H, W, 3).
+    """
+
+    parts: tuple[Any, ...]
+    indices: np.ndarray
+    size: tuple[int, int]
+    node_id: str | None = None
+    single: bool = False
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        w, h = self.size
+        return (h, w, 3) if self.single else (len(self.indices), h, w, 3)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.uint8)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, k: int) -> FrameRef:
+        """Frame `k` of the stack, as a single-frame reference."""
+        if self.single or not isinstance(k, (int, np.integer)):
+            raise TypeError("a FrameRef stack gives one frame by integer index")
+        n = len(self.indices)
+        if not -n <= k < n:
+            raise IndexError(f"frame {k} of {n}")
+        k = int(k) % n
+        return FrameRef(self.parts, self.indices[k:k + 1], self.size, self.node_id, single=True)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return (self[k] for k in range(len(self.indices)))
 
 
 @dataclass(frozen=True)
 class MediaView:
     """One budget's frames of one video, with what the model needs to know about them."""
 
-    frames: np.ndarray  # (N, H, W, 3) uint8 RGB
+    frames: np.ndarray | FrameRef  # (N, H, W, 3) uint8 RGB, or a reference to them (resolved by the engine)
     indices: np.ndarray
     video_fps: float
     total_frames: int

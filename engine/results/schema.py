@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
 import polars as pl
@@ -187,7 +187,9 @@ assert {f.name for f in fields(ResultRow)} == set(RESULT_SCHEMA), "ResultRow and
 def rows_to_frame(rows: list[ResultRow]) -> pl.DataFrame:
     """Rows as a DataFrame with exactly the result schema, in schema column order; every registered secret
     is redacted from every text (each string and list-of-string column), whatever put it there."""
-    data = [asdict(r) for r in rows]
-    if not data:
+    if not rows:
         return pl.DataFrame(schema=RESULT_SCHEMA)
-    return redact_columns(pl.DataFrame(data, schema=RESULT_SCHEMA))
+    # column by column from the attributes: `asdict` deep-copies every row's lists first (8x slower on rows of
+    # 256 frame indices, on the driver's commit path)
+    return redact_columns(pl.DataFrame({name: [getattr(r, name) for r in rows] for name in RESULT_SCHEMA},
+                                       schema=RESULT_SCHEMA))

@@ -113,12 +113,15 @@ class ReplicaPool(Generic[T]):
             self._changed.clear()
             await self._changed.wait()
 
-    async def call(self, fn: Callable[[T], Awaitable[R]]) -> R:
+    async def call(self, fn: Callable[[T], Awaitable[R]], rank: Callable[[T], tuple[Any, ...]] | None = None) -> R:
         """`fn(member)` on the least busy healthy member (among equals, the one called longest ago, so idle
         members take turns); a member that dies during it is revived in the background and the error is
-        raised (retry with another `call`)."""
+        raised (retry with another `call`). `rank(member)`, when given, is compared first (lowest wins): a
+        caller's preference, such as the node that holds a batch's frames."""
         await self.wait_healthy()
-        member = min(self._healthy, key=lambda m: (self._inflight.get(id(m), 0), self._last_call.get(id(m), -1)))
+        first = rank or (lambda m: ())
+        member = min(self._healthy, key=lambda m: (*first(m), self._inflight.get(id(m), 0),
+                                                   self._last_call.get(id(m), -1)))
         self._calls += 1
         self._last_call[id(member)] = self._calls
         self._inflight[id(member)] = self._inflight.get(id(member), 0) + 1

@@ -30,7 +30,7 @@ from engine.runtime.cluster import ensure_ray
 from engine.runtime.placement import Placement, check_cpu_capacity, resolve_gpus
 from engine.spec import ModelSpec, SweepSpec
 
-__all__ = ["EngineStartError", "start_backends"]
+__all__ = ["EngineStartError", "engine_nodes", "start_backends"]
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +172,11 @@ async def start_backends(spec: SweepSpec, *, detached: bool = False,
         _log_start(mid, b)
         await _explain_mismatch(mid, b)
     return backends
+
+
+def engine_nodes(backends: dict[str, Backend]) -> set[str]:
+    """The Ray nodes the backends' engines run on (where videos should be decoded); empty for HTTP servers."""
+    return {node for b in backends.values() for r in b.replicas if (node := getattr(r, "node_id", None))}
 
 
 async def _explain_mismatch(model_id: str, b: Backend) -> None:

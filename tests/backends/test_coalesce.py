@@ -153,3 +153,41 @@ def test_close_cancels_the_calls_in_flight_and_their_callers() -> None:
     done, tasks = asyncio.run(go())
     assert all(isinstance(d, asyncio.CancelledError) for d in done), done
     assert tasks == 1
+
+
+def _on(node: str | None, tag: str, n: int) -> list[EngineRequest]:
+    """Requests whose frames lie (by reference) on `node`; None: text only."""
+    import numpy as np
+
+    from engine.frames.view import FrameRef
+
+    ref = FrameRef((f"obj-{tag}",), np.arange(2), (8, 8), node) if node else None
+    return [EngineRequest(f"{tag}{i}", "p", video=ref) for i in range(n)]
+
+
+def test_batches_whose_frames_lie_on_other_nodes_go_in_separate_calls() -> None:
+    """Each call holds the frames of one node (and text-only requests), so it can go to an engine beside them."""
+    from engine.backends.base import frames_node
+
+    class Recorder(SlowEcho):
+        def __init__(self) -> None:
+            super().__init__()
+            self.nodes: list[str | None] = []
+
+        async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
+            self.nodes.append(frames_node(requests))
+            return await super().generate(requests)
+
+    engine = Recorder()
+    merged = CoalescingBackend(engine)
+
+    async def go():
+        first = asyncio.create_task(merged.generate(_on("n1", "a", 1)))
+        await asyncio.sleep(0.01)  # busy: the next four queue
+        return await asyncio.gather(first, *(merged.generate(_on(node, tag, 2)) for node, tag in
+                                             (("n1", "b"), ("n2", "c"), (None, "d"), ("n1", "e"))))
+
+    results = asyncio.run(go())
+    assert engine.sizes == [1, 6, 2] and engine.nodes == ["n1", "n1", "n2"]  # b, d and e together; c alone
+    assert [[r.text for r in part] for part in results] == [["a0"], ["b0", "b1"], ["c0", "c1"], ["d0", "d1"],
+                                                            ["e0", "e1"]]

@@ -1,0 +1,113 @@
+"""The pipeline's request step: a round's jobs as job contexts and engine requests.
+
+Each job's budget becomes a `MediaView` of its video: pixels (a view of a video decoded here, or fetched
+here for a backend that needs them, e.g. an HTTP server, whose frames are encoded in this process) or a
+reference to frames still in the object store (`FrameRef`, for an engine in the Ray cluster: frames then
+go from decode actor to engine without entering this process). The model family packs it, video first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.backends.families import get_family
+from engine.frames.decode import DecodeError
+from engine.frames.plan import FramePlan
+from engine.frames.remote import RemoteVideo
+from engine.frames.resize import size_for
+from engine.frames.view import MediaView, media_fingerprint, media_uuid
+from engine.items import Job
+from engine.results.schema import ResultRow
+from engine.spec import ModelSpec, SweepSpec
+from engine.sweep.decoding import Held, Video
+from engine.sweep.fingerprint import AnswerPrints, item_decoder
+from engine.sweep.rows import JobContext, error_row
+
+__all__ = ["RequestBuilder"]
+
+
+class RequestBuilder:
+    """Job contexts and engine requests for one sweep.
+
+    Attributes:
+        attempts: Attempts already recorded per job key (a job's next attempt is one more).
+        prints: Answer fingerprints of the sweep's jobs (None: none recorded).
+        media_namespace: Prefix of the media uuids (see `engine.frames.view.media_uuid`); None: shared names.
+    """
+
+    def __init__(self, spec: SweepSpec) -> None:
+        self.spec = spec
+        self.models: dict[str, ModelSpec] = {m.id: m for m in spec.models}
+        self.attempts: dict[tuple[str, str, str, str], int] = {}
+        self.prints: AnswerPrints | None = None
+        self.media_namespace: str | None = None
+
+    def pipeline(self, job: Job) -> str:
+        return job.budget.pipeline or self.spec.decode.pipeline
+
+    def attempt(self, job: Job) -> int:
+        return self.attempts.get(tuple(job.key), 0) + 1  # type: ignore[arg-type]
+
+    def context(self, job: Job, decoded: Video | None, plan: FramePlan | None) -> JobContext:
+        """What is recorded for `job` whatever its outcome (`plan` None: it failed before planning)."""
+        indices = plan.indices if plan is not None else np.empty(0, dtype=np.int64)
+        ctx = JobContext(job, self.models[job.model_id].family, indices, None, None,
+                         item_decoder(self.spec, job.item), None, self.attempt(job))
+        if plan is not None:
+            ctx.repeated = plan.repeated
+        if self.prints is not None:
+            ctx.answer_fingerprint = self.prints.of(job)
+        if not job.budget.is_text_only:
+            ctx.pipeline = self.pipeline(job)
+        if decoded is not None and indices.size:
+            ctx.width, ctx.height = size_for(decoded.info.width, decoded.info.height, job.budget)
+            ctx.decode_s = decoded.decode_s
+            ctx.video_frames = decoded.info.n_frames
+            ctx.video_frames_declared = decoded.info.declared_frames
+        return ctx
+
+    def media(self, ctx: JobContext, decoded: Video | None, by_ref: bool) -> MediaView | None:
+        """The job's frames: by reference when `by_ref` and they are in the object store, else pixels. Made once
+        per video, budget, frames and size (kept in the video's memo), whatever the question or model."""
+        if decoded is None or not ctx.indices.size:
+            return None
+        item = ctx.job.item
+        key = ("media", ctx.job.budget.budget_id, ctx.indices.tobytes(), ctx.width, ctx.height, by_ref,
+               self.media_namespace, item.media_key, item.clip, item.media_kind, str(item.video_path))
+        if key not in decoded.memo:
+            decoded.memo[key] = self._media(ctx, decoded, by_ref)
+        return decoded.memo[key]  # type: ignore[return-value]
+
+    def _media(self, ctx: JobContext, decoded: Video, by_ref: bool) -> MediaView:
+        size = (int(ctx.width), int(ctx.height))  # type: ignore[arg-type]
+        if isinstance(decoded, RemoteVideo) and by_ref:
+            frames, jpeg = decoded.frames(ctx.indices, size), None
+        else:
+            local = decoded.fetch() if isinstance(decoded, RemoteVideo) else decoded
+            frames = local.view(ctx.indices, size, shared=True)
+            jpeg = local.view_jpeg(ctx.indices, size) if local.pipeline == "cached" else None
+        item = ctx.job.item
+        content = media_fingerprint(item.video_path, decoded.decoder, decoded.pipeline, ctx.indices, size)
+        uuid = media_uuid(item.media_key, ctx.job.budget.budget_id, image=item.media_kind == "image", clip=item.clip,
+                          namespace=self.media_namespace, content=content)
+        return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder,
+                         jpeg_frames=jpeg)
+
+    def build(self, model_id: str, ctxs: list[JobContext], held: Held,
+              by_ref: bool) -> tuple[list[JobContext], list[ResultRow]]:
+        """Set each context's request; returns the contexts ready to send and the error rows of jobs whose
+        frames do not exist (a permanent fault of the media)."""
+        family = get_family(self.models[model_id].family)
+        p = self.spec.prompt
+        ready: list[JobContext] = []
+        failed: list[ResultRow] = []
+        for i, ctx in enumerate(ctxs):
+            try:
+                media = self.media(ctx, held.get(ctx.pipeline), by_ref)
+            except DecodeError as err:  # a frame this job needs does not exist or did not decode
+                failed.append(error_row(self.spec, ctx, type(err).__name__, str(err), kind="permanent"))
+                continue
+            ctx.request = family.build(f"{model_id}/{ctx.job.item.item_id}/{ctx.job.budget.budget_id}/{i}",
+                                       ctx.job.item, media, p.scoring, p.system_prompt, p.max_new_tokens)
+            ready.append(ctx)
+        return ready, failed
