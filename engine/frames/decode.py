@@ -33,6 +33,7 @@ from engine.frames.base import (
     register_decoder,
 )
 from engine.frames.resize import resize_frame, size_for, target_size
+from engine.frames.stats import frame_stats
 from engine.frames.video import DecodedVideo
 
 __all__ = [
@@ -132,7 +133,8 @@ def decode_union(path: Path, indices: np.ndarray, decoder: str = "pyav", size: t
                     "they are recorded as missing, never replaced", path, batch.missing.size, batch.info.n_frames)
     w, h = size if size is not None else (batch.info.width, batch.info.height)
     out = DecodedVideo(Path(path), decoder, batch.indices, batch.frames, batch.timestamps, batch.info,
-                       time.perf_counter() - t0, missing=batch.missing, decoded_size=(int(w), int(h)))
+                       time.perf_counter() - t0, missing=batch.missing, decoded_size=(int(w), int(h)),
+                       stats=frame_stats(batch.frames, batch.info))  # where the frames are: a few numbers travel
     out._resized.update(batch.extra)
     out._times.update(batch.times)
     return out

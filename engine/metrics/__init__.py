@@ -22,6 +22,7 @@ from engine.metrics.generation import generation_oracle, score_regressions
 from engine.metrics.grid import budget_table, chain_rows, grid_summary, matched, protocol_id
 from engine.metrics.iso_compute import budget_costs, iso_compute_allocations, iso_compute_sets, iso_matched, iso_sets
 from engine.metrics.letter_prior import letter_distribution, letter_prior
+from engine.metrics.low_level import stat_tables
 from engine.metrics.official import chain_scores
 from engine.metrics.oracle import best_fixed, fixed_accuracy, oracle
 from engine.metrics.overwrite import text_overwrite
@@ -75,6 +76,7 @@ __all__ = [
     "robustness",
     "sampling_recovery",
     "score_regressions",
+    "stat_tables",
     "state_flows",
     "summary_document",
     "summary_tables",

@@ -46,8 +46,13 @@ from engine.metrics.rates import rate_intervals, rate_table
 from engine.metrics.registry import Inputs, registered_metrics
 from engine.metrics.regression import alternate_rows, sampling_recovery, terminal_regressions
 from engine.metrics.robustness import robustness
+from engine.results.video_stats import STAT_COLUMNS
 
-__all__ = ["SNAPSHOT_COLUMNS", "SummaryOptions", "load_rows", "registered_table", "summary_tables"]
+VIDEO_STAT_COLUMNS: list[str] = [f"video_{c}" for c in STAT_COLUMNS]
+"""Each video's low-level statistics (`engine.results.video_stats.with_video_stats`): kept in the snapshot when
+the rows have them."""
+
+__all__ = ["SNAPSHOT_COLUMNS", "VIDEO_STAT_COLUMNS", "SummaryOptions", "load_rows", "registered_table", "summary_tables"]
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +68,12 @@ SNAPSHOT_COLUMNS: list[str] = [
 
 
 def load_rows(out_dir: str | Path) -> pl.LazyFrame:
-    """One row per key of a results directory's own sweep (safe while a sweep writes to it)."""
+    """One row per key of a results directory's own sweep (safe while a sweep writes to it), with each video's
+    low-level statistics as ``video_<name>`` columns (`engine.results.video_stats`; null where there are none)."""
     from engine.results.store import own_rows
+    from engine.results.video_stats import scan_video_stats, with_video_stats
 
-    return own_rows(out_dir)[0]
+    return with_video_stats(own_rows(out_dir)[0], scan_video_stats(out_dir))  # with each video's statistics
 
 
 def _correct_tables(m: pl.LazyFrame, alt: pl.LazyFrame, opts: SummaryOptions) -> dict[str, pl.LazyFrame]:
@@ -169,7 +176,9 @@ def summary_tables(rows: pl.LazyFrame, opts: SummaryOptions | None = None) -> di
     """
     opts = opts or SummaryOptions()
     engine: Any = opts.engine
-    full = rows.select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
+    names = rows.collect_schema().names()
+    stats = [c for c in VIDEO_STAT_COLUMNS if c in names]  # each video's statistics, where joined (low_level)
+    full = rows.select(*SNAPSHOT_COLUMNS, *stats).collect(engine=engine).lazy()
     snap = restrict_protocols(full, opts.protocols)
     m = matched(snap).collect(engine=engine).lazy()
     ms = matched(snap, track="score").collect(engine=engine).lazy()

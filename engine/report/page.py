@@ -101,6 +101,7 @@ def _headline(g: dict[str, Any]) -> str:
 def _protocol_note(g: dict[str, Any]) -> str:
     p = g.get("protocol") or {}
     size = (f"max_pixels {p['max_pixels']}" if p.get("max_pixels") else
+            f"exact pixels {p['exact_pixels']}" if p.get("exact_pixels") else
             f"short side {p['short_side']}" if p.get("short_side") else "decoded size")
     what = (f"{size}, {p.get('policy', 'uniform')} sampling (seed {p.get('seed', 0)}), "
             f"{p.get('pipeline', 'raw')} pipeline")
@@ -193,17 +194,29 @@ def _cascade_online_section(sessions: list[dict[str, Any]]) -> str:
 
 
 def _robustness_table(pairs: list[dict[str, Any]], idx: int) -> str:
+    def counts(r: dict[str, Any], k: str, end: str = "") -> str:
+        got = [r.get(f"{k}_{s}{end}") for s in ("a", "b", "both")]
+        return "n/a" if None in got else " / ".join(str(v) for v in got)
+
+    def jac(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.2f}"
+
     rows = [[r["protocol_a"], r["protocol_b"], r["n_items"],
-             f"{r['confused_a']} / {r['confused_b']} / {r['confused_both']}",
-             "n/a" if r["jaccard"] is None else f"{r['jaccard']:.2f}",
-             f"{r['harmed_a']} / {r['harmed_b']} / {r['harmed_both']}",
+             ", ".join(str(n) for n in r.get("frames_common") or []) or "none",
+             counts(r, "confused"), jac(r["jaccard"]), counts(r, "harmed"),
              f"{pct(r['headroom_a'])} / {pct(r['headroom_b'])}",
-             f"{pct(r['confusion_rate_a'])} / {pct(r['confusion_rate_b'])}"] for r in pairs]
-    note = ('<p class="note">over the items matched in both chains; confused: right at a budget and wrong at a '
-            "later one of the chain; harmed: right at the chain's first visual budget, wrong at its last</p>")
+             f"{pct(r['confusion_rate_a'])} / {pct(r['confusion_rate_b'])}",
+             f"{counts(r, 'confused', '_whole')}; {jac(r.get('jaccard_whole'))}",
+             f"{pct(r.get('confusion_rate_a_whole'))} / {pct(r.get('confusion_rate_b_whole'))}"] for r in pairs]
+    note = ('<p class="note">over the items matched in both chains, compared over the text-only budget and the '
+            "frame counts both chains have (a longer chain has more budgets to be confused at); the whole chains "
+            "beside, labelled. confused: right at a budget and wrong at a later one of the chain; harmed: right at "
+            "the chain's first visual budget, wrong at its last</p>")
     return "<h3>Robustness across chains</h3>" + note + table(
-        f"table-robustness-{idx}", ["chain a", "chain b", "items", "confused a / b / both", "jaccard",
-                                    "harmed a / b / both", "headroom a / b (pts)", "confusion a / b (pts)"], rows)
+        f"table-robustness-{idx}", ["chain a", "chain b", "items", "common frames", "confused a / b / both",
+                                    "jaccard", "harmed a / b / both", "headroom a / b (pts)",
+                                    "confusion a / b (pts)", "whole chains: confused a / b / both; jaccard",
+                                    "whole chains: confusion a / b (pts)"], rows)
 
 
 def _iso_tables(sets: list[dict[str, Any]], idx: int, figures: list[PaperFigure | None]) -> str:

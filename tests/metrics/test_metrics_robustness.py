@@ -64,3 +64,21 @@ def test_chains_without_a_common_frame_count_have_only_whole_chain_figures() -> 
     for k in ("confused_a", "confused_both", "jaccard", "harmed_b", "headroom_a", "confusion_rate_b"):
         assert got[k] is None, k
     assert (got["confused_a_whole"], got["harmed_a_whole"]) == (2, 1)
+
+
+def test_the_report_shows_the_common_frame_figures_with_the_whole_chains_beside() -> None:
+    from engine.metrics.document import summary_document
+    from engine.metrics.summary import SummaryOptions, summary_tables
+    from engine.report import render_report
+
+    opts = SummaryOptions(n_boot=0, taus=(1.0,))
+    html = render_report(summary_document(summary_tables(lazy(_rows()), opts), opts))
+    start = html.index('<table id="table-robustness-0">')
+    t = html[start:html.index("</table>", start)]
+    assert "<th>common frames</th>" in t and "<th>whole chains: confused a / b / both; jaccard</th>" in t
+    # common: confused 1 / 3 / 1, jaccard 0.33; whole: 2 / 3 / 1, jaccard 0.25
+    assert "<td>16, 32</td><td>1 / 3 / 1</td><td>0.33</td>" in t and "<td>2 / 3 / 1; 0.25</td>" in t
+    none = render_report(summary_document(summary_tables(lazy(_rows((8, 128))), opts), opts))
+    start = none.index('<table id="table-robustness-0">')
+    t = none[start:none.index("</table>", start)]
+    assert "<td>none</td><td>n/a</td><td>n/a</td><td>n/a</td>" in t
