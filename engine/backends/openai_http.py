@@ -53,44 +53,61 @@ class MalformedReply(ValueError):
 
 
 class FrameEncoder:
-    """JPEG-encodes frames once per (video, frame index, size), bounded by bytes (LRU)."""
+    """JPEG-encodes a frame once per (video, frame index, size) for as long as its video is in use.
+
+    Encodings are kept per video (`EngineRequest.video_key`, the name every budget of one video shares),
+    so each budget and question of a video reuses what another already encoded; when the bytes held pass
+    `max_bytes`, the videos used least recently go first, whole (never the one being encoded for). A
+    request that does not say which frame indices it sends (a family without video metadata) has its
+    frames named by position within its own media item (`media_uuid`), so they are never mistaken for
+    another budget's frames at the same positions.
+    """
 
     def __init__(self, quality: int = 85, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.quality = quality
         self.max_bytes = max_bytes
-        self._cache: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self._videos: OrderedDict[str, dict[tuple[Any, ...], str]] = OrderedDict()
         self._bytes = 0
         self.encoded = 0
+        """JPEG encodes done (a frame taken from the cache is not one)."""
 
-    def b64(self, key: tuple[Any, ...], frame: np.ndarray) -> str:
-        hit = self._cache.get(key)
+    def b64(self, video: str, key: tuple[Any, ...], frame: np.ndarray) -> str:
+        """The base64 JPEG of `frame`, known within `video` as `key` (encoded on first use)."""
+        held = self._videos.get(video)
+        if held is None:
+            held = self._videos[video] = {}
+        self._videos.move_to_end(video)
+        hit = held.get(key)
         if hit is not None:
-            self._cache.move_to_end(key)
             return hit
         buf = io.BytesIO()
-        Image.fromarray(frame).save(buf, format="JPEG", quality=self.quality)
+        Image.fromarray(np.asarray(frame)).save(buf, format="JPEG", quality=self.quality)
         out = base64.b64encode(buf.getvalue()).decode("ascii")
         self.encoded += 1
-        self._cache[key] = out
+        held[key] = out
         self._bytes += len(out)
-        while self._bytes > self.max_bytes and self._cache:
-            _, old = self._cache.popitem(last=False)
-            self._bytes -= len(old)
+        while self._bytes > self.max_bytes and len(self._videos) > 1:
+            _, gone = self._videos.popitem(last=False)  # the least recently used video, never `video`
+            self._bytes -= sum(len(b) for b in gone.values())
         return out
 
     def image_url(self, r: EngineRequest, i: int) -> str:
         assert r.images is not None
-        key = (r.image_uuids[i] if r.image_uuids else f"{r.request_id}:{i}", r.images[i].shape)
-        return "data:image/jpeg;base64," + self.b64(key, r.images[i])
+        name = r.image_uuids[i] if r.image_uuids else f"{r.request_id}:{i}"  # a frame's uuid names its index and size
+        return "data:image/jpeg;base64," + self.b64(r.video_key or name, (name, r.images[i].shape), r.images[i])
 
     def data_url(self, r: EngineRequest) -> str:
         if r.jpeg_frames is not None:
             parts = [base64.b64encode(b).decode("ascii") for b in r.jpeg_frames]
         else:
             assert r.video is not None
-            indices = (r.video_meta or {}).get("frames_indices") or list(range(len(r.video)))
-            shape = r.video.shape[1:3]
-            parts = [self.b64((r.video_key, int(i), shape), f) for i, f in zip(indices, r.video)]
+            indices = (r.video_meta or {}).get("frames_indices")
+            shape = tuple(r.video.shape[1:3])
+            if indices is not None and r.video_key:
+                parts = [self.b64(r.video_key, (int(i), shape), f) for i, f in zip(indices, r.video)]
+            else:  # positions name frames only within this media item
+                name = r.media_uuid or r.request_id
+                parts = [self.b64(name, (k, shape), f) for k, f in enumerate(r.video)]
         return "data:video/jpeg;base64," + ",".join(parts)
 
 

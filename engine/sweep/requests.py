@@ -87,9 +87,10 @@ class RequestBuilder:
             frames = local.view(ctx.indices, size, shared=True)
             jpeg = local.view_jpeg(ctx.indices, size) if local.pipeline == "cached" else None
         item = ctx.job.item
-        content = media_fingerprint(item.video_path, decoded.decoder, decoded.pipeline, ctx.indices, size)
+        content = media_fingerprint(item.video_path, decoded.decoder, decoded.pipeline)  # the video: every budget's
         uuid = media_uuid(item.media_key, ctx.job.budget.budget_id, image=item.media_kind == "image", clip=item.clip,
-                          namespace=self.media_namespace, content=content)
+                          namespace=self.media_namespace, content=content,
+                          frames=media_fingerprint(None, ctx.indices, size))
         return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder,
                          jpeg_frames=jpeg)
 

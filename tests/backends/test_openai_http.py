@@ -171,6 +171,40 @@ def test_a_real_server_answers_within_the_request_deadline(server: str, tiny_qwe
         assert s.returned == 4 and math.isclose(sum(p for p in s.probs if p is not None), 1.0, rel_tol=1e-6)
 
 
+def test_a_sweep_encodes_each_frame_once_per_video_whatever_the_budget(server: str, tiny_qwen25: Path,
+                                                                      tmp_path: Path) -> None:
+    """A whole sweep through the HTTP backend: budgets 4, 8 and 16 of a video and 3 questions ask for 84 frames
+    per video, fewer of them distinct (one size); each distinct (video, frame, size) is JPEG-encoded once. Before,
+    a budget's media name carried a digest of its own frames, so each budget encoded its frames again (28 per
+    video)."""
+    import polars as pl
+    from conftest import small_spec_dict
+
+    from engine.results.store import own_rows
+    from engine.spec import parse_spec
+    from engine.sweep.scheduler import Sweep
+
+    d = small_spec_dict(tmp_path / "out")
+    d["budgets"] = [{"frames": 4}, {"frames": 8}, {"frames": 16}]
+    be = OpenAIHTTPBackend(HTTPSpec(base_url=server), str(tiny_qwen25))
+
+    async def go():  # type: ignore[no-untyped-def]
+        await be.start()  # a backend handed to the sweep is started and closed by its owner
+        try:
+            return await Sweep(parse_spec(d), backends={"tiny": be}).run()
+        finally:
+            await be.close()
+
+    summary = asyncio.run(go())
+    assert summary.jobs_ok == 3 * 3 * 3, summary
+    rows = own_rows(tmp_path / "out")[0].collect()
+    sent = rows.explode("frame_indices").select("video_id", "frame_indices", "width", "height")
+    distinct = sent.unique().height
+    assert rows["frames_sent"].sum() == 3 * 3 * (4 + 8 + 16) and distinct < 3 * (4 + 8 + 16)
+    assert be.encoder.encoded == distinct, (be.encoder.encoded, distinct)
+    assert sent.filter(pl.col("frame_indices").is_null()).height == 0
+
+
 def test_a_real_server_holds_a_generated_answer_to_its_choices(server: str, tiny_qwen25: Path) -> None:
     """`structured_outputs.choice` in the request: the tiny random model answers one of the predictor's
     options, whole (without it, its free text would be anything)."""
