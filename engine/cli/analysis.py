@@ -103,6 +103,12 @@ def _rows(out_dir: Path, warn_foreign: bool = True) -> Any:
     return rows
 
 
+def _trio(r: dict[str, Any], key: str, end: str = "") -> str:
+    """"a / b / both" of a robustness pair's counts (n/a when the chains share no frame count)."""
+    got = [r.get(f"{key}_{s}{end}") for s in ("a", "b", "both")]
+    return "n/a" if None in got else " / ".join(map(str, got))
+
+
 def _pts(v: float | None, signed: bool = False) -> str:
     return "n/a" if v is None else (f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}")
 
@@ -156,18 +162,21 @@ def _print_across_chains(doc: dict[str, Any]) -> None:
         return out
 
     for (model, dataset), pairs in per(doc["robustness"]).items():
-        heading(f"{model} on {dataset}: robustness across chains (items matched in both)")
+        heading(f"{model} on {dataset}: robustness across chains (items matched in both; over the frame counts "
+                "both chains have, the whole chains beside)")
         t = Table()
-        for c in ("chain a", "chain b", "items", "confused a / b / both", "jaccard", "harmed a / b / both",
-                  "headroom a / b", "confusion a / b"):
+        for c in ("chain a", "chain b", "items", "common frames", "confused a / b / both", "jaccard",
+                  "harmed a / b / both", "headroom a / b", "confusion a / b", "whole: confused a / b / both",
+                  "whole: confusion a / b"):
             t.add_column(c, justify="right")
         for r in pairs:
             t.add_row(r["protocol_a"], r["protocol_b"], str(r["n_items"]),
-                      f"{r['confused_a']} / {r['confused_b']} / {r['confused_both']}",
-                      "n/a" if r["jaccard"] is None else f"{r['jaccard']:.2f}",
-                      f"{r['harmed_a']} / {r['harmed_b']} / {r['harmed_both']}",
+                      ", ".join(map(str, r.get("frames_common") or [])) or "none", _trio(r, "confused"),
+                      "n/a" if r["jaccard"] is None else f"{r['jaccard']:.2f}", _trio(r, "harmed"),
                       f"{_pts(r['headroom_a'])} / {_pts(r['headroom_b'])}",
-                      f"{_pts(r['confusion_rate_a'])} / {_pts(r['confusion_rate_b'])}")
+                      f"{_pts(r['confusion_rate_a'])} / {_pts(r['confusion_rate_b'])}",
+                      _trio(r, "confused", "_whole"),
+                      f"{_pts(r.get('confusion_rate_a_whole'))} / {_pts(r.get('confusion_rate_b_whole'))}")
         console.print(t)
     for (model, dataset), sets in per(doc["iso_compute"]).items():
         for s in sets:

@@ -82,3 +82,17 @@ def test_the_report_shows_the_common_frame_figures_with_the_whole_chains_beside(
     start = none.index('<table id="table-robustness-0">')
     t = none[start:none.index("</table>", start)]
     assert "<td>none</td><td>n/a</td><td>n/a</td><td>n/a</td>" in t
+
+
+def test_the_metrics_command_prints_the_common_frames_and_the_whole_chains(tmp_path) -> None:
+    from metric_rows import write_sweep
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    write_sweep(tmp_path / "sweep", _rows())
+    res = CliRunner().invoke(app, ["metrics", str(tmp_path / "sweep"), "--n-boot", "0"], env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    assert "common frames" in res.output and "whole: confused a / b / both" in res.output
+    line = next(x for x in res.output.splitlines() if "px9" in x and "16, 32" in x)
+    assert "1 / 3 / 1" in line and "2 / 3 / 1" in line  # common, then whole
