@@ -44,10 +44,12 @@ class RunProgress:
     """The `progress(event, n)` callback of a run and its display (a context manager)."""
 
     def __init__(self, label: str, models: Sequence[str], *, every_s: float = 30.0,
-                 console: Console | None = None, on_ray: Callable[[], None] | None = None) -> None:
+                 console: Console | None = None, on_ray: Callable[[], None] | None = None,
+                 uses_ray: bool = True) -> None:
         """`models`: the spec's model ids in order (`engine_up` names one by its index); `on_ray`: called once
-        when Ray is up (the CLI prints Ray's log folder then)."""
-        self.label, self.models, self.every_s = label, list(models), every_s
+        when Ray is up (the CLI prints Ray's log folder then); `uses_ray`: engines in Ray start once jobs are
+        pending (False: only HTTP servers answer)."""
+        self.label, self.models, self.every_s, self.uses_ray = label, list(models), every_s, uses_ray
         self.console = console or err_console
         self.t0 = time.monotonic()
         self.total: int | None = None
@@ -103,7 +105,7 @@ class RunProgress:
         """The current phase, in words."""
         if self.stage:
             return self.stage
-        if self.ray == "starting":
+        if self.ray == "starting" or (self.uses_ray and self.ray == "" and self.total and not self.done):
             return "starting Ray"
         if self.ray == "up" and len(self.up) < len(self.models):
             waiting = [m for i, m in enumerate(self.models) if i not in self.up]

@@ -121,7 +121,9 @@ def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None) -> SweepSumma
     from engine.spec.toml_out import write_spec_toml
     from engine.sweep import Sweep
 
-    with RunProgress(spec.sweep_id, [m.id for m in spec.models], every_s=every_s, on_ray=_say_ray) as progress:
+    uses_ray = any(m.backend != "openai" for m in spec.models)
+    with RunProgress(spec.sweep_id, [m.id for m in spec.models], every_s=every_s, on_ray=_say_ray,
+                     uses_ray=uses_ray) as progress:
         def hook(event: str, n: int) -> None:
             if event == "total" and spec_doc is not None:
                 write_spec_toml(spec_doc, Path(spec.store.out_dir) / "spec.toml")
