@@ -2,10 +2,10 @@
 
 `engines up SPEC` starts the spec's vLLM engines as named, detached Ray actors on a persistent
 local cluster (started here if none runs; its address is recorded in the framesweep cache
-folder) or on the cluster at --address, and leaves them running. `run`, `cascade`, `predict`
-and `demo` then join that cluster and reuse an engine whose settings match exactly
-(`engine.backends.warm`). `engines` lists them; `engines down` stops them, and the local
-cluster if `engines up` started it.
+folder) or on the cluster at --address (default: RAY_ADDRESS, as runs join it), and leaves them
+running. `run`, `cascade`, `predict` and `demo` then join that cluster and reuse an engine whose
+settings match exactly (`engine.backends.warm`). `engines` lists them; `engines down` stops them,
+and the local cluster if `engines up` started it.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def engines(ctx: typer.Context, address: Address = None,
         return
     from engine.backends.warm import join_engines_cluster, list_engines
 
+    address = address or os.environ.get("RAY_ADDRESS") or None
     found = asyncio.run(list_engines()) if join_engines_cluster(address) else []
     if address is None:
         _name_unrecorded()
@@ -159,7 +160,7 @@ def down(
     """Stop every warm engine, and the local cluster `engines up` started."""
     from engine.backends.warm import engines_down
 
-    stopped, clusters = engines_down(address, keep_cluster=keep_cluster)
+    stopped, clusters = engines_down(address or os.environ.get("RAY_ADDRESS") or None, keep_cluster=keep_cluster)
     if stopped is None:
         console.print("no warm engines (no local cluster runs)")
     else:
