@@ -147,3 +147,23 @@ def test_metrics_and_report_of_a_sweep_read_its_video_statistics(tmp_path: Path)
     res = CliRunner().invoke(app, ["report", str(tmp_path / "out"), "--n-boot", "20", "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
     assert 'id="table-low-level-0"' in (tmp_path / "r.html").read_text()
+
+
+def test_a_remote_video_keeps_the_statistics_of_its_largest_pass() -> None:
+    """A decode actor's pixel-free facts carry the statistics to the driver; a later round's pass (an adaptive
+    policy's) that read more frames replaces them, one that read fewer does not. No Ray: the handles only."""
+    from engine.frames.remote import DecodedPart, RemoteVideo
+
+    path = ASSETS / "tiny.mp4"
+    small, large = decode_union(path, np.arange(0, 48, 16)), decode_union(path, np.arange(1, 48, 4))
+
+    def remote(video):  # type: ignore[no-untyped-def]
+        return RemoteVideo(DecodedPart(video.facts(), video.held(), video.nbytes, None, "w"), object())
+
+    first = remote(small)
+    assert stats_of(first) == small.stats and small.stats is not None and small.stats.frames_used == 3
+    first.absorb(remote(large))
+    assert stats_of(first) == large.stats and stats_of(first).frames_used == 12
+    bigger_first = remote(large)
+    bigger_first.absorb(remote(small))
+    assert stats_of(bigger_first) == large.stats
