@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 __all__ = ["Cue", "parse_srt", "read_srt", "subtitles_at"]
 
 _TIME = re.compile(
@@ -51,12 +53,21 @@ def read_srt(path: Path) -> list[Cue]:
         return []
 
 
-def subtitles_at(cues: Sequence[Cue], times: Sequence[float] | None) -> list[str]:
-    """Texts of the cues on screen at any of `times` (seconds), in order; all cues when `times` is None.
+def subtitles_at(cues: Sequence[Cue], indices: Sequence[int] | np.ndarray | None, fps: float | None) -> list[str]:
+    """Texts of the cues on screen at any of the frames `indices` of a video at `fps`, in time (file) order; all
+    cues when `indices` is None.
 
-    Video-MME's evaluation keeps the subtitles of the sampled frames only, so the text
-    sent depends on the budget.
+    As lmms-eval's `videomme_doc_to_text_subtitle`: a cue holds frames ``int(start * fps)`` up to, not including,
+    ``int(end * fps)``, so the text sent depends on the frames the budget samples. Where lmms-eval lists the cues
+    in the iteration order of a Python set of their positions (time order only for short files), they stay in
+    time order here.
     """
-    if times is None:
+    if indices is None:
         return [c.text for c in cues]
-    return [c.text for c in cues if any(c.start <= t < c.end for t in times)]
+    frames = np.sort(np.asarray(indices, dtype=np.int64))
+    if not frames.size or not cues or not fps:
+        return []
+    first = np.array([int(c.start * fps) for c in cues], dtype=np.int64)
+    after = np.array([int(c.end * fps) for c in cues], dtype=np.int64)
+    shown = np.searchsorted(frames, after, side="left") > np.searchsorted(frames, first, side="left")
+    return [c.text for c, on in zip(cues, shown, strict=True) if on]

@@ -6,13 +6,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, Protocol
 
+import numpy as np
+
 from engine.items import Item
 
-__all__ = ["DatasetAdapter", "build_adapter", "get_adapter", "load_items", "register_adapter", "registered_adapters"]
+__all__ = ["DatasetAdapter", "JobPrompt", "build_adapter", "get_adapter", "load_items", "register_adapter",
+           "registered_adapters"]
+
+
+JobPrompt = Callable[[Item, np.ndarray, "float | None"], "str | None"]
+"""An adapter's prompt for one job, given the frame indices it sends and the video's fps (none for a text-only
+job): the prompt text, or None for the item's own `prompt`. An adapter whose prompt depends on the frames sent
+(Video-MME's subtitles at those frames) has one as its `job_prompt` method; the request step calls it."""
 
 
 class DatasetAdapter(Protocol):
-    """What the scheduler needs from a benchmark."""
+    """What the scheduler needs from a benchmark (and, optionally, a `job_prompt` method: `JobPrompt`)."""
 
     name: str
     version: str

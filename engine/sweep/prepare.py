@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.datasets import load_items
+from engine.datasets.registry import JobPrompt
 from engine.items import Item, Job
 from engine.results.committed import Key, read_committed
 from engine.results.store import ResultStore
@@ -38,6 +39,8 @@ class Prepared:
     """Pending jobs grouped by video."""
     prints: AnswerPrints
     scorers: dict[str, Scorer] = field(default_factory=dict)
+    prompts: dict[str, JobPrompt] = field(default_factory=dict)
+    """Per dataset, its adapter's prompt for one job (adapters whose prompt depends on the frames sent)."""
     attempts: dict[Key, int] = field(default_factory=dict)
     committed: int = 0
     foreign: list[Path] = field(default_factory=list)
@@ -47,16 +50,20 @@ class Prepared:
         return sum(len(v) for v in self.jobs.values())
 
 
-async def _load(spec: SweepSpec) -> tuple[dict[str, list[Item]], dict[str, str | None], dict[str, Scorer]]:
+async def _load(spec: SweepSpec) -> tuple[dict[str, list[Item]], dict[str, str | None], dict[str, Scorer],
+                                         dict[str, JobPrompt]]:
     per_dataset: dict[str, list[Item]] = {}
     versions: dict[str, str | None] = {}
     scorers: dict[str, Scorer] = {}
+    prompts: dict[str, JobPrompt] = {}
     for ds in spec.dataset_specs():
         adapter, ds_items = await asyncio.to_thread(load_items, ds)
         per_dataset[dataset_id(ds)] = ds_items
         versions[dataset_id(ds)] = getattr(adapter, "version", None)
         scorers.update({it.dataset: adapter.score for it in ds_items[:1]})
-    return per_dataset, versions, scorers
+        if (job_prompt := getattr(adapter, "job_prompt", None)) is not None:
+            prompts[dataset_id(ds)] = job_prompt
+    return per_dataset, versions, scorers, prompts
 
 
 async def prepare(spec: SweepSpec, policy: JobPolicy, store: ResultStore) -> Prepared:
@@ -67,7 +74,7 @@ async def prepare(spec: SweepSpec, policy: JobPolicy, store: ResultStore) -> Pre
         ManifestError, CorruptShardError: an unreadable manifest or shard, named.
     """
     manifest = store.read_manifest()
-    per_dataset, versions, scorers = await _load(spec)
+    per_dataset, versions, scorers, prompts = await _load(spec)
     items = [it for ds_items in per_dataset.values() for it in ds_items]
     committed = await asyncio.to_thread(read_committed, store.out_dir, spec.sweep_id)
     if committed.foreign:
@@ -77,7 +84,7 @@ async def prepare(spec: SweepSpec, policy: JobPolicy, store: ResultStore) -> Pre
     everything = policy.plan(spec, items, set())
     cells = await asyncio.to_thread(check_resume, store.out_dir, (j for v in everything.values() for j in v),
                                     committed.fingerprints, prints, manifest)
-    ready = Prepared(items, policy.plan(spec, items, committed.done), prints, scorers, committed.attempts,
+    ready = Prepared(items, policy.plan(spec, items, committed.done), prints, scorers, prompts, committed.attempts,
                      len(committed.done), committed.foreign)
     expected = {ds: {m: dict(per) for m, per in policy.expected(spec, ds_items).items()}
                 for ds, ds_items in per_dataset.items()}

@@ -8,15 +8,18 @@ go from decode actor to engine without entering this process). The model family 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from engine.backends.families import get_family
+from engine.datasets.registry import JobPrompt
 from engine.frames.decode import DecodeError
 from engine.frames.plan import FramePlan
 from engine.frames.remote import RemoteVideo
 from engine.frames.resize import size_for
 from engine.frames.view import MediaView, media_fingerprint, media_uuid
-from engine.items import Job
+from engine.items import Item, Job
 from engine.results.schema import ResultRow
 from engine.spec import ModelSpec, SweepSpec
 from engine.sweep.decoding import Held, Video
@@ -33,6 +36,8 @@ class RequestBuilder:
         attempts: Attempts already recorded per job key (a job's next attempt is one more).
         prints: Answer fingerprints of the sweep's jobs (None: none recorded).
         media_namespace: Prefix of the media uuids (see `engine.frames.view.media_uuid`); None: shared names.
+        prompts: Per dataset, its adapter's prompt for one job (`engine.datasets.registry.JobPrompt`: Video-MME's
+            subtitles at the frames sent); a dataset without one asks each item's own prompt.
     """
 
     def __init__(self, spec: SweepSpec) -> None:
@@ -41,6 +46,7 @@ class RequestBuilder:
         self.attempts: dict[tuple[str, str, str, str], int] = {}
         self.prints: AnswerPrints | None = None
         self.media_namespace: str | None = None
+        self.prompts: dict[str, JobPrompt] = {}
 
     def pipeline(self, job: Job) -> str:
         return job.budget.pipeline or self.spec.decode.pipeline
@@ -109,6 +115,15 @@ class RequestBuilder:
                 failed.append(error_row(self.spec, ctx, type(err).__name__, str(err), kind="permanent"))
                 continue
             ctx.request = family.build(f"{model_id}/{ctx.job.item.item_id}/{ctx.job.budget.budget_id}/{i}",
-                                       ctx.job.item, media, p.scoring, p.system_prompt, p.max_new_tokens)
+                                       self.asked(ctx, media), media, p.scoring, p.system_prompt, p.max_new_tokens)
             ready.append(ctx)
         return ready, failed
+
+    def asked(self, ctx: JobContext, media: MediaView | None) -> Item:
+        """The job's item as it is asked: with the prompt its adapter builds for the frames sent (`prompts`;
+        a text-only job sends none), else as loaded. Both backends' requests (the prompt string and the chat
+        messages) come from it."""
+        item = ctx.job.item
+        job_prompt = self.prompts.get(item.dataset)
+        text = job_prompt(item, ctx.indices, media.video_fps if media is not None else None) if job_prompt else None
+        return item if text is None else dataclasses.replace(item, prompt=text)

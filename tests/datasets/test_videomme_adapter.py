@@ -10,6 +10,7 @@ from ds_fixtures import VIDEOMME_SCHEMA, touch, videomme_fixture, videomme_row, 
 from polars.testing import assert_frame_equal
 
 from engine.datasets import build_adapter
+from engine.datasets._subtitles import read_srt
 from engine.datasets.errors import DatasetError
 from engine.datasets.scoring_rules import videomme_accuracy
 from engine.datasets.videomme import subtitle_prompt
@@ -95,9 +96,10 @@ def test_subtitles(tmp_path: Path) -> None:
         "Select the best answer to the following multiple-choice question based on the video and the subtitles."
     )
     assert "No subtitles available\n" in without.prompt
-    # Per budget: only the cues on screen at the frames sent.
-    assert "hello there\nSelect" in subtitle_prompt(with_subs, [0.5, 3.0])
-    assert "second line" not in subtitle_prompt(with_subs, [0.5, 3.0])
+    # Per budget: only the cues on screen at the frames sent (frames 5 and 30 of a 10 fps video: 0.5 s and 3 s).
+    cues = read_srt(with_subs.subtitle_path)
+    assert "hello there\nSelect" in subtitle_prompt(with_subs, cues, [5, 30], 10.0)
+    assert "second line" not in subtitle_prompt(with_subs, cues, [5, 30], 10.0)
     with pytest.raises(ValueError, match="subtitle_root"):
         _spec(ann, media, subtitles=True)
 
