@@ -239,3 +239,20 @@ def test_report_carries_the_run(tmp_path: Path) -> None:
     assert "2026-12-01T10:00:00+00:00" in html and "not found" in html  # the model's folder is missing
     assert "sweep_id = &quot;t&quot;" in html and "null" not in html.split("<pre>")[1].split("</pre>")[0]
     assert load_rows(tmp_path / "sweep").collect().height > 0
+
+
+def test_iso_compute_figure_draws_each_allocation() -> None:
+    iso = [row("m", "iso", i, b, f, mark, max_pixels=px, pixels_total=f * px)
+           for i, marks in {"i1": "100", "i2": "110", "i3": "001", "i4": "011"}.items()
+           for (b, f, px), mark in zip([("f2-px400", 2, 400), ("f4-px200", 4, 200), ("f8-px100", 8, 100)], marks,
+                                       strict=True)]
+    doc = _doc(iso, n_boot=0)
+    (s,) = doc["iso_compute"]
+    with paper_style():
+        (pf,) = [pf for pf in paper_figures(doc) if pf.name.startswith("iso-compute")]
+        assert pf.name == "iso-compute--m--iso--px800"
+        ax = pf.figure.axes[0]
+        assert [round(p.get_height(), 6) for p in ax.patches] == [round(100 * a["accuracy"], 6) for a in s["allocations"]]
+        notes = [t.get_text() for t in ax.texts]
+        assert notes == [f"{a['n_sole_best']} best\nonly here" for a in s["allocations"]]
+        assert overlaps(visible_texts(pf.figure), pf.figure) == [] and outside(pf.figure) == []

@@ -56,7 +56,9 @@ def iso_figure(s: dict[str, Any]) -> Figure | None:
         return None
     fig, ax = new_figure()
     xs = np.arange(len(allocs))
-    ax.bar(xs, [points(a["accuracy"]) for a in allocs], width=0.6, color=ORANGE, label="allocation")
+    bars = ax.bar(xs, [points(a["accuracy"]) for a in allocs], width=0.6, color=ORANGE, label="allocation")
+    ax.bar_label(bars, labels=[f"{a['n_sole_best']} best\nonly here" if a["accuracy"] and a["accuracy"] > 0.15
+                               else "" for a in allocs], label_type="center", fontsize=6, color="white")
     if s.get("oracle_accuracy") is not None:
         ax.axhline(points(s["oracle_accuracy"]), color=GREEN, linestyle="--", label="oracle over the set")
     ax.set_xticks(xs, [f"{a['frames']} fr\n{a['protocol_id']}" for a in allocs])
