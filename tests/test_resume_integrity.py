@@ -118,6 +118,18 @@ def test_a_changed_prompt_is_refused_before_any_work_naming_the_keys_and_fields(
     assert not ray.is_initialized()
 
 
+def test_max_new_tokens_is_part_of_the_answer_under_letter_scoring(tmp_path: Path, tiny_qwen25: Path) -> None:
+    """Open items (token-F1) are generated under `letter` scoring too, and max_new_tokens cuts their answers: a
+    rerun with another cap over committed keys is refused (it was fingerprinted only under `generate`)."""
+    out = tmp_path / "out"
+    spec = parse_spec(_spec(out))
+    assert spec.prompt.scoring == "letter"
+    _commit_all(spec)
+    _run(spec)  # records each fingerprint's fields in the manifest
+    with pytest.raises(AnswerMismatchError, match=r"prompt.max_new_tokens: \d+ -> 7"):
+        _run(parse_spec(_spec(out, prompt={"max_new_tokens": 7})))
+
+
 def test_adding_a_budget_model_or_dataset_resumes_and_throughput_settings_do_not_count(tmp_path: Path,
                                                                                       tiny_qwen25: Path) -> None:
     out = tmp_path / "out"

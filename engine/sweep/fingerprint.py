@@ -10,7 +10,8 @@ A job's fingerprint is the SHA-256 of a canonical JSON of named fields (`answer_
   question, text-only and with a video (its chat template, default system message and media tags).
 - ``engine.*``: the engine settings, except those that only change throughput (`THROUGHPUT_ONLY`,
   `EXTRA_THROUGHPUT_ONLY`); ``http.*`` for a server: `HTTP_FIELDS`.
-- ``prompt.*``: scoring, extraction, system prompt, and ``max_new_tokens`` when scoring is ``generate``.
+- ``prompt.*``: scoring, extraction, system prompt and ``max_new_tokens`` (open items are generated under
+  either scoring).
 - ``dataset.*``: the adapter and its version, and the dataset's settings, except paths (a data folder may
   move), the settings that only choose which items and budgets exist (`DATASET_SELECTORS`, the dataset's
   ``budgets`` among them) and an image benchmark's image size (`IMAGE_SIZE_FIELDS`: it is its image
@@ -140,10 +141,9 @@ def _model_fields(model: ModelSpec) -> dict[str, Any]:
 
 def _prompt_fields(spec: SweepSpec) -> dict[str, Any]:
     p = spec.prompt
-    out = {"prompt.scoring": p.scoring, "prompt.extraction": p.extraction, "prompt.system_prompt": p.system_prompt}
-    if p.scoring == "generate":
-        out["prompt.max_new_tokens"] = p.max_new_tokens
-    return out
+    # max_new_tokens always: open items (token-F1) are generated under either scoring, and it cuts their answers
+    return {"prompt.scoring": p.scoring, "prompt.extraction": p.extraction, "prompt.system_prompt": p.system_prompt,
+            "prompt.max_new_tokens": p.max_new_tokens}
 
 
 LATER_BUDGET_FIELDS = frozenset({"exact_pixels"})
