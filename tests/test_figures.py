@@ -182,8 +182,13 @@ def test_sections_without_data_are_left_out() -> None:
         study["train_frames"] = [{"architecture": "qwen", "size": "7B", "train_frames": str(n), "train_frames_n": n,
                                   "label": f"ft{n}", "video_gain": 0.02 * k, "image_loss": 0.01 * k}
                                  for k, n in enumerate((8, 16, 32))]
-        (_, train) = checkpoint_figures(study)
+        (trap, train) = checkpoint_figures(study)
+        video, image = trap.figure.axes[0].get_lines()[:2]
+        assert list(video.get_ydata()) == pytest.approx([0.0, 5.0, 10.0]) and list(image.get_ydata()) == [-10.0] * 2
+        assert [t.get_text() for t in trap.figure.axes[0].get_xticklabels()] == ["text", "8", "16"]
         assert [t.get_text() for t in train.figure.axes[0].get_xticklabels()] == ["8", "16", "32"]
+        gains = train.figure.axes[0].get_lines()[0]  # video gain, joined over the fixed train-frame counts
+        assert list(gains.get_ydata()) == pytest.approx([0.0, 2.0, 4.0])
     assert _doc([], n_boot=0)["groups"] == [] and list(paper_figures({"groups": []})) == []
 
 

@@ -80,7 +80,7 @@ def _parse(text: str) -> _Svgs:
     return p
 
 
-CHAIN_FIGURES = ("accuracy", "transitions", "flow")
+CHAIN_FIGURES = ("accuracy", "transitions", "flow", "trajectories")
 
 
 def _check_figures(svgs: _Svgs) -> None:
@@ -96,9 +96,7 @@ def _check_figures(svgs: _Svgs) -> None:
             assert fig(kind, idx).get("path", 0) > 5, (kind, idx)
     assert fig("cascade", 0).get("path", 0) > 5  # confident cascade over f2 < f4 < f8
     assert "fig-cascade-1" not in svgs.ids  # (m, d) has no confidences: its cascade is left out
-    # (c, d2): grid f2 f4 f8, 4 distinct patterns; (m, d): grid text f4 f8 f16, 4 patterns
-    assert fig("heatmap", 0)["rect.cell"] == 12
-    assert fig("heatmap", 1)["rect.cell"] == 16
+    assert not any(i.startswith("fig-heatmap-") for i in svgs.ids)  # the trajectories are the paper figure
     assert "table-task_type-1" in svgs.ids
 
 
@@ -207,8 +205,8 @@ def _check_adaptive(text: str) -> None:
     svgs = _parse(text)
     assert svgs.ids >= ADAPTIVE_IDS
     assert svgs.counts["fig-predictor-0"].get("path", 0) > 5
-    trap = svgs.counts["fig-trap"]
-    assert (trap["circle.video-gain"], trap["line.image-gain"]) == (6, 2)  # ft1, ft2 x 0/8/16 frames
+    assert svgs.counts["fig-trap"].get("path", 0) > 5  # the paper figure (its numbers: tests/test_figures.py)
+    assert "fig-train-frames" not in svgs.ids  # these checkpoints record no train frames
 
 
 def test_adaptive_sections(adaptive_html: Path) -> None:

@@ -4,18 +4,19 @@ On official scores (the study's numbers): ``table-temporal-trap`` and ``fig-trap
 per evaluated frame count vs image loss, per checkpoint), ``table-train-frames`` and
 ``fig-train-frames`` (video gain and image loss against the frames each checkpoint was trained
 on, per architecture and size; hybrid beside the fixed counts: the study's frame-budget figure),
-``table-headlines`` (each benchmark's headline score against the base at the dataset's dearest
-budget, in its own unit), ``table-benchmark-scores`` (every official score beside the base's)
+``table-headlines`` (each benchmark's headline score against the base at the budget the
+dataset's score is read from, its dearest or an image benchmark's image budget, in its own unit), ``table-benchmark-scores`` (every official score beside the base's)
 and ``table-category-deltas`` (MME subtasks, POPE splits, MMBench l2-categories, MVBench tasks,
 ... and, labelled per question, category accuracies against the base). Per question (every
 MMBench rotation and MME question an item): ``table-temporal-trap-per-question``,
 ``table-train-frames-per-question``, ``table-checkpoint-datasets`` (per checkpoint and dataset at
-its dearest budget: accuracy, delta, rescue and harm) and ``table-checkpoints`` (every dataset
+its score budget: accuracy, delta, rescue and harm) and ``table-checkpoints`` (every dataset
 and budget).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from engine.metrics.benchmark_scores import score_text
@@ -106,24 +107,22 @@ def train_frames_figure(c: dict[str, Any]) -> str:
 
 def _category_rows(c: dict[str, Any]) -> list[list[object]]:
     """Official subset deltas (MME subtasks, POPE splits, MMBench l2-categories, ...), then per-question
-    category accuracies at each dataset's dearest budget."""
+    category accuracies at the budget each dataset's score is read from (``score_budget``: a video dataset's
+    dearest, an image dataset's image budget)."""
     out: list[list[object]] = [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], r["subset"],
                                 score_text(r["metric"], r["value"]), score_text(r["metric"], r["base_value"]),
                                 score_text(r["metric"], r["delta"], True), "", ""]
                                for r in c["score_deltas"] if r["subset"] is not None and not r["headline"]]
     for column, rows in c["per_question"].get("categories", {}).items():
-        top: dict[tuple[str, str, str], int] = {}
-        for r in rows:
-            k = (r["base_id"], r["model_id"], r["dataset"])
-            top[k] = max(top.get(k, -1), r["rank"])
+        budget = {(r["base_id"], r["model_id"], r["dataset"]): r["budget_id"] for r in rows if r["score_budget"]}
         out += [[r["model_id"], r["dataset"], r["budget_id"], f"accuracy by {column} (per question)", r[column],
                  pct(r["accuracy"]), pct(r["base_accuracy"]), _signed_pts(r["gain"]), r["rescue"], r["harm"]]
-                for r in rows if r["model_id"] != r["base_id"] and r["rank"] == top[(r["base_id"], r["model_id"],
-                                                                                    r["dataset"])]]
+                for r in rows if r["model_id"] != r["base_id"]
+                and r["budget_id"] == budget.get((r["base_id"], r["model_id"], r["dataset"]))]
     return out
 
 
-def _official(c: dict[str, Any]) -> str:
+def _official(c: dict[str, Any], figures: Mapping[str, str]) -> str:
     trap = [[r["model_id"], r["base_id"], r["frames"], r["n_video_datasets"], _signed_pts(r["video_gain"]),
              r["n_image_datasets"], _signed_pts(r["image_loss"]), "yes" if r["trapped"] else ""]
             for r in c["temporal_trap"]]
@@ -142,15 +141,16 @@ def _official(c: dict[str, Any]) -> str:
     return "".join([
         table("table-temporal-trap", ["checkpoint", "base", "frames", "video datasets", "video gain",
                                        "image datasets", "image loss", "trapped"], trap),
-        trap_figure(c),
-        '<p class="note">solid: video gain per frame budget; dashed: image gain (below zero: image loss); each '
-        "benchmark's official delta on its full scale, macro mean over datasets</p>",
+        figures.get("fig-trap", ""),
+        ('<p class="note">solid: video gain per frame budget; dashed: image gain (below zero: image loss); each '
+         "benchmark's official delta on its full scale, macro mean over datasets</p>"),
         "<h3>Video gain and image loss against train frames (official scores, points of full scale)</h3>",
         table("table-train-frames", ["architecture", "size", "train frames", "checkpoint", "base", "video gain",
                                       "image loss", "trapped"], tf),
-        train_frames_figure(c),
+        figures.get("fig-train-frames", ""),
         '<p class="note">solid circles: video gain; dashed squares: image loss; hybrid unjoined on the right</p>',
-        "<h3>Headline scores against the base (each benchmark's own unit, the dataset's dearest budget)</h3>",
+        ("<h3>Headline scores against the base (each benchmark's own unit, at the budget its score is read from: "
+         "a video benchmark's dearest, an image benchmark's image budget)</h3>"),
         table("table-headlines", ["checkpoint", "base", "dataset", "kind", "budget", "metric", "subset", "score",
                                    "base score", "delta", "missing subtasks"], heads),
         "<h3>Official scores against the base (MME and Video-MME v2 in points, counts as counts, the others in "
@@ -194,8 +194,16 @@ def _per_question(c: dict[str, Any]) -> str:
     ])
 
 
-def checkpoint_section(c: dict[str, Any]) -> str:
-    """The whole checkpoint section of the report: official scores first, the per-question view after."""
+def checkpoint_section(c: dict[str, Any], figures: Mapping[str, str] | None = None) -> str:
+    """The whole checkpoint section of the report: official scores first, the per-question view after.
+
+    Args:
+        c: The checkpoint document.
+        figures: The section's figures as HTML by id (``fig-trap``, ``fig-train-frames``; one missing is left
+            out), as the report draws them (`engine.report.figures`); default: this module's own drawings.
+    """
+    if figures is None:
+        figures = {"fig-trap": trap_figure(c), "fig-train-frames": train_frames_figure(c)}
     kinds = ", ".join(f"{d} {k}" for d, k in c["dataset_kinds"].items())
     note = (f"bases: {', '.join(c['bases'])}; video benchmarks: {', '.join(c['video_datasets']) or 'none'}; image "
             f"benchmarks: {', '.join(c['image_datasets']) or 'none'}; gains are each benchmark's official score "
@@ -203,5 +211,5 @@ def checkpoint_section(c: dict[str, Any]) -> str:
             f"items' media ({kinds})")
     return "".join([
         f"<h2>Checkpoints: temporal trap ({e(', '.join(c['models']))})</h2>", f'<p class="note">{e(note)}</p>',
-        _official(c), _per_question(c),
+        _official(c, figures), _per_question(c),
     ])

@@ -113,9 +113,11 @@ def predictor_figures(doc: dict[str, Any]) -> Iterator[PaperFigure]:
 
 def checkpoint_figures(c: dict[str, Any]) -> Iterator[PaperFigure]:
     """The checkpoint study's figures (a `engine.metrics.checkpoints` document)."""
-    yield from _made("temporal-trap", (), "fig-trap-mpl", "Video gain vs image gain per checkpoint",
+    yield from _made("temporal-trap", (), "fig-trap", "Video gain per evaluated frame count (solid) vs image gain "
+                     "(dashed) per checkpoint, official scores against the base",
                      lambda: trap_figure(c))
-    yield from _made("train-frames", (), "fig-train-frames-mpl", "Gain and loss against train frames",
+    yield from _made("train-frames", (), "fig-train-frames", "Video gain (circles) and image loss (squares) "
+                     "against the frames each checkpoint was trained on",
                      lambda: train_frames_figure(c))
 
 

@@ -7,8 +7,8 @@ the same offline. The figures are those `framesweep figures` writes as files
 (model, dataset, protocol) chain, the primary chain of each model and dataset first: the headline
 table, the accuracy curve with its confidence band and the oracle (``fig-accuracy-N``), rescue
 and harm per transition (``fig-transitions-N``), the flow of item states across the grid
-(``fig-flow-N``), the registered metrics' sections (the trajectory heatmap ``fig-heatmap-N``, the
-letter prior, each benchmark's official scores ``table-official-N``), per-category tables
+(``fig-flow-N``), the registered metrics' sections (the trajectories ``fig-trajectories-N``, drawn here
+as the file is; the letter prior, each benchmark's official scores ``table-official-N``), per-category tables
 (``table-<column>-N``) and the cascade's accuracy-cost front (``fig-cascade-N``, only where the
 rows carry confidences and the chain has two visual stages). After the chains of a model and
 dataset: robustness across its chains (``table-robustness-N``, ``fig-robustness-N``) and its
@@ -18,8 +18,8 @@ Built from the metrics document of `engine.metrics.document` (schema
 when the document carries them: ``doc["predictor"]`` (groups of
 `engine.metrics.predictor.predictor_document`: ``table-predictor-N``,
 ``fig-predictor-N``, ``table-predictor-confusion-N``) and ``doc["checkpoints"]``
-(`engine.metrics.checkpoints.checkpoint_document`, drawn by `engine.metrics.checkpoint_report`:
-on official scores ``table-temporal-trap``, ``fig-trap``, ``table-train-frames``,
+(`engine.metrics.checkpoints.checkpoint_document`, laid out by `engine.metrics.checkpoint_report` with
+the figures of `engine.report.figures`: on official scores ``table-temporal-trap``, ``fig-trap``, ``table-train-frames``,
 ``fig-train-frames``, ``table-headlines``, ``table-benchmark-scores``, ``table-category-deltas``;
 per question ``table-temporal-trap-per-question``, ``table-train-frames-per-question``,
 ``table-checkpoint-datasets``, ``table-checkpoints``).
@@ -35,7 +35,14 @@ from engine.metrics.checkpoint_report import checkpoint_section
 from engine.metrics.document import SCHEMA
 from engine.metrics.html import CSS, e, pct, table
 from engine.metrics.registry import registered_metrics
-from engine.report.figures import PaperFigure, across_figures, chain_figures, inline_svg, predictor_figures
+from engine.report.figures import (
+    PaperFigure,
+    across_figures,
+    chain_figures,
+    checkpoint_figures,
+    inline_svg,
+    predictor_figures,
+)
 from engine.report.run_info import run_section
 from engine.runtime.atomic import atomic_write
 
@@ -121,13 +128,20 @@ def _group_section(g: dict[str, Any], idx: int, level: float) -> str:
         parts += [f"<h3>{title}</h3>{_figure(figs[kind])}" for kind, title in _CHAIN_FIGURES if kind in figs]
     else:
         parts.append('<p class="note">No item has a result at every budget of the grid yet.</p>')
-    parts += [metric.report(g, idx) for metric in registered_metrics() if metric.report is not None]
+    for metric in registered_metrics():
+        if metric.name in _DRAWN_HERE:
+            kind, title = _DRAWN_HERE[metric.name]
+            parts.append(f"<h3>{title}</h3>{_figure(figs[kind])}" if kind in figs else "")
+        elif metric.report is not None:
+            parts.append(metric.report(g, idx))
     parts.append(_category_tables(g, idx))
     if "fig-cascade" in figs and g.get("cascade"):
         parts += ["<h3>Confidence cascade</h3>", _figure(figs["fig-cascade"]), _cascade_match_table(g["cascade"], idx)]
     return "".join(parts)
 
 
+_DRAWN_HERE = {"trajectory_patterns": ("fig-trajectories", "Trajectories")}
+"""Registered metrics whose report section is one of the paper figures: drawn here, as the file is, in their place."""
 _CHAIN_FIGURES = (("fig-accuracy", "Accuracy per budget"), ("fig-transitions", "Rescue and harm per transition"),
                   ("fig-flow", "Item flows across the grid"))
 """The chain figures drawn after the headline table (the trajectories are the registered metric's own section)."""
@@ -279,7 +293,8 @@ def render_report(doc: dict[str, Any], title: str = "framesweep report") -> str:
     body += "".join(_predictor_section(g, i, [predictor[f"fig-predictor-{i}"]] if f"fig-predictor-{i}" in predictor
                                        else []) for i, g in enumerate(doc.get("predictor") or []))
     if doc.get("checkpoints"):
-        body += checkpoint_section(doc["checkpoints"])
+        c = doc["checkpoints"]
+        body += checkpoint_section(c, {pf.html_id: _figure(pf) for pf in checkpoint_figures(c)})
     if doc.get("cascade_online"):
         body += _cascade_online_section(doc["cascade_online"])
     run = run_section(doc["run"]) if doc.get("run") else ""
