@@ -21,6 +21,7 @@ import polars as pl
 
 from engine.metrics.flows import transitions
 from engine.metrics.grid import BASE_GROUP, GROUP, matched
+from engine.metrics.summary import SNAPSHOT_COLUMNS
 from engine.results.errors import ManifestError
 from engine.results.manifest import read_manifest
 from engine.results.store import naming_corrupt_shards, own_rows
@@ -138,7 +139,7 @@ def sweep_status(out_dir: str | Path) -> SweepStatus:
 def _status(out: Path, manifest: dict, sweep_id: str) -> SweepStatus:
     expected = _expected(manifest)
     latest, shards = own_rows(out)  # rows of another sweep (a shard copied in) count for nothing here
-    latest = latest.collect().lazy()  # read once: every count below reads memory, not every shard again
+    latest = _read_once(latest)
     foreign = [str(p) for p in shards]
     legacy = "expected_by_dataset" not in manifest and expected.height > 0
     if legacy:  # one dataset, counted per (model, budget); its name from the manifest or the rows
@@ -204,6 +205,18 @@ def _costs(rows: pl.LazyFrame) -> pl.DataFrame:
     return rows.group_by(_CELL).agg(
         pl.col("frames").min().cast(pl.Int64).alias("_frames"),
         pl.coalesce("max_pixels", "short_side").min().cast(pl.Int64).alias("_pixels")).collect()
+
+
+_READ = [*SNAPSHOT_COLUMNS, "error_kind", "error", "video_id", "finished_at"]
+"""What status reads: what the matched frame needs (the metrics' snapshot) and the errors and times."""
+
+
+def _read_once(latest: pl.LazyFrame) -> pl.LazyFrame:
+    """The rows status reads, read once (every count below then reads memory, not every shard again); the frame
+    indices, the bulk of a row, only as a null column (the matched frame carries them; status reads none)."""
+    names = latest.collect_schema().names()
+    return (latest.select(list(dict.fromkeys(c for c in _READ if c in names)))
+            .with_columns(pl.lit(None, pl.List(pl.Int64)).alias("frame_indices")).collect().lazy())
 
 
 def _permanent_errors(latest: pl.LazyFrame) -> pl.DataFrame:
