@@ -108,15 +108,18 @@ def _official(doc: dict[str, Any]) -> None:
            [[r["model_id"], r["base_id"], str(r["frames"]), str(r["n_video_datasets"]), _pts(r["video_gain"], True),
              str(r["n_image_datasets"]), _pts(r["image_loss"], True), "yes" if r["trapped"] else ""]
             for r in doc["temporal_trap"]])
+    images = sorted({b for r in doc["temporal_trap"] for b in r.get("image_budgets") or []})
+    if images:
+        console.print(f"image scores from (dataset:budget): {', '.join(images)}", markup=False)
     top = {(r["model_id"], r["dataset"], r["budget_id"]) for r in doc["datasets"]}
-    _table("official scores against the base, each dataset's dearest budget (MME and Video-MME v2 in points, "
-           "the others in %)", ("checkpoint", "dataset", "budget", "metric", "subset", "score", "base", "delta",
+    _table("official scores against the base, at each dataset's score budget (a video dataset's dearest, an image "
+           "dataset's image budget; MME and Video-MME v2 in points, the others in %)", ("checkpoint", "dataset", "budget", "metric", "subset", "score", "base", "delta",
                                "missing"),
            [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], r["subset"] or "",
              score_text(r["metric"], r["value"]), score_text(r["metric"], r["base_value"]),
              score_text(r["metric"], r["delta"], True), ", ".join(r["missing"] or r["base_missing"] or [])]
             for r in doc["headlines"] if (r["model_id"], r["dataset"], r["budget_id"]) in top])
-    _table("video gain and image loss against train frames (official scores; each dataset at its dearest budget)",
+    _table("video gain and image loss against train frames (official scores; each dataset at its score budget)",
            ("architecture", "size", "train frames", "checkpoint", "video gain", "image loss", "trapped"),
            [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"],
              _pts(r["video_gain"], True), _pts(r["image_loss"], True), "yes" if r["trapped"] else ""]
@@ -134,7 +137,7 @@ def print_checkpoints(doc: dict[str, Any]) -> None:
            [[r["model_id"], r["base_id"], str(r["frames"]), _pts(r["video_accuracy"]), _pts(r["video_gain"], True),
              _pts(r["image_accuracy"]), _pts(r["image_loss"], True), "yes" if r["trapped"] else ""]
             for r in pq["temporal_trap"] if r["model_id"] != r["base_id"]])
-    _table("per question: each checkpoint and dataset at the dataset's dearest budget (points)",
+    _table("per question: each checkpoint and dataset at the dataset's score budget (points)",
            ("checkpoint", "dataset", "kind", "budget", "items", "acc", "base acc", "gain", "rescue", "harm"),
            [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], str(r["n_items"]), _pts(r["accuracy"]),
              _pts(r["base_accuracy"]), _pts(r["gain"], True), str(r["rescue"]), str(r["harm"])]

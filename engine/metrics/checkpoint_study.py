@@ -15,8 +15,9 @@ Views:
   fractions as they are), so that benchmarks of different units can be averaged.
 - `train_frames_view`: per fine-tuned checkpoint, video gain (macro mean over video datasets of
   each dataset's gain at its dearest budget) and image gain / loss (the same over image
-  datasets, each at its image budget: `score_rows`), with its architecture, size and train frames: the study's frame-budget figure
-  (gain and loss against train frames per architecture and size; hybrid beside the fixed counts).
+  datasets, each at its image budget: `score_rows`), with its architecture, size and train
+  frames: the study's frame-budget figure (gain and loss against train frames per architecture
+  and size; hybrid beside the fixed counts).
   It reads any table of (checkpoint, dataset, budget) gains: the official headline deltas
   (`engine.metrics.checkpoint_official.official_cells`, the study's numbers) or the per-question
   accuracy gains of `engine.metrics.checkpoints.checkpoint_table` (`per_question`, with the
@@ -34,8 +35,8 @@ import polars as pl
 from engine.metrics.benchmark_scores import FULL_SCALE
 from engine.spec.datasets import IMAGE_BUDGETS
 
-__all__ = ["STUDY_SCHEMA", "Checkpoint", "families", "resolve_study", "score_deltas", "score_rows", "study_frame",
-           "study_from_models", "study_from_spec", "study_records", "train_frames_view"]
+__all__ = ["STUDY_SCHEMA", "Checkpoint", "families", "resolve_study", "score_budget", "score_deltas", "score_rows",
+           "study_frame", "study_from_models", "study_from_spec", "study_records", "train_frames_view"]
 
 
 @dataclass(frozen=True)
@@ -135,11 +136,16 @@ def _score_order() -> pl.Expr:
     return prefer * 1_000_000 + pl.col("rank")
 
 
-def score_rows(table: pl.LazyFrame, by: Sequence[str] = ("base_id", "model_id", "dataset")) -> pl.LazyFrame:
-    """Rows of `table` (kind, frames, budget_id and rank per dataset and budget) at the budget each dataset's
-    score is read from (`_score_order`: a video dataset's dearest budget, an image dataset's image budget)."""
+def score_budget(by: Sequence[str] = ("base_id", "model_id", "dataset")) -> pl.Expr:
+    """True at the budget each dataset's score is read from, per `by` (`_score_order`: a video dataset's dearest
+    budget, an image dataset's image budget), over rows with kind, frames, budget_id and rank."""
     order = _score_order()
-    return table.filter(order == order.max().over(list(by)))
+    return order == order.max().over(list(by))
+
+
+def score_rows(table: pl.LazyFrame, by: Sequence[str] = ("base_id", "model_id", "dataset")) -> pl.LazyFrame:
+    """Rows of `table` at the budget each dataset's score is read from (`score_budget`)."""
+    return table.filter(score_budget(by))
 
 
 def _dearest(table: pl.LazyFrame, kind: str) -> pl.LazyFrame:

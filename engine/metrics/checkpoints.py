@@ -52,6 +52,7 @@ from engine.metrics.checkpoint_study import (
     Checkpoint,
     families,
     resolve_study,
+    score_budget,
     score_deltas,
     score_rows,
     study_frame,
@@ -141,8 +142,9 @@ def checkpoint_table(rows: pl.LazyFrame, study: Study, image_datasets: Sequence[
     Returns:
         model_id, order (position in the study), base_id (the family's base; a base's own rows name
         itself), dataset, kind, *by, budget_id, frames, rank (the budget's place in the base's cost
-        order), n_items, accuracy, base_accuracy, gain, rescue, harm, net, churn; by order, base,
-        dataset, *by, rank.
+        order), score_budget (the budget the dataset's score is read from: a video dataset's dearest,
+        an image dataset's image budget; `engine.metrics.checkpoint_study.score_budget`), n_items,
+        accuracy, base_accuracy, gain, rescue, harm, net, churn; by order, base, dataset, *by, rank.
     """
     study, by = resolve_study(study), list(by)
     ids = [c.model_id for c in study]
@@ -151,8 +153,9 @@ def checkpoint_table(rows: pl.LazyFrame, study: Study, image_datasets: Sequence[
     return (
         pl.concat([_family_table(rows, fam, by) for fam in families(study)])
         .join(order, on="model_id", how="left").join(dataset_kinds(rows, image_datasets), on="dataset", how="left")
-        .select(["model_id", "order", "base_id", "dataset", "kind", *by, "budget_id", "frames", "rank", "n_items",
-                 "accuracy", "base_accuracy", "gain", "rescue", "harm", "net", "churn"])
+        .with_columns(score_budget(["base_id", "model_id", "dataset", *by]).alias("score_budget"))
+        .select(["model_id", "order", "base_id", "dataset", "kind", *by, "budget_id", "frames", "rank", "score_budget",
+                 "n_items", "accuracy", "base_accuracy", "gain", "rescue", "harm", "net", "churn"])
         .sort(["order", "base_id", "dataset", *by, "rank"])
     )
 

@@ -85,3 +85,28 @@ def test_without_the_image_budget(drop: set[str], budget: str, gain: float) -> N
     t = {k: collect_both(v) for k, v in checkpoint_tables(lazy(rows), STUDY, categories=()).items()}
     ft = t["datasets"].filter((pl.col("model_id") == "ft") & (pl.col("dataset") == "img"))
     assert ft.select("budget_id", "gain").rows() == [(budget, pytest.approx(gain))]
+
+
+def test_tables_mark_the_score_budget_and_the_report_reads_categories_there() -> None:
+    from engine.metrics.checkpoint_report import _category_rows
+
+    rows = [r.__class__(**{**r.__dict__, "task_type": "t"}) if r.dataset == "img" else r for r in _rows()]
+    tables = {k: collect_both(v) for k, v in checkpoint_tables(lazy(rows), STUDY, categories=("task_type",)).items()}
+    marked = tables["pq:table"].filter((pl.col("model_id") == "ft") & pl.col("score_budget"))
+    assert marked.select("dataset", "budget_id").rows() == [("img", "image"), ("vid", "f16")]
+    doc = checkpoint_document(tables, STUDY)
+    per_question = [r for r in _category_rows(doc) if "per question" in r[3]]
+    assert [(r[1], r[2], r[4]) for r in per_question] == [("img", "image", "t")]  # at its image budget, not f16-px
+
+
+def test_the_cli_names_the_budget_each_image_score_comes_from(tmp_path) -> None:
+    from metric_rows import write_sweep
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    write_sweep(tmp_path / "sweep", _rows())
+    res = CliRunner().invoke(app, ["checkpoints", str(tmp_path / "sweep"), "--models", "base,ft"],
+                             env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "image scores from (dataset:budget): img:image" in res.output
