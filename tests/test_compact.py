@@ -280,3 +280,11 @@ def test_a_killed_cleanup_of_compactions_of_compactions_keeps_every_row_once(tmp
     compact_dir(tmp_path, grace_s=0)
     assert_frame_equal(_rows(tmp_path), before)
     assert len(list((tmp_path / "results").iterdir())) == 3  # C2 and the other sweep's two shards
+
+
+def test_shards_left_as_they_are_do_not_set_off_a_compaction_after_every_commit(tmp_path: Path) -> None:
+    _sweep_dir(tmp_path, shards=0)  # the other sweep's shard and the mixed one only
+    with ResultStore(tmp_path) as st:
+        first = compact_module.compact_if_due(st, at=2)
+        assert first is not None and first.outputs == 0 and len(first.skipped) == 2
+        assert compact_module.compact_if_due(st, at=2) is None  # not read again at the next commit

@@ -171,6 +171,7 @@ def compact(store: ResultStore, *, grace_s: float = GRACE_S, small_bytes: int = 
             for p, got in zip(candidates, frames, strict=True):
                 if isinstance(got, str):
                     report.skipped.append((p, got))
+                    store.not_compactable.add(p.name)
                 else:
                     read.append((p, got))
             if len(read) > 1:
@@ -196,7 +197,8 @@ def compact_if_due(store: ResultStore, at: int | None = None, grace_s: float = G
 
     Returns the compaction done, or None when nothing was due."""
     try:
-        if len(_small(live_shards(store.out_dir), SMALL_BYTES)) >= (COMPACT_AT if at is None else at):
+        live = [p for p in live_shards(store.out_dir) if p.name not in store.not_compactable]
+        if len(_small(live, SMALL_BYTES)) >= (COMPACT_AT if at is None else at):
             return compact(store, grace_s=grace_s)
         with store.maintenance:
             removed = remove_superseded(store.out_dir, grace_s)

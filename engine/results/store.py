@@ -266,6 +266,8 @@ class ResultStore:
         self._lost: StoreLockLostError | None = None
         self.maintenance = threading.Lock()
         """Held while compacting (`engine.results.compact`); `close` waits for it before letting go of the lock."""
+        self.not_compactable: set[str] = set()
+        """Shards a compaction left as they were (another sweep's, unreadable): not counted towards the next."""
         self.rows_committed = 0
         self.shards_committed = 0
         self.last_commit = time.monotonic()
