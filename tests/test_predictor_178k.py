@@ -133,7 +133,7 @@ def test_cli_predict_writes_the_manifest_without_answering(engine, tmp_path: Pat
 
     _, backends, _ = engine
 
-    async def lend(spec: SweepSpec) -> dict[str, Any]:
+    async def lend(spec: SweepSpec, **_: Any) -> dict[str, Any]:  # start_backends(spec, progress=...)
         return {k: _Borrowed(b) for k, b in backends.items()}
 
     monkeypatch.setattr(sweep_pkg, "start_backends", lend)

@@ -334,7 +334,7 @@ def predict(
             await asyncio.gather(*(b.close() for b in backends.values()), return_exceptions=True)
 
     try:
-        with RunProgress("predict", [m.id for m in needed.models]) as progress:
+        with RunProgress("predict", [m.id for m in needed.models], first="starting engines") as progress:
             preds, summary = asyncio.run(go(progress))
     except Exception as err:
         if (code := _ending(err)) is None:

@@ -121,7 +121,7 @@ def up(
         return backends, await list_engines()
 
     try:
-        with RunProgress("engines up", [m.id for m in spec.models]) as progress:
+        with RunProgress("engines up", [m.id for m in spec.models], first="starting engines") as progress:
             backends, found = asyncio.run(go(progress))
     except PlacementError as err:
         fail(err)

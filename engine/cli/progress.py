@@ -45,11 +45,12 @@ class RunProgress:
 
     def __init__(self, label: str, models: Sequence[str], *, every_s: float = 30.0,
                  console: Console | None = None, on_ray: Callable[[], None] | None = None,
-                 uses_ray: bool = True) -> None:
+                 uses_ray: bool = True, first: str = "reading items and committed rows") -> None:
         """`models`: the spec's model ids in order (`engine_up` names one by its index); `on_ray`: called once
         when Ray is up (the CLI prints Ray's log folder then); `uses_ray`: engines in Ray start once jobs are
-        pending (False: only HTTP servers answer)."""
+        pending (False: only HTTP servers answer); `first`: the phase before any event."""
         self.label, self.models, self.every_s, self.uses_ray = label, list(models), every_s, uses_ray
+        self.first = first
         self.console = console or err_console
         self.t0 = time.monotonic()
         self.total: int | None = None
@@ -112,7 +113,7 @@ class RunProgress:
             ahead = f"; {self.decoded} video(s) decoded ahead" if self.decoded else ""
             return f"loading {', '.join(waiting)} ({len(self.up)}/{len(self.models)} up){ahead}"
         if self.total is None:
-            return "reading items and committed rows"
+            return self.first
         if self.total == 0:
             return "nothing pending"
         if self.done == 0 and self.ray != "up" and not self.up:
