@@ -1,7 +1,8 @@
 """The checkpoint study end to end on the real CPU engine: two tiny checkpoints (the base, and a second one
 built with another seed standing in for a 16-frame fine-tune) over the synthetic video benchmark and small
 MME, POPE and MMBench files in one spec with several datasets; `framesweep checkpoints` reads the study from
-the manifest, classifies every dataset from its items' media (the image sets run at an 8-frame budget), and
+the manifest, classifies every dataset from its items' media (the image sets asked once each, as one image, at
+their `image` budget beside the video set's text-only and 8-frame budgets), and
 its official image scores equal a plain-Python computation from the committed rows; the JSON and the report
 carry the train-frames view.
 
@@ -117,13 +118,14 @@ def test_checkpoint_study_end_to_end(tmp_path: Path, warm_engine: Path) -> None:
     finally:
         ray.shutdown()
     rows = scan_results(tmp_path / "out").collect()
-    # 6 synthetic + 4 MME + 4 POPE + 8 MMBench (2 questions x 4 rotations) items, 2 budgets, 2 models
-    assert summary.jobs_failed == 0 and rows.height == (6 + 4 + 4 + 8) * 2 * 2
+    # 6 synthetic items at 2 budgets + 4 MME + 4 POPE + 8 MMBench (2 questions x 4 rotations) items once, 2 models
+    assert summary.jobs_failed == 0 and rows.height == (6 * 2 + 4 + 4 + 8) * 2
     kinds = dict(rows.group_by("dataset").agg(pl.col("media_kind").unique()).iter_rows())
     assert {ds: sorted(v) for ds, v in kinds.items()} == {"synthetic": ["video"], "mme": ["image"],
                                                          "pope_val": ["image"], "mmbench": ["image"]}
-    images = rows.filter(pl.col("dataset") != "synthetic", pl.col("budget_id") == "f8")
-    assert set(images["frames"]) == {8} and set(images["frames_sent"]) == {1}  # an 8-frame budget, one image
+    images = rows.filter(pl.col("dataset") != "synthetic")
+    assert set(images["budget_id"]) == {"image"}  # no text-only run, no re-ask per frame count
+    assert set(images["frames"]) == {1} and set(images["frames_sent"]) == {1}  # one image, as one image
     assert rows.filter(pl.col("dataset") == "mme")["group_id"].n_unique() == 2
 
     out = tmp_path / "checkpoints.json"
@@ -142,10 +144,11 @@ def test_checkpoint_study_end_to_end(tmp_path: Path, warm_engine: Path) -> None:
         for metric in ("mme_perception", "mme_cognition", "pope_accuracy", "pope_yes_ratio",
                        "mmbench_circular_accuracy"):
             assert (m, "mme" if metric.startswith("mme") else "pope_val" if metric.startswith("pope") else
-                    "mmbench", "f8", metric, None) in got
+                    "mmbench", "image", metric, None) in got
     # the train-frames view on official scores: the video set and the image sets with an official delta (MME's
     # totals are null, two of its subtasks only: left out); per question all three image sets
     (tf,) = doc["train_frames"]
+    assert {b for r in doc["temporal_trap"] for b in r["image_budgets"]} == {"mmbench:image", "pope_val:image"}
     assert (tf["model_id"], tf["train_frames"], tf["size"], tf["label"]) == ("ft16", "16", "tiny", "FT-16")
     assert (tf["n_video_datasets"], tf["n_image_datasets"]) == (1, 2)
     video = next(r for r in doc["datasets"] if (r["model_id"], r["dataset"]) == ("ft16", "synthetic"))
@@ -158,10 +161,11 @@ def test_checkpoint_study_end_to_end(tmp_path: Path, warm_engine: Path) -> None:
                                                                                                      "synthetic"))
     assert pq_video["rescue"] - pq_video["harm"] == pytest.approx(pq_video["gain"] * pq_video["n_items"])
     deltas = {(d["dataset"], d["metric"], d["subset"]): d["delta"] for d in doc["score_deltas"]
-              if d["budget_id"] == "f8"}
+              if d["budget_id"] == "image"}
     assert deltas[("mme", "mme_perception", None)] is None  # no total, so no delta
     assert deltas[("mme", "mme_score", "celebrity")] == pytest.approx(
-        got[("ft16", "mme", "f8", "mme_score", "celebrity")] - got[("base", "mme", "f8", "mme_score", "celebrity")])
+        got[("ft16", "mme", "image", "mme_score", "celebrity")] - got[("base", "mme", "image", "mme_score",
+                                                                         "celebrity")])
 
     report = tmp_path / "report.html"
     res = CliRunner().invoke(app, ["report", str(tmp_path / "out"), "-o", str(report), "--n-boot", "0"])
