@@ -122,3 +122,33 @@ def test_a_cluster_without_a_record_is_named_and_stopped(tmp_path: Path, monkeyp
         assert local_cluster_pids() == []
     finally:
         stop_local_cluster()
+
+
+def test_a_machine_that_never_ran_ray_starts_its_local_cluster(tmp_path: Path, monkeypatch) -> None:
+    """Token authentication is Ray's default, and `ray start --head` refuses to start without a token (only
+    `ray.init` creates one): on a fresh machine `framesweep engines up` failed with Ray's AuthenticationError.
+    The start now has Ray create the token first, in its user folder, and prints nothing of it."""
+    import json
+    import os
+
+    from engine.runtime.local_cluster import local_cluster_pids, stop_local_cluster
+
+    env = _local_cache(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    home.mkdir()
+    for k in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE"):
+        env.pop(k, None)
+    env["HOME"] = str(home)
+    try:
+        done = subprocess.run([sys.executable, "-c", START], env=env, cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        rec = json.loads(done.stdout.strip().splitlines()[-1])
+        token = (home / ".ray" / "auth_token").read_text().strip()
+        assert token and token not in done.stdout + done.stderr  # made, and never printed
+        assert local_cluster_pids() == [rec["pid"]]
+    finally:
+        monkeypatch.setenv("HOME", str(home))
+        assert os.environ["HOME"] == str(home)
+        stop_local_cluster()
+    assert local_cluster_pids() == []

@@ -170,6 +170,22 @@ def start_local_cluster(object_store_mb: int = 1024, timeout_s: float = 120.0, *
         return _start(object_store_mb, timeout_s, dashboard)
 
 
+def _ensure_token(cmd_head: list[str]) -> None:
+    """With token authentication on (Ray's default), make sure a token exists before `ray start` reads it: on a
+    machine that never ran Ray, `ray start --head` refuses to start without one (only `ray.init` creates it).
+    Ray's own `get-auth-token --generate` writes it to its user folder; the token it prints is discarded."""
+    env = local_cluster_env()
+    if env.get("RAY_AUTH_MODE", "").lower() != "token" or env.get("RAY_AUTH_TOKEN") or env.get("RAY_AUTH_TOKEN_PATH"):
+        return
+    if (Path.home() / ".ray" / "auth_token").exists():
+        return
+    r = subprocess.run([*cmd_head, "get-auth-token", "--generate"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, timeout=60, check=False)
+    if r.returncode != 0:
+        raise ClusterStartError(f"could not create Ray's authentication token (`ray get-auth-token --generate` "
+                                f"exit {r.returncode}): {r.stderr.decode(errors='replace')[-500:]}")
+
+
 def _start(object_store_mb: int, timeout_s: float, dashboard: bool = False) -> dict[str, Any]:
     port = _free_port()
     board = _free_port() if dashboard else None
@@ -179,9 +195,10 @@ def _start(object_store_mb: int, timeout_s: float, dashboard: bool = False) -> d
     temp = _temp_dir()
     temp.mkdir(parents=True, exist_ok=True)
     ray_cli = Path(sys.executable).with_name("ray")
-    cmd = [str(ray_cli) if ray_cli.exists() else sys.executable, *([] if ray_cli.exists() else
-           ["-c", "from ray.scripts.scripts import main; main()"]),
-           "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
+    head = [str(ray_cli) if ray_cli.exists() else sys.executable, *([] if ray_cli.exists() else
+            ["-c", "from ray.scripts.scripts import main; main()"])]
+    _ensure_token(head)
+    cmd = [*head, "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
            *(["--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={board}"] if board else
              ["--include-dashboard=false"]), "--disable-usage-stats", f"--temp-dir={temp}",
            f"--object-store-memory={object_store_mb * 1024 * 1024}"]
