@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +56,9 @@ class DecodedVideo:
     jpeg: dict[Size, dict[int, bytes]] = field(default_factory=dict, repr=False)
     decoded_size: Size | None = None
     stats: VideoStats | None = None
+    memo: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
+    """Values the steps after decoding derive from this video (the request step keeps each budget's media here,
+    shared by its questions and models); emptied when frames join or go."""
     _resized: dict[Size, dict[int, np.ndarray]] = field(default_factory=dict, repr=False)
     _times: dict[int, float] = field(default_factory=dict, repr=False)
     _views: dict[tuple[Size, bytes], np.ndarray] = field(default_factory=dict, repr=False)
@@ -70,7 +73,8 @@ class DecodedVideo:
             return int(self.frames.shape[2]), int(self.frames.shape[1])
         return self.info.width, self.info.height
 
-    def _check(self, indices: np.ndarray) -> list[int]:
+    def check(self, indices: np.ndarray) -> list[int]:
+        """`indices` as ints; DecodeError naming the frames among them that do not exist or did not decode."""
         if self._released:
             raise RuntimeError(f"{self.path}: frames were released")
         idx = np.asarray(indices, dtype=np.int64)
@@ -81,7 +85,7 @@ class DecodedVideo:
         return idx.tolist()
 
     def _rows(self, indices: np.ndarray) -> np.ndarray:
-        idx = np.asarray(self._check(indices), dtype=np.int64)
+        idx = np.asarray(self.check(indices), dtype=np.int64)
         rows = np.searchsorted(self.indices, idx)
         if rows.size and (rows.max() >= self.indices.size or not np.array_equal(self.indices[rows], idx)):
             raise KeyError("view asks for frames that were not decoded")
@@ -110,7 +114,7 @@ class DecodedVideo:
         if size is None or tuple(size) == self.size:
             return self.frames[self._rows(indices)]
         size = (int(size[0]), int(size[1]))
-        idx = self._check(indices)
+        idx = self.check(indices)
         if not idx:
             return np.empty((0, size[1], size[0], 3), np.uint8)
         done = self._resized.setdefault(size, {})
@@ -139,7 +143,7 @@ class DecodedVideo:
         """Seconds from the first frame of each of `indices` (any decoded frame, at any size)."""
         known = self._times or dict(zip(self.indices.tolist(), self.timestamps.tolist()))
         try:
-            return np.asarray([known[i] for i in self._check(indices)], dtype=np.float64)
+            return np.asarray([known[i] for i in self.check(indices)], dtype=np.float64)
         except KeyError as err:
             raise KeyError(f"frame {err} was not decoded") from None
 
@@ -148,7 +152,7 @@ class DecodedVideo:
         them at this size (the JPEG frame cache stores each size it was asked for)."""
         key = self.size if size is None else (int(size[0]), int(size[1]))
         store = self.jpeg.get(key, {})
-        idx = self._check(indices)
+        idx = self.check(indices)
         return [store[i] for i in idx] if all(i in store for i in idx) else None
 
     def covered(self, size: Size) -> np.ndarray:
@@ -158,6 +162,29 @@ class DecodedVideo:
         if key == self.size:
             held.append(self.indices)
         return np.unique(np.concatenate(held))
+
+    def held(self) -> dict[Size, np.ndarray]:
+        """{(w, h): indices} of every size this video holds frames at (see `covered`)."""
+        return {s: self.covered(s) for s in {self.size, *self._resized}}
+
+    def facts(self) -> DecodedVideo:
+        """This video without its pixels: its info, indices, timestamps, missing frames, decode time and whatever
+        else it records (kilobytes), what a decode actor sends the driver while the frames stay in the object store.
+        It holds no pixels: ask the frames of `held()` (taken before) where the pixels are."""
+        w, h = self.size
+        return replace(self, frames=np.empty((0, h, w, 3), np.uint8), decoded_size=(w, h), jpeg={}, memo={},
+                       _resized={}, _views={}, _times=dict(self._times))
+
+    @classmethod
+    def merge(cls, parts: list[DecodedVideo]) -> DecodedVideo:
+        """One video from the parts of several decode passes (adaptive rounds), leaving the parts unchanged."""
+        first = parts[0]
+        out = replace(first, _resized={s: dict(d) for s, d in first._resized.items()},
+                      jpeg={s: dict(d) for s, d in first.jpeg.items()}, memo={}, _views={},
+                      _times=dict(first._times))
+        for p in parts[1:]:
+            out.absorb(p)
+        return out
 
     def absorb(self, other: DecodedVideo) -> None:
         """Take in frames of the same video decoded later (a later round of adaptive jobs).
@@ -185,6 +212,12 @@ class DecodedVideo:
         for size, jpegs in other.jpeg.items():
             self.jpeg.setdefault(size, {}).update(jpegs)
         self._times = times
+        self.absorb_facts(other)
+
+    def absorb_facts(self, other: DecodedVideo) -> None:
+        """Take in what a later decode pass of the same video records beside its frames: missing frames, decode
+        time, pipeline, statistics (`absorb` does it; a remote video's facts have nothing else to join)."""
+        self.memo.clear()
         self.missing = np.union1d(self.missing, other.missing)
         self.decode_s += other.decode_s
         if other.pipeline == "cached":
@@ -203,6 +236,7 @@ class DecodedVideo:
         self._resized.clear()
         self._views.clear()
         self.jpeg.clear()
+        self.memo.clear()
         h, w = self.frames.shape[1:3] if self.frames.ndim == 4 else (0, 0)
         self.frames = np.empty((0, h, w, 3), np.uint8)
         self._released = True

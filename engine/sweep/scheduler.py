@@ -1,10 +1,12 @@
 """The sweep scheduler: fan out model x item x budget jobs, one decode per video.
 
-Data path per video: plan every pending budget's indices -> decode their union
-once (in a worker thread, overlapping the engines' work on other videos) ->
-take each budget's frames as a view -> build requests (video first, so the
-questions of one video and budget share a prefix) -> generate on every model's
-backend -> score -> buffer rows -> commit atomically every few seconds.
+Data path per video: plan every pending budget's indices and decode their union once
+(`engine.sweep.decoding`: on a decode actor beside the engines, whose frames stay in
+the object store, or in this process's threads when none is alive), overlapping the
+engines' work on other videos -> build requests (`engine.sweep.requests`: each budget's
+frames by reference or as a view, video first, so the questions of one video and budget
+share a prefix) -> generate on every model's backend -> score -> buffer rows -> commit
+atomically every few seconds.
 
 At most `decode.max_videos_in_flight` videos hold frames at once.
 """
@@ -12,7 +14,6 @@ At most `decode.max_videos_in_flight` videos hold frames at once.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import signal
 import time
@@ -20,42 +21,28 @@ from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from engine.backends.base import Backend, EngineRequest
+from engine.backends.base import Backend, EngineResult
 from engine.backends.coalesce import CoalescingBackend
-from engine.backends.families import get_family
 from engine.backends.warm import WarmEngineStoppedError
 from engine.datasets._base import default_score
-from engine.frames.actors import DecodePool
-from engine.frames.base import VideoInfo
-from engine.frames.cache import FrameCache, decode_video
-from engine.frames.decode import (
-    DecodedVideo,
-    DecodeError,
-    check_source_size,
-    get_decoder,
-    sizes_needed,
-)
-from engine.frames.plan import FramePlan
-from engine.frames.resize import size_for
+from engine.frames.cache import FrameCache
+from engine.frames.decode import DecodeError
+from engine.frames.remote import FRAMES_LOST
 from engine.frames.stats import stats_of
-from engine.frames.view import MediaView, media_fingerprint, media_uuid
 from engine.items import Item, Job
 from engine.results.compact import compact_if_due
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
 from engine.results.video_stats import VideoStatsLog, stats_row
-from engine.spec import BudgetPoint, ModelSpec, SweepSpec
-from engine.sweep.engines import start_backends
-from engine.sweep.fingerprint import AnswerPrints, item_decoder
-from engine.sweep.jobs import plan_item
+from engine.spec import SweepSpec
+from engine.sweep.decoding import Decoding, Held, Plans, pkey, text_plans
+from engine.sweep.engines import engine_nodes, start_backends
 from engine.sweep.policy import GridPolicy, JobPolicy
 from engine.sweep.preflight import preflight
 from engine.sweep.prepare import Prepared, prepare
+from engine.sweep.requests import RequestBuilder
 from engine.sweep.rows import JobContext, Scorer, error_kind, error_row, scored_row
 
 __all__ = ["Sweep", "SweepSummary"]
@@ -65,17 +52,6 @@ log = logging.getLogger(__name__)
 ProgressFn = Callable[[str, int], None]
 """progress(event, n): "total" (first-round jobs), "more" (jobs a policy added), "done", "committed", "decoded" (a
 decode pass), and from `start_backends` "ray", "ray_up" and "engine_up" (n: the model's index in the spec)."""
-
-Plans = dict[tuple[str, str, str], FramePlan]
-
-Held = dict[str, DecodedVideo]
-"""What earlier rounds of one video decoded, per pipeline ("raw": decoded from the file, "cached": the frame cache)."""
-
-PlanErrors = dict[tuple[str, str, str], BaseException]
-
-
-def _pkey(job: Job) -> tuple[str, str, str]:
-    return job.model_id, job.item.item_id, job.budget.budget_id
 
 
 @dataclass
@@ -97,13 +73,17 @@ class SweepSummary:
     decode_workers: list[str] = field(default_factory=list)
     foreign_shards: list[str] = field(default_factory=list)
     """Shards of another sweep found in the results directory (ignored)."""
+    driver_frame_bytes: int = 0
+    """Frame bytes that entered the driver: decoded here (no decode actor alive), fetched for a backend that
+    needs pixels here (HTTP), or kept by Ray in the driver's memory (objects under its inline limit). 0 while
+    decode actors serve engines in the cluster."""
+    internode_frame_bytes: int = 0
+    """Frame bytes the engines' nodes pulled from other nodes (Ray's record of where each video's frames were
+    when an engine asked for them). 0 when every video is decoded on its engine's node."""
 
 
 class Sweep:
     """One run of a sweep spec against its results directory (resumable)."""
-
-    media_namespace: str | None = None
-    """Prefix of this sweep's media uuids (see `engine.frames.view.media_uuid`); None: shared names."""
 
     def __init__(self, spec: SweepSpec, backends: dict[str, Backend] | None = None,
                  progress: ProgressFn | None = None, policy: JobPolicy | None = None) -> None:
@@ -115,17 +95,23 @@ class Sweep:
         self.summary = SweepSummary()
         self._stop = asyncio.Event()
         self._pool = ThreadPoolExecutor(max_workers=spec.decode.threads, thread_name_prefix="decode")
-        self._models: dict[str, ModelSpec] = {m.id: m for m in spec.models}
-        self._attempts: dict[tuple[str, str, str, str], int] = {}
         self._scorers: dict[str, Scorer] = {}
         self._coalesced: dict[str, CoalescingBackend] = {}
-        self._cache: FrameCache | None = None
-        self._decode_pool: DecodePool | None = None
         self._engines_task: asyncio.Task[None] | None = None
         self._stats_log: VideoStatsLog | None = None  # each video's low-level statistics (`_note_stats`)
-        self._prints: AnswerPrints | None = None
-        if spec.decode.pipeline == "cached" or any(b.pipeline == "cached" for b in spec.budgets):
-            self._cache = FrameCache(spec.decode.cache_dir, fmt=spec.decode.cache_format)
+        cached = spec.decode.pipeline == "cached" or any(b.pipeline == "cached" for b in spec.budgets)
+        cache = FrameCache(spec.decode.cache_dir, fmt=spec.decode.cache_format) if cached else None
+        self.decoding = Decoding(spec, cache, self._pool, self.progress)
+        self.requests = RequestBuilder(spec)
+
+    @property
+    def media_namespace(self) -> str | None:
+        """Prefix of this sweep's media uuids (see `engine.frames.view.media_uuid`); None: shared names."""
+        return self.requests.media_namespace
+
+    @media_namespace.setter
+    def media_namespace(self, value: str | None) -> None:
+        self.requests.media_namespace = value
 
     def request_stop(self) -> None:
         """Stop after committing what is finished (SIGINT/SIGTERM)."""
@@ -153,19 +139,24 @@ class Sweep:
         finally:
             if store is not None:
                 store.close()
-            if self._engines_task is not None:
-                self._engines_task.cancel()  # a no-op once they are up; mid-start, start-up closes what it began
-                await asyncio.gather(self._engines_task, return_exceptions=True)
-            await asyncio.gather(*(c.close() for c in self._coalesced.values()))
-            if self._decode_pool is not None:
-                await self._decode_pool.close()
-            if self._own_backends:
-                await asyncio.gather(*(b.close() for b in self.backends.values()), return_exceptions=True)
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            await self._close()
         self.summary.wall_s = time.perf_counter() - t0
         self.summary.stopped = self._stop.is_set()
+        self.summary.decode_calls, self.summary.frames_decoded = self.decoding.calls, self.decoding.frames
+        self.summary.driver_frame_bytes = self.decoding.driver_bytes
+        log.info("frame bytes: %d into the driver, %d between nodes (%d jobs)", self.summary.driver_frame_bytes,
+                 self.summary.internode_frame_bytes, self.summary.jobs_ok + self.summary.jobs_failed)
         return self.summary
 
+    async def _close(self) -> None:
+        if self._engines_task is not None:
+            self._engines_task.cancel()  # a no-op once they are up; mid-start, start-up closes what it began
+            await asyncio.gather(self._engines_task, return_exceptions=True)
+        await asyncio.gather(*(c.close() for c in self._coalesced.values()))
+        await self.decoding.close()
+        if self._own_backends:
+            await asyncio.gather(*(b.close() for b in self.backends.values()), return_exceptions=True)
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     async def answer(self, jobs: list[Job]) -> list[ResultRow]:
         """Answer `jobs` (all of one video) through the pipeline without a store: warm-ups and probes."""
@@ -175,10 +166,11 @@ class Sweep:
             self._pool.shutdown(wait=False)
 
     def _adopt(self, ready: Prepared) -> None:
-        """Take the prepared run's scorers, attempts and fingerprints; count its jobs."""
+        """Take the prepared run's scorers, per-job prompts, attempts and fingerprints; count its jobs."""
         self._scorers.update(ready.scorers)
-        self._attempts = ready.attempts
-        self._prints = ready.prints
+        self.requests.attempts = ready.attempts
+        self.requests.prints = ready.prints
+        self.requests.prompts = ready.prompts
         self.summary.jobs_total = ready.pending + ready.committed
         self.summary.jobs_skipped = ready.committed
         self.summary.videos = len(ready.jobs)
@@ -187,24 +179,18 @@ class Sweep:
 
     async def _start_decoders(self) -> None:
         """Decode actors in the cluster when the spec asks for them (auto: one per node on a cluster)."""
-        d = self.spec.decode
-        n_actors = d.actors if d.actors is not None else (None if self.spec.ray_address else 0)
-        if n_actors == 0 or self._decode_pool is not None or not any(b.frames for b in self.spec.budgets):
+        if not self.decoding.wants_actors():
             return
-        import ray
-
         from engine.runtime.cluster import ensure_ray
 
         await asyncio.to_thread(ensure_ray, self.spec.ray_address, dashboard=self.spec.ray_dashboard)
-        if n_actors is None:
-            n_actors = sum(1 for n in ray.nodes() if n.get("Alive"))
-        cache_root = self._cache.dir.parent if self._cache is not None else None
-        self._decode_pool = DecodePool(n_actors, d.actor_cpus, cache_root, d.cache_format)
-        self.summary.decode_workers = await self._decode_pool.start()
+        self.summary.decode_workers = await self.decoding.start_actors()
+        self.decoding.near_engines(engine_nodes(self.backends))  # engines given: decode beside them from the start
 
     async def _start_engines(self) -> None:
         self.backends = await start_backends(self.spec, progress=self.progress)
         self.summary.engines = {k: b.info for k, b in self.backends.items()}
+        self.decoding.near_engines(engine_nodes(self.backends))
 
     async def _engines_ready(self) -> None:
         """Wait for the engines started with the run (a video waiting here does not cancel their start)."""
@@ -267,84 +253,6 @@ class Sweep:
                 await asyncio.to_thread(self._stats_log.commit, store.check_lock)  # type: ignore[union-attr]
                 await asyncio.to_thread(compact_if_due, store)  # a day of commits stays a few shards
 
-    def _attempt(self, job: Job) -> int:
-        return self._attempts.get(tuple(job.key), 0) + 1  # type: ignore[arg-type]
-
-    @staticmethod
-    def _plan(job: Job, n_frames: int, fps: float) -> FramePlan:
-        return plan_item(job.item, job.budget, n_frames, fps)
-
-    @classmethod
-    def _plan_each(cls, jobs: list[Job], n_frames: int, fps: float) -> tuple[Plans, PlanErrors]:
-        """Plan every job; a job whose policy cannot plan this video gets its error instead, so one
-        bad budget fails only its own jobs."""
-        plans: Plans = {}
-        failures: PlanErrors = {}
-        for j in jobs:
-            try:
-                plans[_pkey(j)] = cls._plan(j, n_frames, fps)
-            except Exception as err:  # noqa: BLE001 - a policy's failure is its budget's error row
-                failures[_pkey(j)] = err
-        return plans, failures
-
-    def _pipeline(self, job: Job) -> str:
-        """The job's pipeline: its budget's, else the [decode] setting."""
-        return job.budget.pipeline or self.spec.decode.pipeline
-
-    async def _decode(self, jobs: list[Job], held: Held) -> tuple[Held, Plans, PlanErrors]:
-        """Plan every job of this video's round and decode, in one pass per pipeline, the frames nobody
-        holds yet.
-
-        `held` is what earlier rounds of the same video decoded (adaptive policies), per pipeline:
-        only the frames it lacks at each size are decoded, and they join it. Raw and cached budgets
-        of one video each get their own pass (raw from the file, cached through the frame cache). A
-        job whose plan failed is in the returned errors instead of the plans.
-        """
-        item = jobs[0].item
-        if all(j.budget.is_text_only for j in jobs):
-            return held, {_pkey(j): self._plan(j, 0, 0.0) for j in jobs}, {}
-        if item.video_path is None:
-            raise DecodeError(f"item {item.item_id} has no video but the grid asks for frames")
-        loop = asyncio.get_running_loop()
-        decoder = get_decoder(self._decoder_name(item))
-        info = (next(iter(held.values())).info if held else
-                await loop.run_in_executor(self._pool, decoder.probe, item.video_path))
-        check_source_size(item.video_path, info, self.spec.decode.max_source_pixels)  # before any frame decodes
-        plans, failed = self._plan_each(jobs, info.n_frames, info.fps)
-        visual = [j for j in jobs if _pkey(j) in plans and not j.budget.is_text_only]
-        for pipeline in sorted({self._pipeline(j) for j in visual}):
-            mine = [(j.budget, plans[_pkey(j)].indices) for j in visual if self._pipeline(j) == pipeline]
-            await self._decode_pass(item.video_path, decoder.name, info, mine, held, pipeline)
-        return held, plans, failed
-
-    async def _decode_pass(self, path: Path, decoder: str, info: VideoInfo,
-                           budgets: list[tuple[BudgetPoint, np.ndarray]], held: Held, pipeline: str) -> None:
-        """Decode the union of `budgets`' frames one pipeline lacks, in one pass, into `held[pipeline]`."""
-        mine = held.get(pipeline)
-        need = sizes_needed(info, budgets)
-        if mine is not None:
-            need = {s: ix for s, ix in ((s, np.setdiff1d(ix, mine.covered(s))) for s, ix in need.items()) if ix.size}
-        if not need:
-            return
-        # decode once, at the largest size needed; smaller sizes converted in the same pass
-        main = max(need, key=lambda s: (s[0] * s[1], s))
-        size = None if main == (info.width, info.height) else main
-        also = {s: ix for s, ix in need.items() if s != main}
-        cached = pipeline == "cached"
-        decoded = None
-        if self._decode_pool is not None:  # a decode actor somewhere in the cluster; None: none is left
-            decoded = await self._decode_pool.decode(path, need[main], decoder, size, also, cached=cached)
-        if decoded is None:
-            work = functools.partial(decode_video, self._cache if cached else None, path, need[main], decoder, size,
-                                     also)
-            decoded = await asyncio.get_running_loop().run_in_executor(self._pool, work)
-        self.summary.decode_calls += 1
-        self.summary.frames_decoded += int(np.unique(np.concatenate(list(need.values()))).size)
-        if mine is None:
-            held[pipeline] = decoded
-        else:
-            mine.absorb(decoded)
-
     async def _run_video(self, video_jobs: list[Job]) -> list[ResultRow]:
         """All rounds of one video: the policy's first jobs, then whatever it asks for next."""
         rows: list[ResultRow] = []
@@ -360,31 +268,48 @@ class Sweep:
                     self.progress("more", len(jobs) + len(derived))
         finally:
             self._note_stats(video_jobs, held)
-            for decoded in held.values():
-                decoded.release()  # the in-flight cap bounds frame memory only if frames go when done
+            self.decoding.release(held)  # the in-flight cap bounds frame memory only if frames go when done
+            self.summary.decode_calls, self.summary.frames_decoded = self.decoding.calls, self.decoding.frames
         self._count(rows)
         return rows
 
     async def _run_round(self, jobs: list[Job], held: Held) -> tuple[list[ResultRow], Held]:
-        """Decode what this round lacks, ask every model, score: one row per job."""
-        rows: list[ResultRow] = []
+        """Decode what this round lacks, ask every model, score: one row per job. Jobs whose frames were lost
+        with their node are decoded and asked again (a further attempt)."""
+        rows, jobs, plans = await self._decode(jobs, held)
+        by_model: dict[str, list[JobContext]] = defaultdict(list)
+        for j in jobs:
+            by_model[j.model_id].append(self.requests.context(j, held.get(self.decoding.pipeline(j)), plans[pkey(j)]))
+        results = await asyncio.gather(*(self._generate(mid, ctxs, held) for mid, ctxs in by_model.items()))
+        rows += [r for part in results for r in part]
+        lost = {tuple(r.key): r for r in rows if r.error_type == FRAMES_LOST and r.attempt < self.spec.max_attempts}
+        if not lost or self._stop.is_set():
+            return rows, held
+        again = [j for j in jobs if tuple(j.key) in lost]
+        log.warning("%s: the frames of %d job(s) were lost with their node; decoding them again",
+                    again[0].item.video_id, len(again))
+        for j in again:
+            self.requests.attempts[tuple(j.key)] = lost[tuple(j.key)].attempt  # type: ignore[index]
+        for pipeline in {self.decoding.pipeline(j) for j in again}:
+            self.decoding.forget(held, pipeline)
+        redone, held = await self._run_round(again, held)
+        return [r for r in rows if tuple(r.key) not in lost] + redone, held
+
+    async def _decode(self, jobs: list[Job], held: Held) -> tuple[list[ResultRow], list[Job], Plans]:
+        """The round's decode: error rows for jobs that cannot be planned or whose video is unusable, the jobs
+        left and their plans."""
         try:
-            held, plans, failed = await self._decode(jobs, held)
-            rows = [error_row(self.spec, self._ctx(j, None, None), type(failed[_pkey(j)]).__name__,
-                              f"frame plan: {failed[_pkey(j)]}", kind="permanent") for j in jobs if _pkey(j) in failed]
-            jobs = [j for j in jobs if _pkey(j) in plans]
+            _, plans, failed = await self.decoding.round(jobs, held)
         except (DecodeError, ValueError, OSError) as err:
             # The video is unusable: its visual jobs become error rows; text-only jobs need no media.
             log.warning("%s: %s", jobs[0].item.video_id, err)
-            rows = [error_row(self.spec, self._ctx(j, None, None), type(err).__name__, str(err), kind=error_kind(err))
-                    for j in jobs if not j.budget.is_text_only]
+            rows = [error_row(self.spec, self.requests.context(j, None, None), type(err).__name__, str(err),
+                              kind=error_kind(err)) for j in jobs if not j.budget.is_text_only]
             jobs = [j for j in jobs if j.budget.is_text_only]
-            plans = {_pkey(j): self._plan(j, 0, 0.0) for j in jobs}
-        by_model: dict[str, list[JobContext]] = defaultdict(list)
-        for j in jobs:
-            by_model[j.model_id].append(self._ctx(j, held.get(self._pipeline(j)), plans[_pkey(j)]))
-        results = await asyncio.gather(*(self._generate(mid, ctxs, held) for mid, ctxs in by_model.items()))
-        return rows + [r for part in results for r in part], held
+            return rows, jobs, text_plans(jobs)
+        rows = [error_row(self.spec, self.requests.context(j, None, None), type(failed[pkey(j)]).__name__,
+                          f"frame plan: {failed[pkey(j)]}", kind="permanent") for j in jobs if pkey(j) in failed]
+        return rows, [j for j in jobs if pkey(j) in plans], plans
 
     def _note_stats(self, jobs: list[Job], held: Held) -> None:
         """Keep the low-level statistics the video's raw decode computed (a few numbers, no pixels), once per
@@ -401,78 +326,32 @@ class Sweep:
         self.summary.jobs_failed_permanent += sum(r.error_kind == "permanent" for r in rows)
         self.progress("done", len(rows))
 
-    def _decoder_name(self, item: Item) -> str:
-        return item_decoder(self.spec, item)
-
-    def _ctx(self, job: Job, decoded: DecodedVideo | None, plan: FramePlan | None) -> JobContext:
-        model = self._models[job.model_id]
-        indices = plan.indices if plan is not None else np.empty(0, dtype=np.int64)
-        ctx = JobContext(job, model.family, indices, None, None, self._decoder_name(job.item), None,
-                         self._attempt(job))
-        if plan is not None:
-            ctx.repeated = plan.repeated
-        if self._prints is not None:
-            ctx.answer_fingerprint = self._prints.of(job)
-        if not job.budget.is_text_only:
-            ctx.pipeline = self._pipeline(job)
-        if decoded is not None and indices.size:
-            ctx.width, ctx.height = size_for(decoded.info.width, decoded.info.height, job.budget)
-            ctx.decode_s = decoded.decode_s
-            ctx.video_frames = decoded.info.n_frames
-            ctx.video_frames_declared = decoded.info.declared_frames
-        return ctx
-
-    def _media(self, ctx: JobContext, decoded: DecodedVideo | None) -> MediaView | None:
-        if decoded is None or not ctx.indices.size:
-            return None
-        size = (ctx.width, ctx.height)
-        frames = decoded.view(ctx.indices, size, shared=True)  # type: ignore[arg-type]
-        jpeg = decoded.view_jpeg(ctx.indices, size) if decoded.pipeline == "cached" else None  # type: ignore[arg-type]
-        item = ctx.job.item
-        content = media_fingerprint(item.video_path, decoded.decoder, decoded.pipeline, ctx.indices, size)
-        uuid = media_uuid(item.media_key, ctx.job.budget.budget_id, image=item.media_kind == "image", clip=item.clip,
-                          namespace=self.media_namespace, content=content)
-        return MediaView(frames, ctx.indices, decoded.info.fps, decoded.info.n_frames, uuid, decoded.decoder,
-                         jpeg_frames=jpeg)
-
     async def _generate(self, model_id: str, ctxs: list[JobContext], held: Held) -> list[ResultRow]:
-        family = get_family(self._models[model_id].family)
-        p = self.spec.prompt
-        requests: list[EngineRequest] = []
-        failed: list[ResultRow] = []
-        ready: list[JobContext] = []
-        for i, ctx in enumerate(ctxs):
-            try:
-                media = self._media(ctx, held.get(ctx.pipeline))
-            except DecodeError as err:  # a frame this job needs does not exist or did not decode
-                failed.append(error_row(self.spec, ctx, type(err).__name__, str(err), kind="permanent"))
-                continue
-            ctx.request = family.build(f"{model_id}/{ctx.job.item.item_id}/{ctx.job.budget.budget_id}/{i}",
-                                       ctx.job.item, media, p.scoring, p.system_prompt, p.max_new_tokens)
-            requests.append(ctx.request)
-            ready.append(ctx)
+        """Build the requests of one model's jobs of a video, generate, score."""
+        await self._engines_ready()
+        by_ref = bool(getattr(self.backends[model_id], "takes_frame_refs", False))
+        ready, failed = self.requests.build(model_id, ctxs, held, by_ref)
         if not ready:
             return failed
-        ctxs = ready
-        results = await self._generate_with_retries(model_id, ctxs, requests)
+        results = await self._generate_with_retries(model_id, ready)
         if isinstance(results, BaseException):
             err = results
-            return failed + [error_row(self.spec, c, type(err).__name__, str(err)) for c in ctxs]
+            return failed + [error_row(self.spec, c, type(err).__name__, str(err)) for c in ready]
+        self.summary.internode_frame_bytes += sum(r.frame_bytes_pulled for r in results)
         return failed + [scored_row(self.spec, c, r, self._scorers.get(c.job.item.dataset, default_score))
-                         for c, r in zip(ctxs, results)]
+                         for c, r in zip(ready, results)]
 
-    async def _generate_with_retries(self, model_id: str, ctxs: list[JobContext],
-                                     requests: list[EngineRequest]) -> list[Any] | BaseException:
+    async def _generate_with_retries(self, model_id: str, ctxs: list[JobContext]) -> list[EngineResult] | BaseException:
         """Generate; if the engine dies, wait for it to come back (or restart it) and retry the batch,
         up to `max_attempts` attempts per job (recorded on the rows); then the error is returned."""
-        await self._engines_ready()
         backend = self.backends[model_id]
         if model_id not in self._coalesced:
             self._coalesced[model_id] = CoalescingBackend(backend)
         merged = self._coalesced[model_id]
+        requests = [c.request for c in ctxs]
         for n in range(self.spec.max_attempts):
             try:
-                return await merged.generate(requests)
+                return await merged.generate(requests)  # type: ignore[arg-type]
             except WarmEngineStoppedError:
                 raise  # `engines down` took the warm engine away: the run ends, committing what it has
             except Exception as err:  # noqa: BLE001 - engine death: recover and retry, then errors as data
