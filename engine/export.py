@@ -12,6 +12,9 @@
   (`engine.metrics.official.chain_scores`: MME totals and subtasks, POPE, MMStar, MMBench circular
   accuracy with its incomplete questions, Video-MME, the Video-MME v2 group scores, MVBench,
   TempCompass, Video-MMMU; accuracy everywhere), the headline flagged;
+- ``videos.parquet``: each video's low-level statistics, one row per (dataset, video_id), as the sweep computed
+  them from the frames it decoded (`engine.results.video_stats`: duration, frame rate, resolution, motion
+  energy, scene cuts, brightness, contrast, static share); no rows for a sweep that decoded no video;
 - ``provenance.json``: the sweep spec as run, and per model its path and hashes;
 - ``README.md``: a datacard with counts and the meaning of every column.
 
@@ -55,13 +58,14 @@ from engine.metrics.overwrite import text_items
 from engine.metrics.regression import terminal_items
 from engine.results.provenance import model_hash, reader_versions, run_provenance
 from engine.results.store import own_rows
+from engine.results.video_stats import scan_video_stats
 from engine.runtime.atomic import fsync_dir, is_own_temp, temp_name
 from engine.runtime.processes import pid_alive
 from engine.runtime.secrets import redact, redact_columns, register_secret_env
 
 __all__ = ["COLUMNS", "ExportTargetError", "check_target", "export", "model_hash"]
 
-ARTIFACT = ("items.parquet", "scores.parquet", "provenance.json", "README.md")
+ARTIFACT = ("items.parquet", "scores.parquet", "videos.parquet", "provenance.json", "README.md")
 """The files of an artifact folder."""
 
 
@@ -162,10 +166,24 @@ def _card_data(prov: dict[str, Any]) -> DatasetCardData:
     return DatasetCardData(
         pretty_name=f"framesweep audit: {prov.get('sweep_id')}", tags=["video", "evaluation", "framesweep"],
         configs=[{"config_name": "items", "data_files": "items.parquet", "default": True},
-                 {"config_name": "scores", "data_files": "scores.parquet"}])
+                 {"config_name": "scores", "data_files": "scores.parquet"},
+                 {"config_name": "videos", "data_files": "videos.parquet"}])
 
 
-def _datacard(frame: pl.DataFrame, prov: dict[str, Any]) -> str:
+_VIDEO_FIELDS = {
+    "dataset": "Dataset id.", "video_id": "Video id (joins `items.parquet`).",
+    "duration_s": "Length in seconds.", "fps": "Frames per second.", "width": "Displayed width (pixels).",
+    "height": "Displayed height (pixels).", "pixels": "width x height.", "n_frames": "Frames in the file.",
+    "frames_used": "Decoded frames the statistics come from (the union of the sweep's budgets).",
+    "motion_energy": "Mean absolute luma difference of consecutive decoded frames (luma in [0, 1]).",
+    "scene_cuts": "Consecutive decoded frames that differ past the cut threshold.", "brightness": "Mean luma.",
+    "contrast": "Mean of each frame's luma standard deviation (RMS contrast).",
+    "static_share": "Share of consecutive decoded frame pairs that barely differ.",
+}
+"""The columns of ``videos.parquet`` and their meaning (`engine.frames.stats` defines each statistic)."""
+
+
+def _datacard(frame: pl.DataFrame, prov: dict[str, Any], n_videos: int = 0) -> str:
     groups = frame.group_by("model_id", "dataset", "protocol_id").agg(
         pl.col("item_id").n_unique().alias("items"), pl.col("budget_id").n_unique().alias("budgets"),
         pl.col("trajectory").is_not_null().sum().alias("rows_matched")).sort("model_id", "dataset", "protocol_id")
@@ -189,6 +207,11 @@ def _datacard(frame: pl.DataFrame, prov: dict[str, Any]) -> str:
               "One row per (model, dataset, chain, budget, score): every benchmark as it publishes its score, over "
               "the ok rows of the budget.", "", "| column | meaning |", "| --- | --- |"]
     lines += [f"| `{c}` | {m} |" for c, m in SCORE_FIELDS.items()]
+    lines += ["", "## Videos (`videos.parquet`)", "",
+              f"Low-level statistics of the {n_videos} video(s) the sweep decoded, computed from the frames it "
+              "decoded (no second pass): one row per (dataset, video_id).", "", "| column | meaning |",
+              "| --- | --- |"]
+    lines += [f"| `{c}` | {m} |" for c, m in _VIDEO_FIELDS.items()]
     body = "\n".join(lines) + "\n"
     return str(DatasetCard(f"---\n{_card_data(prov).to_yaml()}\n---\n\n{body}"))
 
@@ -230,11 +253,13 @@ def export(out_dir: Path | str, to: Path | str) -> dict[str, Any]:
         .collect()
     )
     scores = chain_scores(rows).select(list(SCORE_FIELDS)).pipe(redact_columns).collect()
+    videos = scan_video_stats(out_dir).drop("written_at").sort("dataset", "video_id").pipe(redact_columns).collect()
     with _building(to) as tmp:
         frame.write_parquet(tmp / "items.parquet", compression="zstd")
         scores.write_parquet(tmp / "scores.parquet", compression="zstd")
+        videos.write_parquet(tmp / "videos.parquet", compression="zstd")
         (tmp / "provenance.json").write_text(redact(json.dumps(prov, indent=2, default=str)))
-        (tmp / "README.md").write_text(redact(_datacard(frame, prov)))
+        (tmp / "README.md").write_text(redact(_datacard(frame, prov, videos.height)))
     return {"rows": frame.height, "path": str(to / "items.parquet"), "chains": frame.select(GROUP).n_unique()}
 
 

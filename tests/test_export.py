@@ -37,6 +37,7 @@ def test_export_annotations_and_round_trip(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["export", str(tmp_path / "out"), "--to", str(tmp_path / "art")])
     assert res.exit_code == 0, res.output
     items = pl.read_parquet(tmp_path / "art" / "items.parquet")
+    assert pl.read_parquet(tmp_path / "art" / "videos.parquet").height == 0  # hand-made rows: no video decoded
     # two chains: default {text, f4, f8} and random {text, f4-random, f8-random}; text rows in both
     assert sorted(items["protocol_id"].unique()) == ["default", "random"]
     # default: a, b at 3 budgets, c at 2 (no f4); random: the text rows of a, b, c and a, b at 2 budgets
@@ -163,7 +164,7 @@ def test_an_earlier_export_is_replaced_whole_and_an_empty_folder_taken(tmp_path:
     res = _export(out, art)
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in art.iterdir()) == ["README.md", "items.parquet", "provenance.json",
-                                                     "scores.parquet"]
+                                                     "scores.parquet", "videos.parquet"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp folder left beside
 
 
@@ -249,3 +250,10 @@ def test_export_of_the_quickstart_demos_own_results(tmp_path: Path, warm_engine:
     (model,) = prov["models"].values()
     assert model["path"] == "tiny:qwen2_5_vl" and model["hash"] == fingerprint
     assert items["trajectory"].null_count() < items.height  # annotated: the demo's items are matched
+    # each decoded video's low-level statistics, computed by the sweep's decode pass, travel with the artifact
+    videos = pl.read_parquet(art / "videos.parquet")
+    assert videos.height == 6 and set(videos["video_id"]) == set(items["video_id"])
+    assert (videos["frames_used"] > 1).all() and videos["motion_energy"].is_not_null().all()
+    assert (videos["pixels"] == videos["width"] * videos["height"]).all()
+    card = (art / "README.md").read_text()
+    assert "config_name: videos" in card and "Low-level statistics of the 6 video(s)" in card

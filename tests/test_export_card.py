@@ -39,7 +39,7 @@ def test_datacard_is_a_hub_card_with_escaped_cells(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     card = DatasetCard.load(tmp_path / "art" / "README.md")
     assert card.data.pretty_name == "framesweep audit: t" and "framesweep" in card.data.tags
-    assert [c["config_name"] for c in card.data.configs] == ["items", "scores"]
+    assert [c["config_name"] for c in card.data.configs] == ["items", "scores", "videos"]
     assert card.data.configs[0]["data_files"] == "items.parquet" and card.data.configs[0]["default"] is True
     chains = card.text.split("## Chains")[1].split("##")[0]
     head, _, *body = [line for line in chains.splitlines() if line.startswith("|")]

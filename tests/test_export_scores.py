@@ -52,7 +52,7 @@ def _export(tmp_path: Path) -> Path:
 def test_export_carries_official_scores_and_v2_group_scores(tmp_path: Path) -> None:
     art = _export(tmp_path)
     assert sorted(p.name for p in art.iterdir()) == ["README.md", "items.parquet", "provenance.json",
-                                                     "scores.parquet"]
+                                                     "scores.parquet", "videos.parquet"]
     items = pl.read_parquet(art / "items.parquet")
     v2 = items.filter(pl.col("dataset") == "videomme_v2").group_by("group_id", "budget_id").agg(
         pl.col("group_score").unique()).sort("group_id", "budget_id")
