@@ -2,8 +2,9 @@
 `framesweep compact`.
 
 A sweep commits a shard every few seconds: a day is ~17,000 shards. The directory here holds --shards
-committed shards of --rows rows each (one sweep, one model, Video-MME-like keys over five budgets, every
-row ok), written once per shape into the cache dir and copied for each run. Measured, each in a fresh
+committed shards of --rows rows each (one sweep: --models models x Video-MME-like items x budgets text, 16, 32,
+64, 128 and 256 frames, each row with its frame indices, every row ok; 20,000 x 10 rows is 12 models x 2,778
+items x 6 budgets, the issue's ~200k jobs), written once per shape into the cache dir and copied for each run. Measured, each in a fresh
 process (perf_counter around the call, imports excluded; `*_cli_s`: the whole `framesweep status` process):
 
     status_s_before / metrics_s_before    over the --shards small shards
@@ -38,7 +39,7 @@ from engine.results.shards import live_shards
 from engine.runtime.atomic import atomic_write
 from engine.runtime.paths import cache_dir
 
-BUDGETS = ("f16", "f32", "f64", "f128", "f256")
+BUDGETS = ("text", "f16", "f32", "f64", "f128", "f256")
 KEYS = ("status_s_20k_shards", "status_s_before", "metrics_s_after", "metrics_s_before", "compact_s",
         "shards_before", "shards_after", "rows")
 
@@ -46,37 +47,44 @@ KEYS = ("status_s_20k_shards", "status_s_before", "metrics_s_after", "metrics_s_
 def add_cli_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--shards", type=int, default=20_000, help="small shards in the directory (a commit each)")
     p.add_argument("--rows", type=int, default=10, help="rows per shard")
+    p.add_argument("--models", type=int, default=12, help="models the rows are spread over")
     p.add_argument("--before-timeout", type=float, default=900.0, help="give up a `before` measurement after this")
     p.add_argument("--work-dir", type=Path, default=None, help="where the directory is copied (default: a temp dir)")
     p.add_argument("--output-json", type=Path, default=None, help="write the figures here")
     return p
 
 
-def _row(i: int, shard: int) -> ResultRow:
-    b = BUDGETS[i % len(BUDGETS)]
-    item = i // len(BUDGETS)
-    return ResultRow(sweep_id="bench", model_id="m", model_family="qwen2_5_vl", dataset="videomme",
-                     dataset_version="1", item_id=f"q{item:06d}", video_id=f"v{item // 3:06d}", task_kind="mcq",
-                     task_type="perception", budget_id=b, frames=int(b[1:]), policy="uniform", seed=0,
-                     frame_indices=list(range(0, int(b[1:]) * 4, 4)), option_probs=[0.4, 0.3, 0.2, 0.1],
-                     response="B", pred="B", answer="B" if i % 3 else "A", correct=i % 3 != 0, status="ok",
-                     attempt=1, answer_fingerprint="fp", finished_at=datetime(2025, 1, 1, tzinfo=UTC)
-                     + timedelta(seconds=5 * shard))
+def _row(k: int, shard: int, items: int) -> ResultRow:
+    """Job `k`: model-major, then item, then budget (a sweep commits a model's videos' budgets together)."""
+    model, rest = divmod(k, items * len(BUDGETS))
+    item, b = divmod(rest, len(BUDGETS))
+    budget = BUDGETS[b]
+    frames = 0 if budget == "text" else int(budget[1:])
+    right = (item * 7 + b * 3 + model) % 5 != 0
+    return ResultRow(sweep_id="bench", model_id=f"model-{model:02d}", model_family="qwen2_5_vl", dataset="videomme",
+                     dataset_version="1", item_id=f"q{item:05d}", video_id=f"v{item // 3:05d}", task_kind="mcq",
+                     task_type="perception", budget_id=budget, frames=frames, policy="uniform", seed=0,
+                     frame_indices=list(range(0, 4 * frames, 4)) if frames else None,
+                     option_probs=[0.4, 0.3, 0.2, 0.1], response="B", pred="B" if right else "A", answer="B",
+                     correct=right, confidence=0.4, status="ok", attempt=1, answer_fingerprint="fp",
+                     finished_at=datetime(2025, 1, 1, tzinfo=UTC) + timedelta(seconds=5 * shard))
 
 
-def generate(root: Path, shards: int, rows: int) -> Path:
+def generate(root: Path, shards: int, rows: int, models: int) -> Path:
     """The pristine directory of this shape (written once: shards are encoded as commits encode them)."""
-    out = root / f"shards-{shards}x{rows}"
+    out = root / f"shards-{shards}x{rows}-{models}m"
     if (out / "manifest.json").exists():
         return out
     shutil.rmtree(out, ignore_errors=True)
     (out / "results").mkdir(parents=True)
+    items = -(-shards * rows // (models * len(BUDGETS)))
+    total = min(shards * rows, models * items * len(BUDGETS))
     for s in range(shards):
-        frame = rows_to_frame([_row(s * rows + j, s) for j in range(rows)])
-        atomic_write(out / "results" / f"part-{s:08d}.parquet", encode_shard(frame), durable=False)
-    items = shards * rows // len(BUDGETS)
-    write_manifest(out, {"sweep_id": "bench", "expected_by_dataset": {
-        "videomme": {"m": dict.fromkeys(BUDGETS, items)}}})  # last: marks the shape as complete
+        batch = [_row(k, s, items) for k in range(s * rows, min(total, (s + 1) * rows))]
+        if batch:
+            atomic_write(out / "results" / f"part-{s:08d}.parquet", encode_shard(rows_to_frame(batch)), durable=False)
+    expected = {f"model-{m:02d}": dict.fromkeys(BUDGETS, items) for m in range(models)}
+    write_manifest(out, {"sweep_id": "bench", "expected_by_dataset": {"videomme": expected}})  # last: complete
     return out
 
 
@@ -119,7 +127,7 @@ def fmt(seconds: float | None) -> str:
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    pristine = generate(cache_dir() / "bench", args.shards, args.rows)
+    pristine = generate(cache_dir() / "bench", args.shards, args.rows, args.models)
     work = Path(tempfile.mkdtemp(prefix="fs-compaction-", dir=args.work_dir))
     out = work / "out"
     try:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_shard_compaction_writes_its_json(tmp_path: Path) -> None:
     out = tmp_path / "sc.json"
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "shard_compaction.py"), "--shards", "40",
-                        "--rows", "4", "--work-dir", str(tmp_path), "--output-json", str(out)],
+                        "--rows", "4", "--models", "1", "--work-dir", str(tmp_path), "--output-json", str(out)],
                        capture_output=True, text=True, timeout=900, check=False)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     data = json.loads(out.read_text())
