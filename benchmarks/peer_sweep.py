@@ -1,7 +1,9 @@
 """framesweep against lmms-eval on one sweep, both measured in this run, on this machine, interleaved.
 
 The sweep: `--videos` synthetic videos x `--questions` questions at budgets text/4/8/16/32 frames
-(<= `--max-pixels` per frame) on the tiny Qwen2.5-VL checkpoint. framesweep runs it as one
+(<= `--max-pixels` per frame) on the tiny Qwen2.5-VL checkpoint, each answer generated greedily up to
+`--max-new-tokens` on both sides (framesweep's `generate` scoring; `--scoring letter` times its default
+one-token answers instead). framesweep runs it as one
 `framesweep run` process from a cold start (no engine running; launch to exit, and launch to its
 first committed row). lmms-eval runs it as it runs a budget sweep: one `lmms_eval` process per budget
 (its vLLM model, `nframes=N`; text-only as a task whose doc_to_visual sends nothing), over the same
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -52,6 +55,11 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budgets", default="0,4,8,16,32", help="frame counts (0: text only)")
     p.add_argument("--size", default="480x270", help="video WxH")
     p.add_argument("--max-pixels", type=int, default=224 * 224)
+    p.add_argument("--max-new-tokens", type=int, default=16,
+                   help="tokens each side may generate per answer (the task's max_new_tokens, made binding for "
+                        "lmms-eval, whose vLLM model otherwise takes the larger of it and its own 4096)")
+    p.add_argument("--scoring", default="generate", choices=["generate", "letter"],
+                   help="framesweep's scoring: generate (free text, as lmms-eval) or letter (one constrained token)")
     p.add_argument("--output-json", type=Path, default=None)
 
 
@@ -70,6 +78,7 @@ def _spec(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                     "questions": ["flash_count", "first_colour", "static_shape"][: args.questions]},
         "budgets": [{"frames": b, "max_pixels": args.max_pixels} if b else {"frames": 0} for b in _budgets(args)],
         "decode": {"max_videos_in_flight": 4},
+        "prompt": {"scoring": args.scoring, "max_new_tokens": args.max_new_tokens},
         "store": {"out_dir": str(out), "commit_interval_s": 5.0},
     }
 
@@ -107,22 +116,25 @@ def _items_file(spec_doc: dict[str, Any], path: Path) -> int:
     return len(items)
 
 
-def _task_dir(items: Path, work: Path) -> Path:
-    """The lmms-eval tasks (video, and text-only) over `items`, in a folder of their own."""
+def _task_dir(items: Path, work: Path, max_new_tokens: int) -> Path:
+    """The lmms-eval tasks (video, and text-only) over `items`, in a folder of their own, generating up to
+    `max_new_tokens` (lmms-eval takes the larger of the task's and the model's: both are set to it)."""
     out = work / "tasks"
     shutil.copytree(TASK_DIR, out)
     for name in ("fs_peer.yaml", "fs_peer_no_visual.yaml"):
         path = out / name
-        path.write_text(path.read_text().replace("ITEMS_JSONL", str(items)))
+        text = path.read_text().replace("ITEMS_JSONL", str(items))
+        path.write_text(re.sub(r"(?m)^(\s+max_new_tokens:) \d+$", rf"\1 {max_new_tokens}", text))
     return out
 
 
 def _lmms_budget(python: Path, tasks: Path, frames: int, model: Path, args: argparse.Namespace, out: Path,
-                 env: dict[str, str]) -> tuple[float, int]:
-    """One lmms-eval process for one budget: launch to exit (seconds), and the samples it logged."""
+                 env: dict[str, str], n_items: int) -> tuple[float, int]:
+    """One lmms-eval process for one budget: launch to exit (seconds), and the samples it logged (all of them:
+    lmms-eval exits 0 after an error, so a run that logged fewer is an error here)."""
     n = max(frames, 1)
     model_args = (f"model={model},max_frame_num={n},nframes={n},max_pixels={args.max_pixels},"
-                  f"min_pixels={28 * 28},max_model_len=8192,dtype=float32,enforce_eager=True,"
+                  f"max_new_tokens={args.max_new_tokens},max_model_len=8192,dtype=float32,enforce_eager=True,"
                   f"gpu_memory_utilization=0.8,limit_mm_per_prompt={{\"image\":{n}}}")
     cmd = [str(python), "-m", "lmms_eval", "--model", "vllm", "--model_args", model_args,
            "--tasks", "fs_peer" if frames else "fs_peer_no_visual", "--include_path", str(tasks),
@@ -133,24 +145,48 @@ def _lmms_budget(python: Path, tasks: Path, frames: int, model: Path, args: argp
     if r.returncode != 0:
         raise RuntimeError(f"lmms-eval exited {r.returncode} at {frames} frames:\n{(r.stdout + r.stderr)[-3000:]}")
     logged = sum(len(f.read_text().splitlines()) for f in out.rglob("*_samples_*.jsonl"))
+    if logged != n_items:
+        raise RuntimeError(f"lmms-eval answered {logged} of {n_items} items at {frames} frames:\n"
+                           f"{(r.stdout + r.stderr)[-3000:]}")
     return took, logged
+
+
+_PHASE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO engine\.cli\.progress: [^:]+: (.+?)"
+                    r" \(\d+:\d\d:\d\d since start\)$")
+
+
+def phases(log_text: str, launched: datetime) -> dict[str, float]:
+    """Seconds from launch to the first line of each phase the run logged ("starting Ray", "loading m", ...)."""
+    out: dict[str, float] = {}
+    for line in log_text.splitlines():
+        m = _PHASE.match(line)
+        name = re.split(r" \(\d+/\d+ up\)|;", m.group(2))[0].strip() if m else ""
+        if m and name not in out:  # "loading m (0/1 up); 4 video(s) decoded ahead" is "loading m"
+            at = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f")
+            out[name] = round((at - launched).total_seconds(), 2)
+    return out
 
 
 def _framesweep(spec_path: Path, work: Path, env: dict[str, str]) -> dict[str, Any]:
     out = work / "fs-out"
+    launched = datetime.now()  # local time, as the run log's timestamps
     got = timed_run(spec_path, out, env)
     summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
     engine = next(iter((summary.get("engines") or {}).values()), {})
+    logs = "".join(f.read_text(errors="replace") for f in sorted((out / "logs").glob("run-*.log")))
     return {"framesweep_s": got["process_s"], "framesweep_first_row_s": got["first_row_s"],
             "framesweep_rows": (summary.get("jobs") or {}).get("ok"),
-            "framesweep_engine": {k: engine.get(k) for k in ("import_s", "start_s", "ready_s")}}
+            "framesweep_engine": {k: engine.get(k) for k in ("import_s", "start_s", "ready_s")},
+            "framesweep_phases": phases(logs, launched)}
 
 
-def _lmms(python: Path, tasks: Path, args: argparse.Namespace, work: Path, env: dict[str, str]) -> dict[str, Any]:
+def _lmms(python: Path, tasks: Path, args: argparse.Namespace, work: Path, env: dict[str, str],
+          n_items: int) -> dict[str, Any]:
     from engine.backends.tiny import resolve_model_path
 
     model = Path(resolve_model_path("tiny:qwen2_5_vl"))
-    runs = {str(b): _lmms_budget(python, tasks, b, model, args, work / f"lmms-{b}", env) for b in _budgets(args)}
+    runs = {str(b): _lmms_budget(python, tasks, b, model, args, work / f"lmms-{b}", env, n_items)
+            for b in _budgets(args)}
     return {"lmms_eval_s": sum(s for s, _ in runs.values()),
             "lmms_eval_s_per_budget": {b: s for b, (s, _) in runs.items()},
             "lmms_eval_samples": sum(n for _, n in runs.values())}
@@ -176,7 +212,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                            "budgets": _budgets(args), "items": n_items, "lmms_eval_installed": lmms is not None,
                            "rounds": []}
     try:
-        tasks = _task_dir(work / "items.jsonl", work)
+        tasks = _task_dir(work / "items.jsonl", work, args.max_new_tokens)
         with private_cache() as env:
             for k in range(args.rounds):
                 sides = ["framesweep", "lmms_eval"] if k % 2 == 0 else ["lmms_eval", "framesweep"]
@@ -185,7 +221,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                     if side == "framesweep":
                         got.update(_framesweep(spec_path, work, env))
                     elif lmms is not None:
-                        got.update(_lmms(python, tasks, args, work, {**env, "VLLM_CPU_KVCACHE_SPACE": "1"}))
+                        got.update(_lmms(python, tasks, args, work, {**env, "VLLM_CPU_KVCACHE_SPACE": "1"}, n_items))
                 out["rounds"].append(got)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -55,6 +55,8 @@ def test_peer_sweep_measures_both_sides_or_says_the_peer_is_missing(tmp_path: Pa
     assert 0 < one["framesweep_first_row_s"] <= one["framesweep_s"]
     assert data["framesweep_s"] == [round(one["framesweep_s"], 2)] * 2
     assert one["framesweep_engine"]["start_s"] > 0  # where the cold start goes, from the run's summary.json
+    started = one["framesweep_phases"]  # and from its log: seconds from launch to each phase
+    assert 0 < started["starting Ray"] < started["loading m"] <= one["framesweep_first_row_s"], started
     assert "lmms-eval is not installed (give --lmms-python): no comparison" in r.stdout
 
 
