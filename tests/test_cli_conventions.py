@@ -59,6 +59,16 @@ def test_output_to_a_pipe_is_neither_wrapped_nor_coloured() -> None:
     assert "media_root" in one and "subtitle_root" in one  # one adapter, one line
 
 
+@pytest.mark.engine  # a CLI process
+@pytest.mark.parametrize("args", [["run", "-h"], ["engines", "up", "--help"]])
+def test_help_to_a_pipe_is_neither_wrapped_nor_coloured(args: list[str]) -> None:
+    res = _framesweep(*args)
+    assert res.returncode == 0 and res.stdout.startswith("Usage: framesweep "), res.stdout + res.stderr
+    assert not ANSI.search(res.stdout) and not set("╭│╰─") & set(res.stdout)  # plain text, no panels
+    (address,) = [line for line in res.stdout.splitlines() if line.lstrip().startswith("--address")]
+    assert len(address) > 80 and address.rstrip().endswith(")."), address  # its whole help on its line
+
+
 def test_user_text_is_not_recoloured_by_the_highlighter(tmp_path: Path) -> None:
     out = tmp_path / "qwen2.5-vl:7b=fast('x')"
     out.mkdir()

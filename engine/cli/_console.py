@@ -5,12 +5,14 @@ Messages carry user text (paths, ids, error messages, server replies) that may h
 (`style=`). Error messages also pass through `redact`, so no registered secret is printed.
 Nothing is recoloured by rich's highlighter (an id like `f16-px200704` keeps one colour), and
 output that goes to a file or a pipe is neither coloured (rich's own rule) nor wrapped at 80
-columns (`COLUMNS` still sets a width).
+columns (`COLUMNS` still sets a width). The same holds for `-h`: help to a file or a pipe is plain text with one
+line per option (`plain_help`), where rich's help panels would be drawn at 80 columns.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,9 +24,10 @@ from rich.logging import RichHandler
 
 from engine.runtime.secrets import RedactingFilter, redact
 
-__all__ = ["console", "err_console", "fail", "heading", "setup_logging", "shards_named", "warn"]
+__all__ = ["UNWRAPPED", "console", "err_console", "fail", "heading", "plain_help", "setup_logging", "shards_named",
+           "warn"]
 
-_UNWRAPPED = 100_000
+UNWRAPPED = 100_000
 """The width of a console that writes to a file or a pipe: lines and tables are as long as they need."""
 
 
@@ -35,12 +38,18 @@ class _Console(Console):
     def size(self) -> ConsoleDimensions:
         size = super().size
         if self._width is None and not self.is_terminal and not self._environ.get("COLUMNS", "").isdigit():
-            return ConsoleDimensions(_UNWRAPPED, size.height)
+            return ConsoleDimensions(UNWRAPPED, size.height)
         return size
 
 
 console = _Console(markup=False, emoji=False, highlight=False)
 err_console = _Console(stderr=True, markup=False, emoji=False, highlight=False)
+
+
+def plain_help() -> bool:
+    """Whether `-h` should print plain, unwrapped help: stdout is not a terminal (nor forced to act as one) and
+    `COLUMNS` sets no width. Rich's help panels fill the console's width, so they cannot be left unwrapped."""
+    return not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit()
 
 
 def heading(text: str) -> None:

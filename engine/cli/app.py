@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 
 from engine import __version__
-from engine.cli._console import console, fail, heading, setup_logging, warn
+from engine.cli._console import UNWRAPPED, console, fail, heading, plain_help, setup_logging, warn
 from engine.cli.analysis import register as register_analysis_commands
 from engine.cli.compact import register as register_compact_command
 from engine.cli.datasets import register as register_dataset_commands
@@ -367,6 +367,12 @@ register_compact_command(app)
 
 
 def main() -> None:
-    app(prog_name="framesweep")
+    """The `framesweep` command (and `python -m engine`). Help to a file or a pipe is click's plain help, each
+    option on one line, without colour (`engine.cli._console.plain_help`)."""
+    if plain_help():
+        app.rich_markup_mode = None  # the command groups take the app's mode
+        app(prog_name="framesweep", terminal_width=UNWRAPPED, max_content_width=UNWRAPPED)
+    else:
+        app(prog_name="framesweep")
 
 
