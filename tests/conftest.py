@@ -138,8 +138,71 @@ def warm_engine(warm_engine_cache: Path, monkeypatch: pytest.MonkeyPatch):
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    """The tests that use the warm engine run first (in their collected order), then all the others."""
+    """The tests that use the warm engine run first (in their collected order), then all the others; every test
+    that uses the warm engine is an `engine` test."""
+    for item in items:
+        if WARM_FIXTURE in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.engine)
     items.sort(key=lambda item: WARM_FIXTURE not in getattr(item, "fixturenames", ()))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The fast tier: `pytest -m "not engine"`.
+#
+# A test that starts a process (a vLLM engine, a Ray cluster, a `framesweep` CLI process, a browser) is an
+# `engine` test: its module says so (`pytestmark = pytest.mark.engine`), or it uses the warm engine. The
+# marks are checked, not trusted: every process a test starts is seen here (`subprocess.Popen`, which Ray
+# and the CLI tests use, and multiprocessing's spawn), and a test not marked `engine` that starts one fails,
+# naming the command, so the fast tier stays fast and the mark stays true.
+# ---------------------------------------------------------------------------------------------------
+
+_SPAWNED: list[str] = []
+_WATCHING = {"on": False}
+
+
+def _watch_spawns() -> None:
+    import multiprocessing.util
+    import subprocess
+
+    child, spawnv = subprocess.Popen._execute_child, multiprocessing.util.spawnv_passfds  # type: ignore[attr-defined]
+
+    def execute_child(self, args, *rest, **kw):  # noqa: ANN001, ANN202 - Popen's private signature
+        if _WATCHING["on"]:
+            _SPAWNED.append(" ".join(map(str, args))[:160] if isinstance(args, list | tuple) else str(args)[:160])
+        return child(self, args, *rest, **kw)
+
+    def spawnv_passfds(path, args, passfds):  # noqa: ANN001, ANN202
+        if _WATCHING["on"]:
+            _SPAWNED.append(" ".join(map(str, args))[:160])
+        return spawnv(path, args, passfds)
+
+    subprocess.Popen._execute_child = execute_child  # type: ignore[attr-defined]
+    multiprocessing.util.spawnv_passfds = spawnv_passfds
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "engine: starts a process (a vLLM engine, a Ray cluster, a CLI process, a "
+                                       "browser); `-m 'not engine'` is the fast tier")
+    _watch_spawns()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Watch the processes a test not marked `engine` starts (its fixtures' set-up and teardown included)."""
+    _SPAWNED.clear()
+    _WATCHING["on"] = item.get_closest_marker("engine") is None
+    try:
+        yield
+    finally:
+        _WATCHING["on"] = False
+
+
+@pytest.fixture(autouse=True)
+def _no_process_unless_marked(request: pytest.FixtureRequest):
+    yield
+    if _WATCHING["on"] and _SPAWNED:
+        pytest.fail(f"{request.node.nodeid} starts a process but is not marked `engine` (add `pytestmark = "
+                    f"pytest.mark.engine` to its module): {_SPAWNED[0]}", pytrace=False)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -17,6 +17,8 @@ from engine.results.store import scan_results
 from engine.spec import SweepSpec, parse_spec
 from engine.sweep import Sweep, start_backends
 
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 STAGES = ["f2-nested", "f4-nested", "f8-nested"]
 
 

@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from engine.frames.plan import plan_budget, union_indices
 from engine.spec import BudgetPoint
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
 ROOT = Path(__file__).resolve().parents[1]
 

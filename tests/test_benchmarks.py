@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 import polars as pl
+import pytest
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
 ROOT = Path(__file__).resolve().parents[1]
 

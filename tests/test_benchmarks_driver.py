@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = ["driver_jobs_per_s", "driver_rss_growth", "driver_frame_bytes_per_job", "internode_frame_bytes_per_job"]
 

@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

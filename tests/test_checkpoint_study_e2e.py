@@ -30,6 +30,8 @@ from engine.results.store import scan_results
 from engine.spec import parse_spec
 from engine.sweep import Sweep
 
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 
 def _spec(tmp_path: Path) -> dict:
     d = small_spec_dict(tmp_path / "out")

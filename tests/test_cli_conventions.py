@@ -36,6 +36,7 @@ def test_version_and_short_help() -> None:
         assert res.exit_code == 0 and "Usage:" in res.output, (args, res.output)
 
 
+@pytest.mark.engine
 def test_python_dash_m_engine_is_framesweep() -> None:
     res = _framesweep("--version")
     assert res.returncode == 0 and res.stdout.strip() == f"framesweep {__version__}", res.stderr
@@ -49,6 +50,7 @@ def test_the_results_directory_is_named_out_in_every_usage(command: str) -> None
     assert re.search(r"\bOUT\b", usage) and not re.search(r"\b(DIR|OUT_DIR)\b", usage), usage
 
 
+@pytest.mark.engine
 def test_output_to_a_pipe_is_neither_wrapped_nor_coloured() -> None:
     res = _framesweep("datasets")
     assert res.returncode == 0, res.stderr
@@ -69,6 +71,7 @@ def test_help_to_a_pipe_is_neither_wrapped_nor_coloured(args: list[str]) -> None
     assert len(address) > 80 and address.rstrip().endswith(")."), address  # its whole help on its line
 
 
+@pytest.mark.engine
 def test_user_text_is_not_recoloured_by_the_highlighter(tmp_path: Path) -> None:
     out = tmp_path / "qwen2.5-vl:7b=fast('x')"
     out.mkdir()
@@ -80,6 +83,7 @@ def test_user_text_is_not_recoloured_by_the_highlighter(tmp_path: Path) -> None:
     assert f"{out}: no manifest.json" in ANSI.sub("", res.stderr)
 
 
+@pytest.mark.engine
 def test_a_long_message_to_a_pipe_is_one_line(tmp_path: Path) -> None:
     spec = write_toml(tmp_path / "s.toml", small_spec_dict(tmp_path / "out"))
     res = _framesweep("run", str(spec), "--models", "m" * 100)

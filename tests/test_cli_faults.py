@@ -126,6 +126,7 @@ def test_a_shard_of_another_sweep_is_not_done_and_is_reported(tmp_path: Path) ->
     assert scan_results(mine).collect().height == 18 + 3 * 3 * 3
 
 
+@pytest.mark.engine
 def test_a_sweep_stops_loudly_when_the_disk_is_full(tmp_path: Path) -> None:
     """The committer's ENOSPC stops the sweep with StoreFullError (it used to die silently while the sweep
     ran on); every shard committed before stays readable. A real full filesystem: a small tmpfs."""

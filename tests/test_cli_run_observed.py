@@ -20,6 +20,8 @@ from conftest import small_spec_dict, write_toml
 
 from engine.spec import load_spec
 
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 LINE = re.compile(r"^\[\d+:\d\d:\d\d\] (?P<label>[^:]+): (?P<phase>.+?)(?:; (?P<done>\d+)/(?P<total>\d+) jobs)?$")
 
 

@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 CHILD = """
 import asyncio, json, psutil, ray
 from engine.runtime.cluster import ensure_ray

@@ -137,6 +137,7 @@ store.close()
 
 @pytest.mark.parametrize("point", ["before-fsync", "before-rename", "before-dir-fsync", "after-removing-0",
                                    "after-removing-7", "after-removing-29", "not-killed"])
+@pytest.mark.engine
 def test_a_compactor_killed_at_any_step_loses_and_duplicates_nothing(tmp_path: Path, point: str) -> None:
     items = _sweep_dir(tmp_path, shards=30)
     before = _rows(tmp_path)
@@ -183,6 +184,7 @@ with ResultStore(out) as store:
 """
 
 
+@pytest.mark.engine
 def test_a_reader_while_compacting_sees_every_row_exactly_once(tmp_path: Path) -> None:
     items = _sweep_dir(tmp_path, shards=60)
     before = _rows(tmp_path)
@@ -259,6 +261,7 @@ def test_a_damaged_shard_is_left_for_doctor_not_laundered(tmp_path: Path) -> Non
     assert res.exit_code == 0 and victim.name in res.output, res.output
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize("point", ["after-removing-5", "after-removing-13", "after-removing-14"])
 def test_a_killed_cleanup_of_compactions_of_compactions_keeps_every_row_once(tmp_path: Path, point: str) -> None:
     """A compacted shard is compacted again with newer shards; the cleanup removes both generations' inputs,

@@ -50,6 +50,7 @@ def test_what_fits_exactly_and_gpu_engines_pass() -> None:
     assert _refused({"a": (1, Placement(gpus=0))}, 4.0, 1.0)
 
 
+@pytest.mark.engine
 def test_run_with_more_cpu_engines_than_the_local_cluster_holds_exits_2_naming_them(tmp_path: Path) -> None:
     out = tmp_path / "out"
     d = small_spec_dict(out)

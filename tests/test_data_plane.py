@@ -8,10 +8,13 @@ import asyncio
 from pathlib import Path
 
 import polars as pl
+import pytest
 from conftest import small_spec_dict
 
 from engine.results.store import scan_results
 from engine.spec import parse_spec
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
 
 def test_no_frame_enters_the_driver_while_decode_actors_are_up(tmp_path: Path, warm_engine: Path) -> None:

@@ -10,8 +10,11 @@ import sys
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from engine.results.store import latest_rows, scan_results
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -124,6 +124,7 @@ def _wheel(path: Path, requires: list[str], so: dict[str, bytes] | None = None, 
     return path
 
 
+@pytest.mark.engine
 def test_elf_reader_agrees_with_readelf_on_a_real_library() -> None:
     import numpy
 
@@ -172,6 +173,7 @@ def test_image_list_reads_versions_and_python() -> None:
     assert "ray" not in image.packages and "polars" not in image.packages and "av" not in image.packages
 
 
+@pytest.mark.engine
 def test_install_rehearsal_on_cpu(tmp_path: Path) -> None:
     """The device half end to end, offline: a kit of a locally made wheel, carried in two transfers,
     installed with --no-index --no-deps into its own folder and import-checked."""
@@ -203,6 +205,7 @@ def test_build_manifest_of_the_shipped_kit_shape(tmp_path: Path, files: list[Pat
     assert on_disk == m and on_disk["format"] == kit.FORMAT and on_disk["from_image"] == {"torch": "2.11.0"}
 
 
+@pytest.mark.engine
 def test_gpu_run_scripts_parse_and_name_their_steps() -> None:
     root = Path(__file__).resolve().parents[1]
     for script in ("tools/gpu_run.sh", "tools/gpu_check.sh"):

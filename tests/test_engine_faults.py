@@ -16,11 +16,14 @@ import time
 from pathlib import Path
 
 import polars as pl
+import pytest
 from conftest import small_spec_dict
 
 from engine.results.store import scan_results
 from engine.spec import parse_spec
 from engine.sweep import Sweep, start_backends
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
 
 def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from engine.cli import app
@@ -205,6 +206,7 @@ def _killed_mid_write(out: Path, art: Path, sig: int) -> int:
     return rc
 
 
+@pytest.mark.engine
 def test_a_killed_export_leaves_the_earlier_artifact_and_its_temp_is_removed_next_time(tmp_path: Path) -> None:
     import signal
 

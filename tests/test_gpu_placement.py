@@ -36,8 +36,9 @@ DECLARED_GPUS = 4
 # This module joins a Ray cluster of its own, which the Ray state other test modules leave in a shared
 # pytest process can break (seen as actors cancelled before they start); it runs whole in a fresh
 # interpreter, started by tests/test_gpu_placement_isolated.py.
-pytestmark = pytest.mark.skipif(os.environ.get("FRAMESWEEP_GPU_PLACEMENT_ISOLATED") != "1",
-                                reason="runs in a fresh interpreter (tests/test_gpu_placement_isolated.py)")
+pytestmark = [pytest.mark.engine,
+              pytest.mark.skipif(os.environ.get("FRAMESWEEP_GPU_PLACEMENT_ISOLATED") != "1",
+                                 reason="runs in a fresh interpreter (tests/test_gpu_placement_isolated.py)")]
 
 
 class StandIn:

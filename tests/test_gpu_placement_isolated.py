@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 
 def test_gpu_placement_module_passes_in_a_fresh_interpreter() -> None:
     module = Path(__file__).with_name("test_gpu_placement.py")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 from conftest import small_spec_dict
 from PIL import Image
 from test_job_prompts import VIDEO, videomme_with_subtitles, with_subtitles
@@ -26,6 +27,8 @@ from engine.items import Item
 from engine.results.store import scan_results
 from engine.spec import parse_spec
 from engine.sweep import Sweep, start_backends
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
 
 def _mmstar(path: Path) -> Path:

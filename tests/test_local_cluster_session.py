@@ -6,8 +6,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from engine.runtime.local_cluster import _end_session, _session_pids
 from engine.runtime.processes import pid_alive
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
 
 def test_a_session_and_its_child_are_found_then_ended() -> None:

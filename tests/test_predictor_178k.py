@@ -23,6 +23,8 @@ from engine.datasets import build_adapter
 from engine.results.store import scan_results
 from engine.spec import BudgetPoint, SweepSpec, parse_spec
 
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 ASSETS = Path(__file__).parent / "assets"
 VIDEOS = ["academic_source/activitynet/v_abc.mp4", "academic_source/youcook2/v_def.mp4"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from conftest import small_spec_dict
 
 from engine.adaptive.predictor import _prediction, _question, predict_frames
@@ -13,6 +14,8 @@ from engine.backends.families import get_family
 from engine.items import Item
 from engine.spec import parse_spec
 from engine.sweep import start_backends
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
 ITEM = Item(dataset="t", dataset_version="1", item_id="q1", video_id="v1", video_path=None,
             question="How many times does the light flash?", options=("one", "two"), answer="A")

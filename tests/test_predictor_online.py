@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import polars as pl
+import pytest
 from conftest import small_spec_dict
 
 from engine.adaptive.predictions import evaluate_predictor, export_manifest, scan_predictions
@@ -14,6 +15,8 @@ from engine.adaptive.predictor import predict_frames, predicted_budget_id, run_p
 from engine.results.store import latest_rows, scan_results
 from engine.spec import parse_spec
 from engine.sweep import Sweep, start_backends
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
 
 def test_predict_run_evaluate_export(tmp_path: Path, warm_engine: Path) -> None:

@@ -14,6 +14,9 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
+
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -30,6 +30,8 @@ from engine.sweep.policy import GridPolicy
 from engine.sweep.prepare import prepare
 from engine.sweep.resume import AnswerMismatchError, changed_fields
 
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 BUDGETS = [{"frames": 0}, {"frames": 2}]
 
 

@@ -18,6 +18,8 @@ from engine.results.store import scan_results
 from engine.spec import SpecError, parse_spec
 from engine.sweep import Sweep, start_backends
 
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 
 def _spec_dict(out: Path) -> dict:
     d = small_spec_dict(out)

@@ -41,6 +41,7 @@ def test_real_engine_arguments_pass(tmp_path: Path) -> None:
     assert spec.models[0].engine.extra["enable_chunked_prefill"] is True
 
 
+@pytest.mark.engine
 def test_the_arguments_read_from_vllm_source_are_what_vllm_takes() -> None:
     from vllm import LLM
     from vllm.engine.arg_utils import EngineArgs

@@ -123,6 +123,7 @@ def test_narrower_integer_columns_are_read_upcast(tmp_path: Path) -> None:
         scan_results(tmp_path)
 
 
+@pytest.mark.engine
 def test_disk_full_fails_loudly_and_keeps_committed_shards(tmp_path: Path) -> None:
     """A real full filesystem: a small tmpfs (needs mount permission; skipped without it)."""
     import subprocess
@@ -308,6 +309,7 @@ def _full_tmpfs(mnt: Path) -> None:
     raise AssertionError("the tmpfs did not fill up")
 
 
+@pytest.mark.engine
 def test_disk_full_while_taking_the_lock_is_one_sentence_and_exit_5(tmp_path: Path) -> None:
     """A real full filesystem (no inode left): taking the lock fails as StoreFullError; `framesweep run` exits 5 with
     one sentence naming the lock file, before any item is loaded or engine started (it was a raw OSError

@@ -21,6 +21,8 @@ from engine.backends.warm import engine_key, engine_settings, warm_name
 from engine.results.store import scan_results
 from engine.spec import EngineSpec
 
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # runs the CLI in this process and says, after it exits, whether vLLM was ever imported by it

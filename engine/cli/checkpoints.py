@@ -82,7 +82,9 @@ def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list
     except ValueError as err:
         fail(f"{models_option if models else 'study'}: {err}")
         raise typer.Exit(2) from None
-    frames = pl.collect_all(list(tables.values()), engine=polars_engine)
+    # one table at a time: the rows are in memory already, and Polars' collect_all over these plans spends
+    # minutes finding their common subplans (28 s against 5.6 s one by one on a 52-row study)
+    frames = [t.collect(engine=polars_engine) for t in tables.values()]
     return {"schema": "framesweep.checkpoints/3", "source": str(out_dir),
             **checkpoint_document(dict(zip(tables, frames, strict=True)), study)}
 

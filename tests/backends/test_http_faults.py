@@ -327,6 +327,7 @@ def test_a_key_echoed_across_the_cut_leaves_no_prefix(scripted: ScriptedServer, 
         assert "***" in e and "sk-" not in e and "sk%2D" not in e.upper(), e
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize("scripted", ["html_version"], indirect=True)
 def test_a_version_endpoint_answering_html_stops_the_start_in_one_sentence(scripted: ScriptedServer,
                                                                             tmp_path: Path) -> None:

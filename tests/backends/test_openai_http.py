@@ -95,6 +95,7 @@ def _requests() -> list:
     return out
 
 
+@pytest.mark.engine
 def test_http_and_engine_paths_agree(server: str, tiny_qwen25: Path) -> None:
     import ray
 

@@ -16,6 +16,8 @@ from engine.items import Item
 from engine.scoring import score_letters
 from engine.spec import EngineSpec
 
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 ITEM = Item(dataset="t", dataset_version="1", item_id="q1", video_id="v1", video_path=None,
             question="Which colour?", options=("red", "green", "blue", "yellow"), answer="B")
 

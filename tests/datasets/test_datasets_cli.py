@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from ds_fixtures import videomme_fixture, videomme_row
 from typer.testing import CliRunner
 
@@ -110,6 +111,7 @@ def test_inspect_synthetic_writes_nothing(tmp_path: Path) -> None:
     assert not root.exists()
 
 
+@pytest.mark.engine
 def test_inspect_starts_no_engine(tmp_path: Path) -> None:
     ann, media = videomme_fixture(tmp_path)
     spec = _write_spec(tmp_path / "spec.toml",

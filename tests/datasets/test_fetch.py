@@ -10,6 +10,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
 from ds_fixtures import videomme_fixture
 
 from engine.datasets import build_adapter
@@ -43,6 +44,7 @@ def _fetch(hub: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=300, env=env)
 
 
+@pytest.mark.engine
 def test_fetch_lays_out_the_release_for_run_data(tmp_path: Path) -> None:
     hub = _hub_cache(tmp_path / "hub", tmp_path / "staging")
     dest = tmp_path / "videomme"
@@ -61,6 +63,7 @@ def test_fetch_lays_out_the_release_for_run_data(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
 
 
+@pytest.mark.engine
 def test_fetch_names_what_it_cannot_do(tmp_path: Path) -> None:
     missing = _fetch(tmp_path / "empty-hub", "videomme", "--to", str(tmp_path / "d"))
     assert missing.returncode == 1 and "videomme: could not fetch lmms-lab/Video-MME" in missing.stderr

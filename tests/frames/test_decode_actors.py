@@ -16,6 +16,8 @@ from engine.frames.base import DecodeError
 from engine.frames.decode import decode_union
 from engine.frames.remote import FrameResolver, FramesLostError
 
+pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
+
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from metric_rows import frame
 
 from engine.metrics.status import sweep_status
@@ -38,6 +39,7 @@ def test_live_churn_counts_only_items_answered_at_every_budget(tmp_path: Path) -
     assert abs(t4["accuracy_to"] - 2 / 3) < 1e-12 and abs(t8["accuracy_to"] - 2 / 3) < 1e-12
 
 
+@pytest.mark.engine
 def test_status_command_prints_the_churn_table(tmp_path: Path) -> None:
     rows = frame({"a": "011", "b": "001"}, budgets=BUDGETS)
     with ResultStore(tmp_path) as store:
@@ -57,6 +59,7 @@ def test_status_command_prints_the_churn_table(tmp_path: Path) -> None:
     assert "+0.500" in later.stdout
 
 
+@pytest.mark.engine
 def test_budgets_and_transitions_listed_in_cost_order_default_chain_first(tmp_path: Path) -> None:
     # budget ids that sort differently as text (f16 < f4 < text; "cached" < "default"), with two chains
     budgets = {"text": 0, "f4": 4, "f16": 16}
