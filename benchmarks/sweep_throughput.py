@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -179,7 +179,7 @@ class _RSS:
 
         self.proc, self.peak, self._stop = psutil.Process(), 0, threading.Event()
 
-    def __enter__(self) -> _RSS:
+    def __enter__(self) -> Self:
         def loop() -> None:
             while not self._stop.is_set():
                 self.peak = max(self.peak, self.proc.memory_info().rss)

@@ -166,12 +166,12 @@ def _watch_spawns() -> None:
 
     child, spawnv = subprocess.Popen._execute_child, multiprocessing.util.spawnv_passfds  # type: ignore[attr-defined]
 
-    def execute_child(self, args, *rest, **kw):  # noqa: ANN001, ANN202 - Popen's private signature
+    def execute_child(self, args, *rest, **kw):  # Popen's private signature
         if _WATCHING["on"]:
             _SPAWNED.append(" ".join(map(str, args))[:160] if isinstance(args, list | tuple) else str(args)[:160])
         return child(self, args, *rest, **kw)
 
-    def spawnv_passfds(path, args, passfds):  # noqa: ANN001, ANN202
+    def spawnv_passfds(path, args, passfds):
         if _WATCHING["on"]:
             _SPAWNED.append(" ".join(map(str, args))[:160])
         return spawnv(path, args, passfds)

@@ -70,7 +70,7 @@ def _within(seconds: float, fn, fifo: Path):  # type: ignore[no-untyped-def]
     def target() -> None:
         try:
             box["value"] = fn()
-        except BaseException as err:  # handed to the test thread
+        except BaseException as err:  # noqa: BLE001 - handed to the test thread
             box["error"] = err
 
     worker = threading.Thread(target=target, daemon=True)

@@ -10,6 +10,7 @@ renormalised distribution over the letters.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import os
@@ -45,7 +46,7 @@ def _cuda_visible() -> bool:
 def engine_env(engine: EngineSpec) -> dict[str, str]:
     """Environment variables the engine process needs (CPU build settings are harmless on GPU)."""
     return {
-        "VLLM_CPU_KVCACHE_SPACE": str(max(1, int(math.ceil(engine.kv_cache_gib)))),
+        "VLLM_CPU_KVCACHE_SPACE": str(max(1, math.ceil(engine.kv_cache_gib))),
         "VLLM_CPU_NUM_OF_RESERVED_CPU": os.environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU", "0"),
         "TOKENIZERS_PARALLELISM": "false",
     }
@@ -265,10 +266,8 @@ class VLLMWorker:
         log.error("engine process %s died; ending actor %s so that it is restarted", ", ".join(dead) or "?",
                   self.worker)
         for p in self._engine_procs:  # the survivors would wait on the dead one forever
-            try:
+            with contextlib.suppress(Exception):  # already gone
                 p.kill()
-            except Exception:  # noqa: BLE001 - already gone
-                pass
         os._exit(_ENGINE_DIED_EXIT)
 
     def reset_caches(self) -> int:

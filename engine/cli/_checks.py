@@ -4,6 +4,7 @@ empty or silently partial table; a file to write must not be a folder."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -64,7 +65,7 @@ def _stage_problems(stages: tuple[str, ...], budgets: dict[str, int]) -> list[st
     if problems:
         return problems
     frames = [budgets[s] for s in stages]
-    if any(b <= a for a, b in zip(frames, frames[1:], strict=False)):
+    if any(b <= a for a, b in itertools.pairwise(frames)):
         shown = ", ".join(f"{s} ({n} frames)" for s, n in zip(stages, frames, strict=True))
         return [f"--cascade-stages {','.join(stages)}: stages go from fewer frames to more, each once; got {shown}"]
     return []

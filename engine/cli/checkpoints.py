@@ -59,8 +59,6 @@ def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list
                    engine: PolarsEngine, models_option: str = "--models") -> dict[str, Any]:
     """The checkpoint document of OUT (`engine.metrics.checkpoints.checkpoint_document`); exits 2 on a bad study
     or on a model or dataset named (`models_option`, --image-datasets) that the results do not hold."""
-    import polars as pl
-
     from engine.metrics.checkpoints import CHECKPOINT_COLUMNS, checkpoint_document, checkpoint_tables
     from engine.metrics.summary import load_rows
     if not (out_dir / "results").is_dir():

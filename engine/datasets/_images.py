@@ -41,7 +41,7 @@ def _suffix(data: bytes, name: str | None) -> str:
     try:  # a format without a magic number above (TIFF, ...): Pillow tells
         with Image.open(io.BytesIO(data)) as im:
             im.verify()
-    except Exception:  # Pillow raises several types for bytes it cannot read
+    except Exception:  # noqa: BLE001 - Pillow raises several types for bytes it cannot read
         raise RowError(f"image: the {len(data)} bytes are no image Pillow can read (they start "
                        f"{data[:12]!r})") from None
     suffix = Path(name).suffix.lower() if name else ""

@@ -105,7 +105,7 @@ def read_parquet(path: Path, columns: Mapping[str, Kind], problems: Problems,
     for f in files:
         try:
             schema = pl.scan_parquet(f).collect_schema()
-        except Exception as err:  # polars raises several error types for a bad file
+        except Exception as err:  # noqa: BLE001 - polars raises several error types for a bad file
             problems.add(f, None, f"not a readable Parquet file: {err}", fatal=True)
             continue
         bad = [f"missing column {c!r}" for c in columns if c not in schema]
@@ -117,7 +117,7 @@ def read_parquet(path: Path, columns: Mapping[str, Kind], problems: Problems,
         if not bad:
             try:
                 out.append((f, pl.read_parquet(f)))
-            except Exception as err:  # a valid footer over corrupt data pages: polars raises several types
+            except Exception as err:  # noqa: BLE001 - a valid footer over corrupt data pages: polars raises several types
                 problems.add(f, None, f"not a readable Parquet file: {err}", fatal=True)
     return out
 
@@ -133,7 +133,7 @@ def read_tsv(path: Path, columns: Mapping[str, Kind], problems: Problems) -> pl.
         return None
     try:
         df = pl.read_csv(path, separator="\t", infer_schema=False, quote_char='"')
-    except Exception as err:  # polars raises several error types for a malformed file
+    except Exception as err:  # noqa: BLE001 - polars raises several error types for a malformed file
         problems.add(path, None, f"not a readable TSV file: {err}", fatal=True)
         return None
     missing = [c for c in columns if c not in df.columns]

@@ -68,8 +68,8 @@ class VideoScript:
         on = np.zeros(self.n_frames, dtype=bool)
         span = self.n_frames / (2 * self.flashes + 1)  # off, on, off, on, ..., off
         for k in range(self.flashes):
-            start = int(round((2 * k + 1) * span))
-            stop = max(start + 1, int(round((2 * k + 2) * span)))
+            start = round((2 * k + 1) * span)
+            stop = max(start + 1, round((2 * k + 2) * span))
             on[start:stop] = True
         return on
 
@@ -83,7 +83,7 @@ def _script(spec: SyntheticDatasetSpec, index: int) -> VideoScript:
         colours=(names[c[0]], names[c[1]]),
         shape=SHAPES[int(rng.integers(len(SHAPES)))],
         flashes=int(rng.integers(1, 5)),
-        n_frames=max(2, int(round(spec.seconds * spec.fps))),
+        n_frames=max(2, round(spec.seconds * spec.fps)),
         fps=spec.fps,
         width=spec.width - spec.width % 2,
         height=spec.height - spec.height % 2,

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Self
 
 import polars as pl
 
@@ -319,7 +319,7 @@ class ResultStore:
             with self.maintenance:
                 self._lock.release()
 
-    def __enter__(self) -> ResultStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

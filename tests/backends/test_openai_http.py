@@ -46,7 +46,7 @@ def server(tiny_qwen25: Path):
            "--media-io-kwargs", '{"video": {"num_frames": -1}}', "--trust-request-mm-kwargs",
            "--limit-mm-per-prompt", '{"video": 1, "image": 1}']
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    log = open(Path(os.environ["FRAMESWEEP_CACHE"]) / f"server-{port}.log", "w")
+    log = open(Path(os.environ["FRAMESWEEP_CACHE"]) / f"server-{port}.log", "w")  # noqa: SIM115 - the server writes it until the fixture ends
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
