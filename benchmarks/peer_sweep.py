@@ -128,6 +128,14 @@ def _task_dir(items: Path, work: Path, max_new_tokens: int) -> Path:
     return out
 
 
+def logged_samples(out: Path) -> int:
+    """The samples lmms-eval logged under `out` (`--log_samples`: one JSON object a line). Lines end at "\\n" only:
+    it writes with `ensure_ascii=False`, so a free-text answer may hold U+2028 and the like, which
+    `str.splitlines` would take for line ends."""
+    return sum(1 for f in out.rglob("*_samples_*.jsonl") for line in f.read_text(encoding="utf-8").split("\n")
+               if line.strip() and json.loads(line))
+
+
 def _lmms_budget(python: Path, tasks: Path, frames: int, model: Path, args: argparse.Namespace, out: Path,
                  env: dict[str, str], n_items: int) -> tuple[float, int]:
     """One lmms-eval process for one budget: launch to exit (seconds), and the samples it logged (all of them:
@@ -144,7 +152,7 @@ def _lmms_budget(python: Path, tasks: Path, frames: int, model: Path, args: argp
     took = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(f"lmms-eval exited {r.returncode} at {frames} frames:\n{(r.stdout + r.stderr)[-3000:]}")
-    logged = sum(len(f.read_text().splitlines()) for f in out.rglob("*_samples_*.jsonl"))
+    logged = logged_samples(out)
     if logged != n_items:
         raise RuntimeError(f"lmms-eval answered {logged} of {n_items} items at {frames} frames:\n"
                            f"{(r.stdout + r.stderr)[-3000:]}")

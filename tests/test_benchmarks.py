@@ -134,3 +134,16 @@ def test_metrics_scale_writes_its_json(tmp_path: Path) -> None:
     budgets = pl.read_parquet(tmp_path / "data" / "results")["budget_id"].n_unique()
     assert data["rows"] == 2 * 30 * budgets and data["n_boot"] == 20 and data["groups"] == 2
     assert data["seconds"] > 0 and data["peak_rss_mb"] > 0 and data["seconds_no_boot"] > 0
+
+
+def test_the_peer_counts_lmms_evals_samples_by_their_newlines(tmp_path: Path) -> None:
+    """lmms-eval writes samples with ensure_ascii=False: a random model's free text may hold U+2028 or U+0085,
+    which str.splitlines takes for line ends (an 18-item run counted 36)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from peer_sweep import logged_samples
+
+    run = tmp_path / "lmms-0" / "model"
+    run.mkdir(parents=True)
+    lines = [json.dumps({"doc_id": i, "filtered_resps": f"A\u2028B\x85C {i}"}, ensure_ascii=False) for i in range(3)]
+    (run / "20261202_samples_fs_peer.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert logged_samples(tmp_path / "lmms-0") == 3
