@@ -27,11 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import struct
 import threading
 import time
 import zlib
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Literal
@@ -56,6 +58,18 @@ _HEADER = struct.Struct("<4sBBHIIdQI")  # magic, version, format, reserved, w, h
 _HASH_MEMO: dict[tuple[str, int, int], str] = {}
 _Entry = tuple[np.ndarray, float, bytes]  # frame, timestamp, encoded payload
 _hash_lock = threading.Lock()
+_IMREAD_RGB: int | None = getattr(cv2, "IMREAD_COLOR_RGB", None)  # OpenCV >= 4.10
+_READERS: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): a forked child starts its own
+
+
+def _readers() -> ThreadPoolExecutor:
+    """The threads that read cached frames (one per core, at most 4), started on first use."""
+    global _READERS
+    with _hash_lock:
+        if _READERS is None or _READERS[0] != os.getpid():
+            _READERS = (os.getpid(), ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
+                                                        thread_name_prefix="frame-cache"))
+        return _READERS[1]
 
 
 def content_hash(path: Path | str, memo_dir: Path | None = None) -> str:
@@ -117,6 +131,9 @@ class FrameCache:
     def _decode(self, payload: bytes, w: int, h: int) -> np.ndarray | None:
         if self.fmt == "npy":
             return np.frombuffer(payload, np.uint8).reshape(h, w, 3) if len(payload) == w * h * 3 else None
+        if _IMREAD_RGB is not None:  # the codec writes RGB itself: the same pixels, no channel swap after
+            rgb = cv2.imdecode(np.frombuffer(payload, np.uint8), _IMREAD_RGB)
+            return None if rgb is None or rgb.shape[:2] != (h, w) else rgb
         bgr = cv2.imdecode(np.frombuffer(payload, np.uint8), cv2.IMREAD_COLOR)
         if bgr is None or bgr.shape[:2] != (h, w):
             return None
@@ -215,13 +232,15 @@ class FrameCache:
 
     def _lookup(self, digest: str, decoder: str, size: tuple[int, int], indices: np.ndarray) -> dict[int, _Entry]:
         frame_dir = self._frame_dir(digest, decoder, size)
-        found: dict[int, _Entry] = {}
-        for i in indices.tolist():
+        wanted = indices.tolist()
+
+        def one(i: int) -> _Entry | None:
             f = frame_dir / f"{i:07d}.fsf"
-            got = self._read(f, size) if f.exists() else None
-            if got is not None:
-                found[i] = got
-        return found
+            return self._read(f, size) if f.exists() else None
+
+        # a warm read is JPEG decoding: cv2 and zlib release the GIL, so the frames are read on a few threads
+        got = list(_readers().map(one, wanted)) if len(wanted) > 1 else [one(i) for i in wanted]
+        return {i: g for i, g in zip(wanted, got) if g is not None}
 
     def _fill(self, path: Path, digest: str, decoder: str, info: VideoInfo, main: tuple[int, int],
               todo: dict[tuple[int, int], np.ndarray], found: dict[tuple[int, int], dict[int, _Entry]]) -> np.ndarray:
