@@ -88,3 +88,26 @@ def test_a_long_message_to_a_pipe_is_one_line(tmp_path: Path) -> None:
     spec = write_toml(tmp_path / "s.toml", small_spec_dict(tmp_path / "out"))
     res = _framesweep("run", str(spec), "--models", "m" * 100)
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_log_records_to_a_pipe_are_plain_lines_not_padded(capfd: pytest.CaptureFixture[str]) -> None:
+    """Rich's log layout fills the console's width, and a console into a pipe is unwrapped (100,000 columns):
+    every `--verbose` record was padded to 100,000 characters, a run's first lines filled the 64 KiB pipe of a
+    caller that reads at the end, and the run blocked on its next print. Into a file or a pipe a record is
+    now one plain line (time, level, message), secrets redacted as before."""
+    import logging
+
+    from engine.cli._console import err_console, setup_logging
+    from engine.runtime.secrets import register_secret
+
+    assert not err_console.is_terminal  # stderr is captured: a pipe, as under nohup
+    register_secret("sk-conventions-0123456789")
+    try:
+        setup_logging(verbose=True)
+        logging.getLogger("engine.test").info("test: loading tiny (0/1 up) key=sk-conventions-0123456789")
+        logging.getLogger("engine.test").debug("not shown")
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    (line,) = capfd.readouterr().err.splitlines()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO test: loading tiny \(0/1 up\) key=\S+", line), line
+    assert "sk-conventions" not in line and len(line) < 120

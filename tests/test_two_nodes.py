@@ -197,18 +197,21 @@ def test_second_node_killed_mid_sweep_loses_nothing(tmp_path: Path, two_nodes: T
     assert len(expected) == 96 * 3 * 4
     path = write_toml(tmp_path / "spec.toml", d)
     env = {**two_nodes.env, "FRAMESWEEP_CACHE": os.environ["FRAMESWEEP_CACHE"]}
-    proc = subprocess.Popen([*FRAMESWEEP, "run", str(path), "--address", two_nodes.address, "--verbose"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
+    # the run's output goes to a file: a pipe nobody reads while the test waits fills up (vLLM's lines, the
+    # progress lines) and the driver blocks on its next print
+    printed = tmp_path / "run.out"
+    with printed.open("w") as sink:
+        proc = subprocess.Popen([*FRAMESWEEP, "run", str(path), "--address", two_nodes.address, "--verbose"],
+                                stdout=sink, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
     try:
         node_pids = two_nodes.node_pids()
         t0 = time.monotonic()
         while True:  # wait until the second node's engine has answered (and committed) some jobs
-            assert proc.poll() is None, f"sweep ended before the node was killed:\n{proc.stdout.read()}"
+            assert proc.poll() is None, f"sweep ended before the node was killed:\n{printed.read_text()[-6000:]}"
             if time.monotonic() - t0 > 600:
                 proc.kill()
                 pytest.fail(f"the second node never answered a job ({_rows(out).height} rows committed); the "
-                            f"run's output:\n{proc.communicate(timeout=60)[0][-6000:]}")
+                            f"run's output:\n{printed.read_text()[-6000:]}")
             rows = _rows(out)
             if rows.height and any(_pid(w) in node_pids for w in rows["worker"].unique().to_list()):
                 break
@@ -222,11 +225,12 @@ def test_second_node_killed_mid_sweep_loses_nothing(tmp_path: Path, two_nodes: T
         killed = two_nodes.kill_node()
         killed_at = datetime.now(UTC)
         assert killed > 0
-        stdout, _ = proc.communicate(timeout=900)
+        proc.wait(timeout=900)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, stdout
+    stdout = printed.read_text()
+    assert proc.returncode == 0, stdout[-6000:]
 
     final = _rows(out)
     keys = final.select(KEY_COLUMNS)

@@ -83,12 +83,23 @@ def warn(message: object) -> None:
     err_console.print(redact(str(message)), style="yellow", soft_wrap=True)
 
 
+PLAIN_LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+"""A log record on stderr when it is not a terminal (nohup, a batch scheduler, a pipe): one plain line."""
+
+
 def setup_logging(verbose: bool) -> None:
-    """Log records to stderr through rich, secrets redacted; INFO with `verbose`, else WARNING (the level is the
-    handler's too, so a run log that takes INFO records leaves the terminal as it was)."""
+    """Log records to stderr, secrets redacted: through rich on a terminal, as plain lines elsewhere (rich's log
+    layout fills the console's width, which for a file or a pipe is `UNWRAPPED`: every record would be padded
+    to 100,000 characters); INFO with `verbose`, else WARNING (the level is the handler's too, so a run log that
+    takes INFO records leaves the terminal as it was)."""
     level = logging.INFO if verbose else logging.WARNING
-    handler = RichHandler(console=err_console, show_path=False, markup=False, highlighter=NullHighlighter(),
-                          keywords=[])
+    handler: logging.Handler
+    if err_console.is_terminal:
+        handler = RichHandler(console=err_console, show_path=False, markup=False, highlighter=NullHighlighter(),
+                              keywords=[])
+    else:
+        handler = logging.StreamHandler(err_console.file)
+        handler.setFormatter(logging.Formatter(PLAIN_LOG_FORMAT, datefmt="%Y-%m-%d %H:%M:%S"))
     handler.setLevel(level)
     handler.addFilter(RedactingFilter())
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler], force=True)
