@@ -55,6 +55,7 @@ from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP, chain_rows, grid_budgets, matched
 from engine.metrics.official import chain_scores
 from engine.metrics.overwrite import text_items
+from engine.metrics.registry import registered_metrics
 from engine.metrics.regression import terminal_items
 from engine.results.provenance import model_hash, reader_versions, run_provenance
 from engine.results.store import own_rows
@@ -148,6 +149,20 @@ def _annotations(rows: pl.LazyFrame) -> pl.LazyFrame:
     return cells.join(items, on=[*GROUP, "item_id"], how="left")
 
 
+def _metric_annotations(rows: pl.LazyFrame, frame: pl.LazyFrame) -> tuple[pl.LazyFrame, dict[str, str]]:
+    """`frame` with the per-item columns of every registered metric that declares some
+    (`engine.metrics.registry.Metric.annotations`), and those columns' meanings."""
+    m, columns = matched(rows), {}
+    for metric in registered_metrics():
+        if metric.annotations is None:
+            continue
+        extra = metric.annotations(m)
+        on = [*GROUP, "item_id", *(["budget_id"] if "budget_id" in extra.collect_schema().names() else [])]
+        frame = frame.join(extra, on=on, how="left")
+        columns.update(metric.annotation_columns)
+    return frame, columns
+
+
 def _provenance(out_dir: Path) -> dict[str, Any]:
     """`engine.results.provenance.run_provenance` (a damaged manifest is named: ManifestError, exit 2), with when
     and by which versions the artifact was exported."""
@@ -183,7 +198,8 @@ _VIDEO_FIELDS = {
 """The columns of ``videos.parquet`` and their meaning (`engine.frames.stats` defines each statistic)."""
 
 
-def _datacard(frame: pl.DataFrame, prov: dict[str, Any], n_videos: int = 0) -> str:
+def _datacard(frame: pl.DataFrame, prov: dict[str, Any], n_videos: int = 0,
+              columns: dict[str, str] | None = None) -> str:
     groups = frame.group_by("model_id", "dataset", "protocol_id").agg(
         pl.col("item_id").n_unique().alias("items"), pl.col("budget_id").n_unique().alias("budgets"),
         pl.col("trajectory").is_not_null().sum().alias("rows_matched")).sort("model_id", "dataset", "protocol_id")
@@ -202,7 +218,7 @@ def _datacard(frame: pl.DataFrame, prov: dict[str, Any], n_videos: int = 0) -> s
     lines += ["| " + " | ".join(_cell(r[k]) for k in ("model_id", "dataset", "protocol_id", "items", "budgets",
                                                      "rows_matched")) + " |" for r in groups.iter_rows(named=True)]
     lines += ["", "## Columns", "", "| column | meaning |", "| --- | --- |"]
-    lines += [f"| `{c}` | {COLUMNS[c]} |" for c in frame.columns]
+    lines += [f"| `{c}` | {(columns or COLUMNS)[c]} |" for c in frame.columns]
     lines += ["", "## Official scores (`scores.parquet`)", "",
               "One row per (model, dataset, chain, budget, score): every benchmark as it publishes its score, over "
               "the ok rows of the budget.", "", "| column | meaning |", "| --- | --- |"]
@@ -242,12 +258,14 @@ def export(out_dir: Path | str, to: Path | str) -> dict[str, Any]:
                           schema={"model_id": pl.String, "model_path": pl.String, "model_hash": pl.String})
     groups = group_scores(rows).select("model_id", "dataset", "budget_id", "group_id",
                                        pl.col("score").alias("group_score"))
+    annotated, extra = _metric_annotations(rows, on_chain.select(*GROUP, "item_id", "budget_id", *_ROW_COLUMNS)
+                                           .join(_annotations(rows), on=[*GROUP, "item_id", "budget_id"], how="left"))
+    columns = {**COLUMNS, **extra}
     frame = (
-        on_chain.select(*GROUP, "item_id", "budget_id", *_ROW_COLUMNS)
-        .join(_annotations(rows), on=[*GROUP, "item_id", "budget_id"], how="left")
+        annotated
         .join(groups, on=["model_id", "dataset", "budget_id", "group_id"], how="left")
         .join(models, on="model_id", how="left")
-        .select([c for c in COLUMNS])
+        .select(list(columns))
         .sort([*GROUP, "item_id", "frames", "budget_id"])
         .pipe(redact_columns)  # rows stored by an older version or imported may hold a key
         .collect()
@@ -259,7 +277,7 @@ def export(out_dir: Path | str, to: Path | str) -> dict[str, Any]:
         scores.write_parquet(tmp / "scores.parquet", compression="zstd")
         videos.write_parquet(tmp / "videos.parquet", compression="zstd")
         (tmp / "provenance.json").write_text(redact(json.dumps(prov, indent=2, default=str)))
-        (tmp / "README.md").write_text(redact(_datacard(frame, prov, videos.height)))
+        (tmp / "README.md").write_text(redact(_datacard(frame, prov, videos.height, columns)))
     return {"rows": frame.height, "path": str(to / "items.parquet"), "chains": frame.select(GROUP).n_unique()}
 
 

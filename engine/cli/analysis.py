@@ -103,87 +103,60 @@ def _rows(out_dir: Path, warn_foreign: bool = True) -> Any:
     return rows
 
 
-def _trio(r: dict[str, Any], key: str, end: str = "") -> str:
-    """"a / b / both" of a robustness pair's counts (n/a when the chains share no frame count)."""
-    got = [r.get(f"{key}_{s}{end}") for s in ("a", "b", "both")]
-    return "n/a" if None in got else " / ".join(map(str, got))
-
-
 def _pts(v: float | None, signed: bool = False) -> str:
-    return "n/a" if v is None else (f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}")
+    from engine.metrics.sections import pts
+
+    return pts(v, signed)
+
+
+def _print_blocks(blocks: list[Any]) -> None:
+    """A registered metric's terminal section (`engine.metrics.sections` blocks); figures have no terminal form."""
+    from engine.metrics.sections import Heading, Note
+    from engine.metrics.sections import Table as Tab
+
+    for b in blocks:
+        if isinstance(b, Heading):
+            heading(b.text)
+        elif isinstance(b, Note):
+            console.print(b.text)
+        elif isinstance(b, Tab):
+            t = Table(title=b.title or None)
+            for c in b.head:
+                t.add_column(c, justify="right")
+            for r in b.rows:
+                t.add_row(*(str(v) for v in r))
+            console.print(t)
 
 
 def _print_group(g: dict[str, Any]) -> None:
+    from engine.metrics.registry import registered_metrics
+
     chain = f"chain {g['protocol_id']}{' (primary)' if g['primary'] else ''}"
     heading(f"{g['model_id']} on {g['dataset']}, {chain}: {g['n_items']} matched items, {g['n_excluded']} excluded")
-    t = Table(title="accuracy per budget")
-    for c in ("budget", "accuracy", "CI"):
-        t.add_column(c, justify="right")
-    cis = g["confidence_intervals"].get("fixed_accuracy", {})
-    for b in g["grid"]:
-        ci = cis.get(b) if isinstance(cis, dict) else None
-        t.add_row(b, _pts(g["fixed_accuracy"].get(b)), f"[{_pts(ci[0])}, {_pts(ci[1])}]" if ci else "")
-    console.print(t)
-    t = Table(title="rescue / harm per transition (net and churn in points)")
-    for c in ("from", "to", "rescue", "harm", "net", "churn"):
-        t.add_column(c, justify="right")
-    for r in g["transitions"]:
-        t.add_row(r["from"], r["to"], str(r["rescue"]), str(r["harm"]), _pts(r["net"], True), _pts(r["churn"]))
-    console.print(t)
     best, ow = g["best_fixed"] or {}, (g["text_overwrite"] or {}).get("any") or {}
-    term, casc = g["terminal_regression"] or {}, (g["cascade"] or {}).get("match") or {}
+    term = g["terminal_regression"] or {}
     console.print(
         f"best fixed {best.get('budget_id', 'n/a')} {_pts(best.get('accuracy'))}, oracle {_pts(g['oracle_accuracy'])}, "
         f"headroom {_pts(g['oracle_headroom'])} pts; visual confusion {_pts(g['visual_confusion'])} "
         f"(visual only {_pts(g['visual_confusion_visual_only'])}); text overwrite (any) {_pts(ow.get('share_all'))}; "
         f"terminal regressions {_pts(term.get('share'))}"
     )
-    fit = (g["cascade"] or {}).get("crossfit") or {}
-    if fit:
-        console.print(f"cascade vs {fit['fixed_budget']}, tau out of sample ({fit['k']}-fold): accuracy "
-                      f"{_pts(fit['accuracy'])} ({_pts(fit['accuracy_delta'], True)} pts) with "
-                      f"{_pts(fit['frames_saved'])}% fewer frames processed, "
-                      f"{_pts(fit['unique_frames_saved'])}% fewer unique frames")
-    if casc:
-        console.print(f"  in sample (tau tuned on the same items): tau {casc['tau']}, accuracy "
-                      f"{_pts(casc['accuracy'])}, {_pts(casc['frames_saved'])}% fewer frames processed, "
-                      f"{_pts(casc['unique_frames_saved'])}% fewer unique frames")
-    if g["generation"]:
-        gen = g["generation"]
-        console.print(f"open tasks: {gen['n_items']} items, oracle gap {_pts(gen['oracle_gap'])} pts")
+    for metric in registered_metrics("group"):
+        if metric.terminal is not None:
+            _print_blocks(metric.terminal(g))
 
 
 def _print_across_chains(doc: dict[str, Any]) -> None:
-    """Robustness across chains and iso-compute sets, one table each per model and dataset."""
-    def per(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-        out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for r in rows:
-            out.setdefault((r["model_id"], r["dataset"]), []).append(r)
-        return out
+    """Every registered dataset metric's terminal section, per model and dataset."""
+    from engine.metrics.registry import registered_metrics
 
-    for (model, dataset), pairs in per(doc["robustness"]).items():
-        heading(f"{model} on {dataset}: robustness across chains (items matched in both; over the frame counts "
-                "both chains have, the whole chains beside)")
-        t = Table()
-        for c in ("chain a", "chain b", "items", "common frames", "confused a / b / both", "jaccard",
-                  "harmed a / b / both", "headroom a / b", "confusion a / b", "whole: confused a / b / both",
-                  "whole: confusion a / b"):
-            t.add_column(c, justify="right")
-        for r in pairs:
-            t.add_row(r["protocol_a"], r["protocol_b"], str(r["n_items"]),
-                      ", ".join(map(str, r.get("frames_common") or [])) or "none", _trio(r, "confused"),
-                      "n/a" if r["jaccard"] is None else f"{r['jaccard']:.2f}", _trio(r, "harmed"),
-                      f"{_pts(r['headroom_a'])} / {_pts(r['headroom_b'])}",
-                      f"{_pts(r['confusion_rate_a'])} / {_pts(r['confusion_rate_b'])}",
-                      _trio(r, "confused", "_whole"),
-                      f"{_pts(r.get('confusion_rate_a_whole'))} / {_pts(r.get('confusion_rate_b_whole'))}")
-        console.print(t)
-    for (model, dataset), sets in per(doc["iso_compute"]).items():
-        for s in sets:
-            allocs = ", ".join(f"{a['budget_id']} {_pts(a['accuracy'])}" for a in s["allocations"])
-            console.print(f"{model} on {dataset}: iso-compute at ~{s['cost']:,.0f} pixels per item "
-                          f"({s['n_items']} items): {allocs}; oracle {_pts(s['oracle_accuracy'])}, headroom "
-                          f"{_pts(s['oracle_headroom'])} pts")
+    for metric in registered_metrics("dataset"):
+        per: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+        for r in doc.get(metric.name) or []:
+            per.setdefault((r.get("model_id"), r.get("dataset")), []).append(r)
+        if metric.terminal is not None:
+            for rows in per.values():
+                _print_blocks(metric.terminal(rows))
 
 
 def metrics(

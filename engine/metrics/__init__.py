@@ -2,9 +2,24 @@
 
 Start from `matched` (the matched long frame of a scan) and apply any metric; or get
 everything at once with `summary_tables` + `summary_document` (the JSON of
-``framesweep metrics``). Definitions: /DESIGN.md "Metric definitions"; each module's
-docstring states its own exactly.
+``framesweep metrics``). Each module's docstring states its metric's definition exactly.
+
+Every metric is registered (`engine.metrics.registry`) by its module when imported.
+`METRIC_MODULES` loads the built-in ones first, in the order of the document's keys (a group's
+keys, then the top-level ones); a new metric is one module and one line there.
 """
+
+import importlib
+
+METRIC_MODULES: tuple[str, ...] = (
+    "oracle", "flows", "confusion", "overwrite", "regression", "generation", "categories", "cascade_metric",
+    "letter_prior", "low_level", "official", "trajectories", "intervals",
+    "robustness", "iso_compute", "crossmodel",
+)
+"""The modules of the built-in metrics (`engine.metrics.<name>`), in the order of the document's keys."""
+
+for _name in METRIC_MODULES:
+    importlib.import_module(f"engine.metrics.{_name}")
 
 from engine.metrics.cascade import cascade_curve, cascade_items, fixed_cost, match_fixed, pareto_front
 from engine.metrics.checkpoints import (

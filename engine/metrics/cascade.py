@@ -26,14 +26,12 @@ import polars as pl
 
 from engine.metrics.bootstrap import _splitmix64, splitmix64
 from engine.metrics.grid import GROUP
+from engine.metrics.options import DEFAULT_FOLDS, DEFAULT_TAUS
 
 __all__ = [
     "DEFAULT_FOLDS", "DEFAULT_TAUS", "cascade_curve", "cascade_items", "cascade_prefixes", "crossfit_folds",
     "crossfit_match", "fixed_cost", "fixed_items", "match_fixed", "pareto_front",
 ]
-
-DEFAULT_TAUS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
-DEFAULT_FOLDS = 5
 
 
 def _taus(taus: Sequence[float]) -> pl.LazyFrame:

@@ -3,15 +3,21 @@
 visual confusion = #{i : exists g < h in G, c_i(g)=1 and c_i(h)=0} / n over the whole
 grid (g may be text-only), and the same restricted to visual g (text-only budgets
 dropped). A grid without two visual budgets has a visual-only rate of 0.
+
+Registered as the metric ``visual_confusion`` (group keys ``visual_confusion``,
+``visual_confusion_visual_only``; rates of the same names).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
 from engine.metrics.grid import GROUP
+from engine.metrics.per_item import feature
+from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
 
 __all__ = ["confusion_items", "visual_confusion"]
 
@@ -61,3 +67,33 @@ def visual_confusion(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame
                  "visual_confusion_visual_only"])
         .sort(by)
     )
+
+
+def _tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
+    return {"confusion": visual_confusion(inputs.m)}
+
+
+def _document(rows: GroupRows, opts: Any) -> dict[str, Any]:
+    vc = rows.one("confusion")
+    return {"visual_confusion": vc["visual_confusion"] if vc else None,
+            "visual_confusion_visual_only": vc["visual_confusion_visual_only"] if vc else None}
+
+
+def _features(m: pl.LazyFrame, alt: pl.LazyFrame | None, by: list[str]) -> pl.LazyFrame:
+    conf = confusion_items(m, by)
+    return pl.concat([feature(conf, by, "visual_confusion", pl.col("confused")),
+                      feature(conf, by, "visual_confusion_visual_only", pl.col("confused_visual"))],
+                     how="vertical_relaxed")
+
+
+register_metric(Metric(
+    name="visual_confusion",
+    keys=("visual_confusion", "visual_confusion_visual_only"),
+    tables=_tables,
+    document=_document,
+    features=_features,
+    rates=("visual_confusion", "visual_confusion_visual_only"),
+    higher_is_better=False,
+    description="share of items right at a budget and wrong at a dearer one of the chain (and over its visual "
+                "budgets only)",
+))

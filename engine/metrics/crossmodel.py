@@ -4,15 +4,24 @@ The matched grid of a dataset and protocol is the set of chain budgets every com
 results for (a model whose context cannot hold 256 frames has no such budget, so the
 comparison stops below it). `cross_model_matched` restricts every model to that grid
 and to the items complete for all of them, so each model's metrics are paired.
+
+Registered as the dataset metrics ``cross_model`` (per dataset and protocol with two models or
+more: each model's fixed accuracy, oracle, headroom and visual confusion on the matched grid)
+and ``checkpoint_flows`` (rescue and harm from a base model to another at each shared budget,
+when the options name the two: ``compare``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
+from engine.metrics.confusion import visual_confusion
 from engine.metrics.grid import GROUP, budget_table, matched
+from engine.metrics.oracle import fixed_accuracy, oracle
+from engine.metrics.registry import DatasetTables, Inputs, Metric, register_metric
 
 __all__ = ["checkpoint_flows", "cross_model_matched", "matched_grid"]
 
@@ -108,3 +117,62 @@ def checkpoint_flows(rows: pl.LazyFrame, base: str, other: str, by: Sequence[str
         .sort(["dataset", *by, "frames", "_px", "budget_id"], nulls_last=True)
         .select(["dataset", *by, "budget_id", "frames", "rescue", "harm", "n", "net", "churn"])
     )
+
+
+def _cross_tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
+    cm = cross_model_matched(inputs.snapshot).collect(engine=inputs.opts.engine).lazy()  # type: ignore[call-overload]
+    return {"grid": matched_grid(inputs.snapshot), "fixed": fixed_accuracy(cm), "oracle": oracle(cm),
+            "confusion": visual_confusion(cm)}
+
+
+def _cross_entry(t: DatasetTables, g: dict[str, Any]) -> dict[str, Any]:
+    ds, models, proto = g["dataset"], g["models"], g["protocol_id"]
+    per = {mid: t.one("oracle", (mid, ds, proto)) for mid in models}
+    vc = {mid: t.one("confusion", (mid, ds, proto)) for mid in models}
+    return {
+        "dataset": ds, "protocol_id": proto, "models": models, "grid": g["grid"],
+        "n_items": next((p["n_items"] for p in per.values() if p), 0),
+        "fixed_accuracy": {mid: {r["budget_id"]: r["accuracy"] for r in t.rows("fixed", (mid, ds, proto))}
+                           for mid in models},
+        "oracle_accuracy": {mid: p["oracle_accuracy"] if p else None for mid, p in per.items()},
+        "oracle_headroom": {mid: p["oracle_headroom"] if p else None for mid, p in per.items()},
+        "visual_confusion": {mid: v["visual_confusion"] if v else None for mid, v in vc.items()},
+    }
+
+
+def _cross_document(t: DatasetTables, opts: Any) -> list[dict[str, Any]]:
+    grids = t.frame("grid")
+    if grids is None:
+        return []
+    return [_cross_entry(t, g) for g in grids.filter(pl.col("models").list.len() >= 2).to_dicts()]
+
+
+def _flows_tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
+    compare = inputs.opts.compare
+    return {} if compare is None else {"flows": checkpoint_flows(inputs.snapshot, *compare)}
+
+
+def _flows_document(t: DatasetTables, opts: Any) -> list[dict[str, Any]]:
+    flows = t.frame("flows")
+    base, other = opts.compare or (None, None)
+    return [{"dataset": r["dataset"], "base": base, "other": other,
+             **{k: v for k, v in r.items() if k not in ("dataset", "frames")}}
+            for r in (flows.to_dicts() if flows is not None else [])]
+
+
+register_metric(Metric(
+    name="cross_model",
+    scope="dataset",
+    tables=_cross_tables,
+    document=_cross_document,
+    description="per dataset and protocol, each model's fixed accuracy, oracle, headroom and visual confusion on "
+                "the budgets and items every model has",
+))
+register_metric(Metric(
+    name="checkpoint_flows",
+    scope="dataset",
+    tables=_flows_tables,
+    document=_flows_document,
+    description="rescue and harm from the base model to the other of the options' compare pair, at each shared "
+                "budget",
+))

@@ -44,8 +44,9 @@ group's chain (the text-only budget plus the protocol's budgets by frames; see
                              folds: [{fold, n_train, n_heldout, tau, matched, train_accuracy,
                                       train_fixed_accuracy, heldout_accuracy}]}},   # null: no visual stage
         trajectory_patterns: [{pattern, n}],       # "1"/"0" per grid budget, most frequent first
-        <name>: ...,                               # every metric of engine.metrics.registry, by its name
+        letter_prior: {...}, low_level: {...}, official_scores: [...], trajectory_patterns: [...],
         confidence_intervals: {metric: [lo, hi] | {key: [lo, hi]}},    # paired bootstrap over items
+        <key>: ...,                                # every other group metric of engine.metrics.registry
      }],
      robustness: [{model_id, dataset, protocol_a, protocol_b, n_items,     # items matched in both chains
                    frames_common,                                         # the frame counts both chains have
@@ -60,7 +61,13 @@ group's chain (the text-only budget plus the protocol's budgets by frames; see
                     n_all_right, n_none_right}],   # across the chains (engine.metrics.iso_compute)
      cross_model: [{dataset, protocol_id, models, grid, n_items, fixed_accuracy: {model: {budget_id: acc}},
                     oracle_accuracy: {model: v}, oracle_headroom: {model: v}, visual_confusion: {model: v}}],
-     checkpoint_flows: [{dataset, base, other, budget_id, rescue, harm, n, net, churn}]}
+     checkpoint_flows: [{dataset, base, other, budget_id, rescue, harm, n, net, churn}],
+     <name>: ...,                                  # every other dataset metric of engine.metrics.registry
+     metrics: [{name, scope, keys, rates, higher_is_better, description}]}   # every registered metric
+
+Every key after the group's header (model_id ... n_excluded) and every top-level key after
+``groups`` is a registered metric's (`engine.metrics.registry`), in registration order: the
+module that defines each says what its entry holds.
 
 Metric names and keys of ``categories[*].rates`` and ``confidence_intervals`` are
 those of `engine.metrics.rates` (keys: budget ids, ``g->h`` pairs, ``any``/``all``).
@@ -68,15 +75,13 @@ those of `engine.metrics.rates` (keys: budget ids, ``g->h`` pairs, ``any``/``all
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable
 from typing import Any
 
 import polars as pl
 
 from engine.metrics.grid import GROUP
-from engine.metrics.registry import registered_metrics
-from engine.metrics.summary import SummaryOptions, registered_table
+from engine.metrics.registry import DatasetTables, GroupRows, Metric, TableIndex, metric_list, registered_metrics
+from engine.metrics.summary import SummaryOptions
 
 __all__ = ["SCHEMA", "summary_document"]
 
@@ -86,165 +91,13 @@ _NO_OPTIONS = {"max_pixels": None, "short_side": None, "min_pixels": None, "exac
                "seed": 0, "pipeline": "raw"}
 
 
-class _Tables:
-    """Collected tables, indexed by (model_id, dataset, protocol_id)."""
-
-    def __init__(self, tables: dict[str, pl.DataFrame]) -> None:
-        self._t = tables
-        self._parts: dict[str, dict[Key, list[dict[str, Any]]]] = {}
-
-    def rows(self, name: str, key: Key) -> list[dict[str, Any]]:
-        if name not in self._parts:
-            df = self._t.get(name)
-            parts: dict[Key, list[dict[str, Any]]] = {}
-            if df is not None and not df.is_empty() and all(c in df.columns for c in GROUP):
-                for k, part in df.partition_by(GROUP, as_dict=True, maintain_order=True).items():
-                    parts[tuple(str(v) for v in k)] = part.drop(GROUP).to_dicts()
-            self._parts[name] = parts
-        return self._parts[name].get(key, [])
-
-    def one(self, name: str, key: Key) -> dict[str, Any] | None:
-        rows = self.rows(name, key)
-        return rows[0] if rows else None
-
-    def frame(self, name: str) -> pl.DataFrame | None:
-        return self._t.get(name)
-
-
-def _flow(r: dict[str, Any]) -> dict[str, Any]:
-    return {k: r[k] for k in ("from", "to", "rescue", "harm", "net", "churn")}
-
-
-def _nest(rows: Iterable[dict[str, Any]], value: str | tuple[str, str]) -> dict[str, Any]:
-    """metric -> value (single) or {key: value}, from tidy (metric, key, ...) rows."""
-    out: dict[str, Any] = {}
-    for r in rows:
-        v = [r[value[0]], r[value[1]]] if isinstance(value, tuple) else r[value]
-        if r["key"] == "":
-            out[r["metric"]] = v
-        else:
-            out.setdefault(r["metric"], {})[r["key"]] = v
-    return out
-
-
-def _overwrite(rows: list[dict[str, Any]], has_text: bool) -> dict[str, Any] | None:
-    if not rows:  # no text budget: undefined; text budget only: nothing to overwrite it
-        return {"n_text_correct": None, "any": None, "all": None, "by_budget": {}} if has_text else None
-
-    def shares(r: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if r is None else {"share_all": r["share_all"], "share_text_correct": r["share_text_correct"]}
-
-    scoped = {r["scope"]: r for r in rows if r["scope"] != "budget"}
-    by_budget = {r["budget_id"]: shares(r) for r in rows if r["scope"] == "budget"}
-    first = rows[0]
-    return {"n_text_correct": first["n_text_correct"], "any": shares(scoped.get("any")),
-            "all": shares(scoped.get("all")), "by_budget": by_budget}
-
-
-def _terminal(t: _Tables, key: Key) -> dict[str, Any] | None:
-    term = t.one("terminal", key)
-    if term is None:
-        return None
-    rec = [{"alt_budget_id": r["alt_budget_id"], "n_with_alt": r["n_with_alt"], "n_missing_alt": r["n_missing_alt"],
-            "n_recovered": r["n_recovered"], "share": r["sampling_recovery"],
-            "share_with_alt": r["sampling_recovery_with_alt"]} for r in t.rows("recovery", key)]
-    return {"max_budget": term["max_budget"], "n_terminal": term["n_terminal"], "share": term["terminal_regression"],
-            "sampling_recovery": rec}
-
-
-def _generation(t: _Tables, key: Key, opts: SummaryOptions) -> dict[str, Any] | None:
-    grid = t.one("grid_score", key)
-    if grid is None:
-        return None
-    orc = t.one("gen_oracle", key)
-    return {
-        "grid": grid["grid"], "n_items": grid["n_items"], "n_excluded": grid["n_excluded"], "eps": opts.eps,
-        "mean_score": {r["budget_id"]: r["accuracy"] for r in t.rows("gen_fixed", key)},
-        "best_fixed": {"budget_id": orc["best_budget"], "score": orc["best_score"]} if orc else None,
-        "oracle_score": orc["oracle_score"] if orc else None, "oracle_gap": orc["oracle_gap"] if orc else None,
-        "regressions": [{"from": r["from"], "to": r["to"], "n_regressed": r["n_regressed"],
-                         "share": r["regression_share"]} for r in t.rows("gen_regressions", key)],
-    }
-
-
-def _iso(t: _Tables) -> list[dict[str, Any]]:
-    sets, allocs = t.frame("iso_sets"), t.frame("iso_allocations")
-    if sets is None or allocs is None:
-        return []
-    keys = ("budget_id", "protocol_id", "frames", "budget_cost", "accuracy", "n_best", "n_sole_best")
-    out = []
-    for s in sets.to_dicts():
-        mine = allocs.filter((pl.col("model_id") == s["model_id"]) & (pl.col("dataset") == s["dataset"])
-                             & (pl.col("cost") == s["cost"]))
-        out.append({**{k: v for k, v in s.items() if k != "allocations"},
-                    "allocations": [{k: a[k] for k in keys} for a in mine.to_dicts()]})
-    return out
-
-
-def _robustness(t: _Tables) -> list[dict[str, Any]]:
-    pairs = t.frame("robustness")
-    return [] if pairs is None else pairs.to_dicts()
-
-
-def _categories(t: _Tables, key: Key, opts: SummaryOptions) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for col in opts.categories:
-        rates = t.rows(f"cat_rates:{col}", key)
-        values = t.rows(f"cat_n:{col}", key)
-        if values:
-            out[col] = [{"value": v[col], "n_items": v["n_items"],
-                         "rates": _nest((r for r in rates if r[col] == v[col]), "value")} for v in values]
-    return out
-
-
-def _cascade(t: _Tables, key: Key) -> dict[str, Any] | None:
-    curve = t.rows("cascade_curve", key)
-    if not curve:
-        return None
-    cols = ("tau", "n_items", "accuracy", "mean_frames", "mean_unique_frames", "mean_stages")
-    match = t.one("cascade_match", key)
-    crossfit = t.one("cascade_crossfit", key)
-    if crossfit is not None:
-        crossfit["folds"] = [{c: r[c] for c in ("fold", "n_train", "n_heldout", "tau", "matched", "train_accuracy",
-                                                  "train_fixed_accuracy", "heldout_accuracy")}
-                             for r in t.rows("cascade_crossfit_folds", key)]
-    return {
-        "stages": [r["budget_id"] for r in t.rows("cascade_stages", key)],
-        "curve": [{c: r[c] for c in cols} for r in curve],
-        "pareto_front": [r["tau"] for r in t.rows("cascade_front", key)],
-        "pareto_front_unique": [r["tau"] for r in t.rows("cascade_front_unique", key)],
-        "match": {**match, "selection": "in_sample"} if match else None,
-        "crossfit": {**crossfit, "selection": "out_of_sample"} if crossfit else None,
-    }
-
-
-def _correctness(t: _Tables, key: Key) -> dict[str, Any]:
-    orc, vc = t.one("oracle", key), t.one("confusion", key)
-    grid = t.one("grid", key)
-    frames = {b["budget_id"]: b["frames"] for b in t.rows("budgets", key)}
-    has_text = bool(grid and grid["n_items"] and any(frames.get(b) == 0 for b in grid["grid"]))
-    return {
-        "fixed_accuracy": {r["budget_id"]: r["accuracy"] for r in t.rows("fixed", key)},
-        "best_fixed": {"budget_id": orc["best_budget"], "accuracy": orc["best_accuracy"]} if orc else None,
-        "oracle_accuracy": orc["oracle_accuracy"] if orc else None,
-        "oracle_headroom": orc["oracle_headroom"] if orc else None,
-        "transitions": [_flow(r) for r in t.rows("transitions", key)],
-        "pair_transitions": [_flow(r) for r in t.rows("pairs", key)],
-        "flows": [{k: r[k] for k in ("from", "to", "stay_correct", "rescue", "harm", "stay_wrong")}
-                  for r in t.rows("flows", key)],
-        "visual_confusion": vc["visual_confusion"] if vc else None,
-        "visual_confusion_visual_only": vc["visual_confusion_visual_only"] if vc else None,
-        "text_overwrite": _overwrite(t.rows("overwrite", key), has_text),
-    }
-
-
-def _protocol(t: _Tables, key: Key) -> dict[str, Any]:
+def _protocol(t: TableIndex, key: Key) -> dict[str, Any]:
     """The chain's protocol: what its visual budgets share besides the frame count."""
     visual = [b for b in t.rows("budgets", key) if not b["is_text"]]
     return {k: visual[0][k] for k in _NO_OPTIONS} if visual else dict(_NO_OPTIONS)
 
 
-def _primary(t: _Tables, keys: list[Key], wanted: str | None) -> dict[Key, str]:
+def _primary(t: TableIndex, keys: list[Key], wanted: str | None) -> dict[Key, str]:
     """(model_id, dataset) -> its primary protocol: `wanted` where it has that chain, else the chain with
     the most visual budgets (ties: ``default``, then the fewest options, then by name)."""
     def rank(base: Key, p: str) -> tuple[int, bool, int, str]:
@@ -259,56 +112,56 @@ def _primary(t: _Tables, keys: list[Key], wanted: str | None) -> dict[Key, str]:
     return out
 
 
-def _off_grid(t: _Tables, key: Key) -> list[str]:
+def _off_grid(t: TableIndex, key: Key) -> list[str]:
     off = t.frame("off_chain")
     if off is None:
         return []
     return off.filter((pl.col("model_id") == key[0]) & (pl.col("dataset") == key[1]))["budget_id"].to_list()
 
 
-def _group(t: _Tables, key: Key, opts: SummaryOptions, primary: bool) -> dict[str, Any]:
+def _header(t: TableIndex, key: Key, primary: bool) -> dict[str, Any]:
+    """The group's chain: what every metric of it is computed over."""
     grid = t.one("grid", key) or {"grid": (t.one("grid_score", key) or {}).get("grid", []),
                                   "n_items": 0, "n_excluded": 0}
     return {
         "model_id": key[0], "dataset": key[1], "protocol_id": key[2], "protocol": _protocol(t, key),
-        "primary": primary, "grid": grid["grid"],
-        "off_grid": _off_grid(t, key),
+        "primary": primary, "grid": grid["grid"], "off_grid": _off_grid(t, key),
         "budget_frames": {b["budget_id"]: b["frames"] for b in t.rows("budgets", key)},
         "n_items": grid["n_items"], "n_excluded": grid["n_excluded"],
-        **_correctness(t, key),
-        "terminal_regression": _terminal(t, key),
-        "generation": _generation(t, key, opts),
-        "categories": _categories(t, key, opts),
-        "cascade": _cascade(t, key),
-        **{m.name: m.document(functools.partial(_own_rows, t, m.name, key), opts) for m in registered_metrics()},
-        "confidence_intervals": _nest(t.rows("intervals", key), ("lo", "hi")),
     }
 
 
-def _own_rows(t: _Tables, metric: str, key: Key, table: str) -> list[dict[str, Any]]:
-    return t.rows(registered_table(metric, table), key)
+def _entry(metric: Metric, t: TableIndex, key: Key, opts: SummaryOptions) -> dict[str, Any]:
+    """A group metric's keys in the group: its value under its name, or the several keys it fills."""
+    value = metric.document(GroupRows(t, metric.name, key), opts)
+    if metric.keys:
+        return {k: value[k] for k in metric.keys}
+    return {metric.name: value}
 
 
-def _cross(t: _Tables) -> list[dict[str, Any]]:
-    grids = t.frame("cross_grid")
-    if grids is None:
-        return []
-    out = []
-    for g in grids.filter(pl.col("models").list.len() >= 2).to_dicts():
-        ds, models = g["dataset"], g["models"]
-        proto = g["protocol_id"]
-        per = {mid: t.one("cross_oracle", (mid, ds, proto)) for mid in models}
-        vc = {mid: t.one("cross_confusion", (mid, ds, proto)) for mid in models}
-        out.append({
-            "dataset": ds, "protocol_id": proto, "models": models, "grid": g["grid"],
-            "n_items": next((p["n_items"] for p in per.values() if p), 0),
-            "fixed_accuracy": {mid: {r["budget_id"]: r["accuracy"] for r in t.rows("cross_fixed", (mid, ds, proto))}
-                               for mid in models},
-            "oracle_accuracy": {mid: p["oracle_accuracy"] if p else None for mid, p in per.items()},
-            "oracle_headroom": {mid: p["oracle_headroom"] if p else None for mid, p in per.items()},
-            "visual_confusion": {mid: v["visual_confusion"] if v else None for mid, v in vc.items()},
-        })
+def _group(t: TableIndex, key: Key, opts: SummaryOptions, primary: bool) -> dict[str, Any]:
+    out = _header(t, key, primary)
+    for metric in registered_metrics("group"):
+        out.update(_entry(metric, t, key, opts))
     return out
+
+
+def _options(opts: SummaryOptions) -> dict[str, Any]:
+    return {"n_boot": opts.n_boot, "seed": opts.seed, "level": opts.level, "eps": opts.eps,
+            "taus": list(opts.taus), "pairs": [list(p) for p in opts.pairs] if opts.pairs else None,
+            "cascade_stages": list(opts.cascade_stages) if opts.cascade_stages else None,
+            "cascade_match": opts.cascade_match, "cascade_folds": opts.cascade_folds,
+            "protocols": list(opts.protocols) if opts.protocols else None,
+            "primary_protocol": opts.primary_protocol, "iso_tolerance": opts.iso_tolerance}
+
+
+def _groups(t: TableIndex, opts: SummaryOptions) -> list[dict[str, Any]]:
+    """Every chain's group: by model and dataset, the primary chain first."""
+    keys: list[Key] = sorted({tuple(r.values()) for name in ("grid", "grid_score")
+                              for r in t.frame(name).select(GROUP).to_dicts()})  # type: ignore[union-attr]
+    primary = _primary(t, keys, opts.primary_protocol)
+    keys.sort(key=lambda k: (k[0], k[1], primary[k[:2]] != k[2], k[2]))
+    return [_group(t, k, opts, primary[k[:2]] == k[2]) for k in keys]
 
 
 def summary_document(tables: dict[str, pl.DataFrame], opts: SummaryOptions | None = None,
@@ -321,26 +174,9 @@ def summary_document(tables: dict[str, pl.DataFrame], opts: SummaryOptions | Non
         source: The results directory, recorded as is.
     """
     opts = opts or SummaryOptions()
-    t = _Tables(tables)
-    keys: list[Key] = sorted({tuple(r.values()) for name in ("grid", "grid_score")
-                              for r in tables[name].select(GROUP).to_dicts()})
-    primary = _primary(t, keys, opts.primary_protocol)
-    keys.sort(key=lambda k: (k[0], k[1], primary[k[:2]] != k[2], k[2]))
-    flows = tables.get("checkpoint_flows")
-    base, other = opts.compare or (None, None)
+    t = TableIndex(tables)
     return {
-        "schema": SCHEMA, "source": source,
-        "options": {"n_boot": opts.n_boot, "seed": opts.seed, "level": opts.level, "eps": opts.eps,
-                    "taus": list(opts.taus), "pairs": [list(p) for p in opts.pairs] if opts.pairs else None,
-                    "cascade_stages": list(opts.cascade_stages) if opts.cascade_stages else None,
-                    "cascade_match": opts.cascade_match, "cascade_folds": opts.cascade_folds,
-                    "protocols": list(opts.protocols) if opts.protocols else None,
-                    "primary_protocol": opts.primary_protocol, "iso_tolerance": opts.iso_tolerance},
-        "groups": [_group(t, k, opts, primary[k[:2]] == k[2]) for k in keys],
-        "robustness": _robustness(t),
-        "iso_compute": _iso(t),
-        "cross_model": _cross(t),
-        "checkpoint_flows": [{"dataset": r["dataset"], "base": base, "other": other,
-                              **{k: v for k, v in r.items() if k not in ("dataset", "frames")}}
-                             for r in (flows.to_dicts() if flows is not None else [])],
+        "schema": SCHEMA, "source": source, "options": _options(opts), "groups": _groups(t, opts),
+        **{m.name: m.document(DatasetTables(t, m.name), opts) for m in registered_metrics("dataset")},
+        "metrics": metric_list(),
     }

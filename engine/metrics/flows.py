@@ -3,15 +3,23 @@
 For a transition g -> h over n matched items: rescue R = #{c(g)=0, c(h)=1},
 harm H = #{c(g)=1, c(h)=0}, net = (R - H)/n, churn = (R + H)/n. `state_flows` adds the
 two stay counts, which the report's flow (Sankey) figure draws.
+
+Registered as the metric ``transitions`` (group keys ``transitions``, ``pair_transitions``,
+``flows``; rates ``rescue_rate``, ``harm_rate`` and their ``net``, ``churn``; report
+``fig-transitions-N`` and ``fig-flow-N``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
 from engine.metrics.grid import GROUP
+from engine.metrics.per_item import arrow, feature, pair_order, rate_of
+from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
+from engine.metrics.sections import Block, Figure, Table, pts
 
 __all__ = ["all_pair_flows", "pair_flows", "paired", "state_flows", "transitions"]
 
@@ -110,3 +118,69 @@ def state_flows(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
     return _flow_counts(paired(m, by, consecutive=True), by).select(
         [*by, "from", "to", "stay_correct", "rescue", "harm", "stay_wrong", "n"]
     )
+
+
+def _tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
+    m, pairs = inputs.m, inputs.opts.pairs
+    return {"transitions": transitions(m), "pairs": all_pair_flows(m) if pairs is None else pair_flows(m, pairs),
+            "flows": state_flows(m)}
+
+
+def _flow(r: dict[str, Any]) -> dict[str, Any]:
+    return {k: r[k] for k in ("from", "to", "rescue", "harm", "net", "churn")}
+
+
+def _document(rows: GroupRows, opts: Any) -> dict[str, Any]:
+    return {
+        "transitions": [_flow(r) for r in rows("transitions")],
+        "pair_transitions": [_flow(r) for r in rows("pairs")],
+        "flows": [{k: r[k] for k in ("from", "to", "stay_correct", "rescue", "harm", "stay_wrong")}
+                  for r in rows("flows")],
+    }
+
+
+def _features(m: pl.LazyFrame, alt: pl.LazyFrame | None, by: list[str]) -> pl.LazyFrame:
+    steps = paired(m, by, consecutive=True)
+    g, h = pl.col("c_from"), pl.col("c_to")
+    return pl.concat([feature(steps, by, "rescue_rate", ~g & h, key=arrow(), korder=pair_order()),
+                      feature(steps, by, "harm_rate", g & ~h, key=arrow(), korder=pair_order())],
+                     how="vertical_relaxed")
+
+
+def _derived(rates: pl.LazyFrame, by: list[str]) -> list[pl.LazyFrame]:
+    steps = rates.group_by([*by, "key", "korder"]).agg(
+        rate_of("rescue_rate").first().alias("_r"), rate_of("harm_rate").first().alias("_h"),
+        (pl.col("metric") == "rescue_rate").any().alias("_step"),
+    ).filter(pl.col("_step"))
+    net_churn = steps.with_columns((pl.col("_r") - pl.col("_h")).alias("net"),
+                                   (pl.col("_r") + pl.col("_h")).alias("churn"))
+    return [net_churn.unpivot(index=[*by, "key", "korder"], on=["net", "churn"], variable_name="metric",
+                              value_name="value")]
+
+
+def _report(g: dict[str, Any], idx: int) -> list[Block]:
+    if not g["n_items"]:
+        return []
+    return [Figure(f"fig-transitions-{idx}", "Rescue and harm per transition"),
+            Figure(f"fig-flow-{idx}", "Item flows across the grid")]
+
+
+def _terminal(g: dict[str, Any]) -> list[Block]:
+    rows: list[list[object]] = [[r["from"], r["to"], str(r["rescue"]), str(r["harm"]), pts(r["net"], True),
+                                 pts(r["churn"])] for r in g["transitions"]]
+    return [Table("", ["from", "to", "rescue", "harm", "net", "churn"], rows,
+                  title="rescue / harm per transition (net and churn in points)")]
+
+
+register_metric(Metric(
+    name="transitions",
+    keys=("transitions", "pair_transitions", "flows"),
+    tables=_tables,
+    document=_document,
+    features=_features,
+    derived=_derived,
+    rates=("rescue_rate", "harm_rate", "net", "churn"),
+    report=_report,
+    terminal=_terminal,
+    description="rescue, harm, net and churn between consecutive budgets and chosen pairs; item state flows",
+))

@@ -17,15 +17,21 @@ Per set, over the items with a usable result at every budget of it: each allocat
 accuracy, per item which allocations are best (right; when none is right all tie) and
 the only best, the best single allocation (ties: fewer frames, then budget id) and the
 oracle over the set's allocations.
+
+Registered as the dataset metric ``iso_compute`` (top-level ``iso_compute``: one entry per set;
+report ``table-iso-N-K`` and ``fig-iso-N-K``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
 from engine.metrics.grid import BASE_GROUP, budget_table, chain_rows, track_rows
+from engine.metrics.registry import DatasetTables, Inputs, Metric, register_metric
+from engine.metrics.sections import Block, Figure, Heading, Note, Table, pct, pts
 
 __all__ = ["DEFAULT_TOLERANCE", "ISO_GROUP", "budget_costs", "iso_compute_allocations", "iso_compute_sets",
            "iso_matched", "iso_sets"]
@@ -165,3 +171,63 @@ def iso_compute_sets(mi: pl.LazyFrame, by: Sequence[str] = ISO_GROUP) -> pl.Lazy
                  "oracle_headroom", "n_all_right", "n_none_right"])
         .sort(by)
     )
+
+
+def _tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
+    mi = iso_matched(inputs.snapshot, inputs.opts.iso_tolerance).collect(engine=inputs.opts.engine).lazy()
+    return {"sets": iso_compute_sets(mi), "allocations": iso_compute_allocations(mi)}
+
+
+_ALLOCATION = ("budget_id", "protocol_id", "frames", "budget_cost", "accuracy", "n_best", "n_sole_best")
+
+
+def _document(t: DatasetTables, opts: Any) -> list[dict[str, Any]]:
+    sets, allocs = t.frame("sets"), t.frame("allocations")
+    if sets is None or allocs is None:
+        return []
+    out = []
+    for s in sets.to_dicts():
+        mine = allocs.filter((pl.col("model_id") == s["model_id"]) & (pl.col("dataset") == s["dataset"])
+                             & (pl.col("cost") == s["cost"]))
+        out.append({**{k: v for k, v in s.items() if k != "allocations"},
+                    "allocations": [{k: a[k] for k in _ALLOCATION} for a in mine.to_dicts()]})
+    return out
+
+
+def _set_blocks(s: dict[str, Any], idx: int, k: int) -> list[Block]:
+    rows = [[a["budget_id"], a["protocol_id"], a["frames"], f"{a['budget_cost']:,.0f}", pct(a["accuracy"]),
+             a["n_best"], a["n_sole_best"]] for a in s["allocations"]]
+    note = (f"~{s['cost']:,.0f} pixels sent per item, {s['n_items']} items answered at every allocation; best "
+            f"single {s['best_allocation']} {pct(s['best_accuracy'])}, oracle over the set "
+            f"{pct(s['oracle_accuracy'])} (headroom {pct(s['oracle_headroom'])} pts); right at all "
+            f"{s['n_all_right']}, at none {s['n_none_right']}")
+    return [Note(note), Table(f"table-iso-{idx}-{k}", ["allocation", "protocol", "frames", "pixels sent per item",
+                                                       "accuracy", "items right", "items best only here"], rows),
+            Figure(f"fig-iso-{idx}-{k}")]
+
+
+def _report(sets: list[dict[str, Any]], idx: int) -> list[Block]:
+    blocks = [b for k, s in enumerate(sets) for b in _set_blocks(s, idx, k)]
+    return [Heading("Iso-compute allocations (pixels actually sent)"), *blocks] if blocks else []
+
+
+def _terminal(sets: list[dict[str, Any]]) -> list[Block]:
+    out: list[Block] = []
+    for s in sets:
+        allocs = ", ".join(f"{a['budget_id']} {pts(a['accuracy'])}" for a in s["allocations"])
+        out.append(Note(f"{s['model_id']} on {s['dataset']}: iso-compute at ~{s['cost']:,.0f} pixels per item "
+                        f"({s['n_items']} items): {allocs}; oracle {pts(s['oracle_accuracy'])}, headroom "
+                        f"{pts(s['oracle_headroom'])} pts"))
+    return out
+
+
+register_metric(Metric(
+    name="iso_compute",
+    scope="dataset",
+    tables=_tables,
+    document=_document,
+    report=_report,
+    terminal=_terminal,
+    description="sets of budgets across chains that send about the same pixels per item: each allocation's "
+                "accuracy, the items best only there, and the oracle over the set",
+))

@@ -24,8 +24,8 @@ from typing import Any
 import polars as pl
 
 from engine.metrics.grid import GROUP
-from engine.metrics.html import e, pct, table
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
+from engine.metrics.sections import Block, Heading, Note, Table, pct
 
 __all__ = ["letter_cells", "letter_distribution", "letter_prior", "prior_overwrite"]
 
@@ -176,29 +176,30 @@ def _document(rows: GroupRows, opts: Any) -> dict[str, Any] | None:
     }
 
 
-def _report(g: dict[str, Any], idx: int) -> str:
+def _report(g: dict[str, Any], idx: int) -> list[Block]:
     lp = g.get("letter_prior")
     if not lp or all(b["n_no_pred"] >= b["n_items"] for b in lp["by_budget"]):
-        return ""  # no letter predicted anywhere (free-text answers): no prior to show
+        return []  # no letter predicted anywhere (free-text answers): no prior to show
     rows = [[b["budget_id"], b["n_items"], pct(b["accuracy"]), b["dominant_letter"] or "none", pct(b["dominant_share"]),
              pct(b["always_dominant_accuracy"]),
              " ".join(f"{k} {pct(v, 0)}" for k, v in sorted(b["predicted"].items())),
              " ".join(f"{k} {pct(v, 0)}" for k, v in sorted(b["answers"].items()))] for b in lp["by_budget"]]
-    out = ["<h3>Letter prior</h3>", table(f"table-letter-prior-{idx}", [
+    out: list[Block] = [Heading("Letter prior"), Table(f"table-letter-prior-{idx}", [
         "budget", "items", "accuracy", "dominant letter", "its share", "always answering it", "predicted letters",
         "answer letters"], rows)]
     t = lp.get("text")
     if t and t["overwrite"]:
         note = (f"{t['n_flagged']} of {t['n_text_correct']} items right text-only answered the dominant text-only "
                 f"letter {t['dominant_letter']} (flagged: possibly right by the prior)")
-        out += [f'<p class="note">{e(note)}</p>', table(
+        out += [Note(note), Table(
             f"table-text-overwrite-prior-{idx}", ["budget", "text overwrite (items)", "of which flagged"],
             [[r["budget_id"], r["n_overwritten"], r["n_overwritten_flagged"]] for r in t["overwrite"]])]
-    return "".join(out)
+    return out
 
 
 register_metric(Metric(
     name="letter_prior",
+    inputs=("pred", "answer"),
     tables=_tables,
     document=_document,
     report=_report,

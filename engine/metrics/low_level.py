@@ -34,9 +34,9 @@ import polars as pl
 from engine.metrics.bootstrap import count_matrices
 from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP
-from engine.metrics.html import e, pct, table
 from engine.metrics.overwrite import text_items
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
+from engine.metrics.sections import Block, Heading, Note, Table, pct
 from engine.results.video_stats import STAT_COLUMNS
 
 __all__ = ["N_BINS", "item_flags", "quantile_bins", "rank_auc", "stat_tables"]
@@ -248,11 +248,11 @@ def _cell(v: float | None, c: list[float | None]) -> str:
     return "n/a" if v is None else f"{pct(v)} [{pct(c[0])}, {pct(c[1])}]"
 
 
-def _report(g: dict[str, Any], idx: int) -> str:
+def _report(g: dict[str, Any], idx: int) -> list[Block]:
     low = g.get("low_level")
     if not low:
-        return ""
-    rows = []
+        return []
+    rows: list[list[object]] = []
     for s in low["statistics"]:
         auc = "n/a" if s["auc"] is None else f"{s['auc']:.2f} [{_num_text(s['auc_ci'][0])}, {_num_text(s['auc_ci'][1])}]"
         rows.append([s["statistic"], s["n_items"], auc,
@@ -262,10 +262,9 @@ def _report(g: dict[str, Any], idx: int) -> str:
             f"the sweep decoded); items cut into {low['n_bins']} quantile bins per statistic, low to high; rates in "
             "points with paired-bootstrap intervals; AUC: how well the statistic ranks confused items above the "
             "others (0.5: not at all)")
-    return "".join(["<h3>Low-level video statistics and confusion</h3>", f'<p class="note">{e(note)}</p>',
-                    table(f"table-low-level-{idx}", ["statistic", "items", "AUC for confusion (95% CI)",
-                                                     "bin ranges", "visual confusion by bin", "harm by bin",
-                                                     "text overwrite by bin"], rows)])
+    return [Heading("Low-level video statistics and confusion"), Note(note),
+            Table(f"table-low-level-{idx}", ["statistic", "items", "AUC for confusion (95% CI)", "bin ranges",
+                                             "visual confusion by bin", "harm by bin", "text overwrite by bin"], rows)]
 
 
 def _num_text(v: float | None) -> str:
@@ -274,6 +273,7 @@ def _num_text(v: float | None) -> str:
 
 register_metric(Metric(
     name="low_level",
+    optional_inputs=tuple(f"video_{c}" for c in STAT_COLUMNS),
     tables=_tables,
     document=_document,
     report=_report,

@@ -21,8 +21,8 @@ import polars as pl
 
 from engine.metrics.benchmark_scores import benchmark_scores, score_text
 from engine.metrics.grid import GROUP, budget_table
-from engine.metrics.html import e, table
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
+from engine.metrics.sections import Block, Heading, Note, Table
 
 __all__ = ["chain_scores"]
 
@@ -48,22 +48,21 @@ def _document(rows: GroupRows, opts: Any) -> list[dict[str, Any]]:
     return [{k: r[k] for k in _FIELDS} for r in rows("scores")]
 
 
-def _report(g: dict[str, Any], idx: int) -> str:
+def _report(g: dict[str, Any], idx: int) -> list[Block]:
     scores = g.get("official_scores") or []
     if all(r["metric"] == "accuracy" for r in scores):
-        return ""
+        return []
     rows = [[r["budget_id"], r["metric"], r["subset"] or "", score_text(r["metric"], r["value"]),
              "yes" if r["headline"] else "", ", ".join(r["missing"] or [])] for r in scores]
     note = "each benchmark as it publishes its score, over the ok rows of each budget; headline: its own score"
-    return "".join([
-        "<h3>Official scores (MME and Video-MME v2 in points, counts as counts, the others in %)</h3>",
-        f'<p class="note">{e(note)}</p>',
-        table(f"table-official-{idx}", ["budget", "metric", "subset", "score", "headline", "missing subtasks"], rows),
-    ])
+    return [Heading("Official scores (MME and Video-MME v2 in points, counts as counts, the others in %)"), Note(note),
+            Table(f"table-official-{idx}", ["budget", "metric", "subset", "score", "headline", "missing subtasks"],
+                  rows)]
 
 
 register_metric(Metric(
     name="official_scores",
+    inputs=("dataset_version", "group_id", "group_size", "group_type", "group_structure"),
     tables=_tables,
     document=_document,
     report=_report,

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.metrics.cascade import DEFAULT_FOLDS, DEFAULT_TAUS
-from engine.metrics.generation import DEFAULT_EPS
 from engine.metrics.grid import CATEGORY_COLUMNS
 
-__all__ = ["SummaryOptions"]
+__all__ = ["DEFAULT_EPS", "DEFAULT_FOLDS", "DEFAULT_TAUS", "SummaryOptions"]
+
+DEFAULT_TAUS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
+"""The cascade's confidence thresholds (`engine.metrics.cascade`)."""
+DEFAULT_FOLDS = 5
+"""Folds of the cascade's cross-fitted tau."""
+DEFAULT_EPS = 1e-9
+"""Tolerance below which a score drop is not a regression (guards float noise only; `engine.metrics.generation`)."""
 
 
 @dataclass(frozen=True)

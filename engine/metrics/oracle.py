@@ -7,15 +7,22 @@ category column for per-category splits). `value` picks the per-item outcome:
 
 - fixed accuracy A(g) = mean_i c_i(g); best fixed = max_g A(g) (ties: cheapest budget)
 - oracle = mean_i max_g c_i(g); oracle headroom = oracle - best fixed
+
+Registered as the metric ``accuracy`` (group keys ``fixed_accuracy``, ``best_fixed``,
+``oracle_accuracy``, ``oracle_headroom``; rates of the same names; report ``fig-accuracy-N``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
 from engine.metrics.grid import GROUP
+from engine.metrics.per_item import feature, rate_of, single_rates
+from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
+from engine.metrics.sections import Block, Figure, Note, Table, pts
 
 __all__ = ["best_fixed", "fixed_accuracy", "oracle"]
 
@@ -70,3 +77,62 @@ def oracle(m: pl.LazyFrame, by: Sequence[str] = GROUP, *, value: str = "c") -> p
         .with_columns((pl.col("oracle_accuracy") - pl.col("best_accuracy")).alias("oracle_headroom"))
         .sort(by)
     )
+
+
+def _tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
+    return {"fixed": fixed_accuracy(inputs.m), "oracle": oracle(inputs.m)}
+
+
+def _document(rows: GroupRows, opts: Any) -> dict[str, Any]:
+    orc = rows.one("oracle")
+    return {
+        "fixed_accuracy": {r["budget_id"]: r["accuracy"] for r in rows("fixed")},
+        "best_fixed": {"budget_id": orc["best_budget"], "accuracy": orc["best_accuracy"]} if orc else None,
+        "oracle_accuracy": orc["oracle_accuracy"] if orc else None,
+        "oracle_headroom": orc["oracle_headroom"] if orc else None,
+    }
+
+
+def _features(m: pl.LazyFrame, alt: pl.LazyFrame | None, by: list[str]) -> pl.LazyFrame:
+    return pl.concat([
+        feature(m, by, "fixed_accuracy", pl.col("c"), key=pl.col("budget_id"), korder=pl.col("rank")),
+        feature(m.group_by([*by, "item_id"]).agg(pl.col("c").max()), by, "oracle_accuracy", pl.col("c")),
+    ], how="vertical_relaxed")
+
+
+def _derived(rates: pl.LazyFrame, by: list[str]) -> list[pl.LazyFrame]:
+    scalars = rates.group_by(by).agg(
+        rate_of("fixed_accuracy").max().alias("best_fixed"), rate_of("oracle_accuracy").first().alias("_o"),
+    ).with_columns((pl.col("_o") - pl.col("best_fixed")).alias("oracle_headroom"))
+    return [single_rates(scalars, by, ["best_fixed", "oracle_headroom"])]
+
+
+def _report(g: dict[str, Any], idx: int) -> list[Block]:
+    if not g["n_items"]:
+        return [Note("No item has a result at every budget of the grid yet.")]
+    return [Figure(f"fig-accuracy-{idx}", "Accuracy per budget")]
+
+
+def _terminal(g: dict[str, Any]) -> list[Block]:
+    cis = g["confidence_intervals"].get("fixed_accuracy", {})
+    rows: list[list[object]] = []
+    for b in g["grid"]:
+        ci = cis.get(b) if isinstance(cis, dict) else None
+        rows.append([b, pts(g["fixed_accuracy"].get(b)), f"[{pts(ci[0])}, {pts(ci[1])}]" if ci else ""])
+    return [Table("", ["budget", "accuracy", "CI"], rows, title="accuracy per budget")]
+
+
+register_metric(Metric(
+    name="accuracy",
+    keys=("fixed_accuracy", "best_fixed", "oracle_accuracy", "oracle_headroom"),
+    tables=_tables,
+    document=_document,
+    features=_features,
+    derived=_derived,
+    rates=("fixed_accuracy", "best_fixed", "oracle_accuracy", "oracle_headroom"),
+    report=_report,
+    terminal=_terminal,
+    higher_is_better=True,
+    description="accuracy at each fixed budget, the best of them, and the per-item oracle over the chain "
+                "(right at some budget) with its headroom over the best fixed budget",
+))

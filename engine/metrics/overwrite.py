@@ -5,15 +5,21 @@
 the text-correct items (null when no item is text-correct). The text budget is the
 cheapest ``frames == 0`` budget of the grid; groups without one get no rows, and
 groups without a visual budget get no "any"/"all" rows.
+
+Registered as the metric ``text_overwrite`` (rates ``text_overwrite_share_all`` and
+``text_overwrite_share_text_correct``, keyed by budget, ``any`` and ``all``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
 from engine.metrics.grid import GROUP
+from engine.metrics.per_item import ALL_ORDER, ANY_ORDER, feature
+from engine.metrics.registry import GroupRows, Metric, register_metric
 
 __all__ = ["text_items", "text_overwrite"]
 
@@ -89,3 +95,52 @@ def text_overwrite(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
         .select([*by, *_COLUMNS])
         .sort([*by, "rank"])
     )
+
+
+def _shares_of(r: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if r is None else {"share_all": r["share_all"], "share_text_correct": r["share_text_correct"]}
+
+
+def _has_text(rows: GroupRows) -> bool:
+    grid = rows.shared("grid")
+    frames = {b["budget_id"]: b["frames"] for b in rows.shared("budgets")}
+    return bool(grid and grid[0]["n_items"] and any(frames.get(b) == 0 for b in grid[0]["grid"]))
+
+
+def _document(rows: GroupRows, opts: Any) -> dict[str, Any] | None:
+    """null: no text budget; text budget only (or no matched item): nothing to overwrite it."""
+    mine = rows("overwrite")
+    if not mine:
+        return {"n_text_correct": None, "any": None, "all": None, "by_budget": {}} if _has_text(rows) else None
+    scoped = {r["scope"]: r for r in mine if r["scope"] != "budget"}
+    return {"n_text_correct": mine[0]["n_text_correct"], "any": _shares_of(scoped.get("any")),
+            "all": _shares_of(scoped.get("all")),
+            "by_budget": {r["budget_id"]: _shares_of(r) for r in mine if r["scope"] == "budget"}}
+
+
+def _features(m: pl.LazyFrame, alt: pl.LazyFrame | None, by: list[str]) -> pl.LazyFrame:
+    items = text_items(m, by)
+    ct = pl.col("text_correct")
+    visual = m.filter(~pl.col("is_text")).join(items.select([*by, "item_id", "text_correct"]),
+                                                on=[*by, "item_id"], how="inner", nulls_equal=True)
+    scoped = items.filter(pl.col("n_visual") > 0)
+    out = []
+    for metric, den in (("text_overwrite_share_all", pl.lit(1.0)), ("text_overwrite_share_text_correct", ct)):
+        out += [
+            feature(visual, by, metric, ct & ~pl.col("c"), den, pl.col("budget_id"), pl.col("rank")),
+            feature(scoped, by, metric, ct & pl.col("any_wrong"), den, "any", ANY_ORDER),
+            feature(scoped, by, metric, ct & pl.col("all_wrong"), den, "all", ALL_ORDER),
+        ]
+    return pl.concat(out, how="vertical_relaxed")
+
+
+register_metric(Metric(
+    name="text_overwrite",
+    tables=lambda inputs: {"overwrite": text_overwrite(inputs.m)},
+    document=_document,
+    features=_features,
+    rates=("text_overwrite_share_all", "text_overwrite_share_text_correct"),
+    higher_is_better=False,
+    description="items right text-only and wrong at a visual budget (each, any, all), over all matched items and "
+                "over the text-correct ones",
+))

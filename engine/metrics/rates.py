@@ -20,9 +20,10 @@ import numpy as np
 import polars as pl
 
 from engine.metrics.bootstrap import REP, count_matrices, percentile_interval
-from engine.metrics.features import METRIC_ORDER, correct_features, score_features
-from engine.metrics.generation import DEFAULT_EPS
+from engine.metrics.features import correct_features, metric_order, score_features
 from engine.metrics.grid import GROUP, group_chunks, in_groups
+from engine.metrics.options import DEFAULT_EPS
+from engine.metrics.registry import registered_metrics
 
 __all__ = ["aggregate_features", "rate_intervals", "rate_table"]
 
@@ -36,33 +37,9 @@ def _ratio(frame: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _derived(base: pl.LazyFrame, by: list[str]) -> list[pl.LazyFrame]:
-    # filters stay inside the aggregations: a filter on `base` would be pushed below it and
-    # duplicate the whole (bootstrap) pipeline once per derived metric
-    def of(metric: str) -> pl.Expr:
-        return pl.col("value").filter(pl.col("metric") == metric)
-
-    scalars = base.group_by(by).agg(
-        of("fixed_accuracy").max().alias("best_fixed"), of("oracle_accuracy").first().alias("_o"),
-        of("generation_mean_score").max().alias("generation_best_score"),
-        of("generation_oracle_score").first().alias("_go"),
-    ).with_columns((pl.col("_o") - pl.col("best_fixed")).alias("oracle_headroom"),
-                   (pl.col("_go") - pl.col("generation_best_score")).alias("generation_oracle_gap"))
-    names = ["best_fixed", "oracle_headroom", "generation_best_score", "generation_oracle_gap"]
-    singles = (
-        scalars.unpivot(index=by, on=names, variable_name="metric", value_name="value")
-        .filter(pl.col("value").is_not_null())
-        .with_columns(pl.lit("").alias("key"), pl.lit(0, dtype=pl.Int64).alias("korder"))
-    )
-    steps = base.group_by([*by, "key", "korder"]).agg(
-        of("rescue_rate").first().alias("_r"), of("harm_rate").first().alias("_h"),
-        (pl.col("metric") == "rescue_rate").any().alias("_step"),
-    ).filter(pl.col("_step"))
-    flows = steps.with_columns((pl.col("_r") - pl.col("_h")).alias("net"), (pl.col("_r") + pl.col("_h")).alias("churn"))
-    return [
-        singles.select([*by, *_KEYS, "value"]),
-        flows.unpivot(index=[*by, "key", "korder"], on=["net", "churn"], variable_name="metric", value_name="value")
-        .select([*by, *_KEYS, "value"]),
-    ]
+    """The rates each registered metric derives from the base rates (`engine.metrics.registry.Metric.derived`)."""
+    frames = [f for metric in registered_metrics() if metric.derived is not None for f in metric.derived(base, by)]
+    return [f.select([*by, *_KEYS, "value"]) for f in frames]
 
 
 def aggregate_features(features: pl.LazyFrame, by: Sequence[str] = GROUP, *, weight: str | None = None) -> pl.LazyFrame:
@@ -81,7 +58,9 @@ def aggregate_features(features: pl.LazyFrame, by: Sequence[str] = GROUP, *, wei
     base = _ratio(features.group_by([*by, *_KEYS]).agg((w * pl.col("num")).sum().alias("num"),
                                                        (w * pl.col("den")).sum().alias("den")))
     base = base.select([*by, *_KEYS, "value"])
-    order = pl.DataFrame({"metric": list(METRIC_ORDER), "_m": list(range(len(METRIC_ORDER)))}).lazy()
+    names = metric_order()
+    order = pl.DataFrame({"metric": list(names), "_m": list(range(len(names)))},
+                         schema={"metric": pl.String, "_m": pl.Int64}).lazy()
     return (
         pl.concat([base, *_derived(base, by)], how="vertical_relaxed")
         .join(order, on="metric", how="left")

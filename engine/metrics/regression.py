@@ -7,15 +7,21 @@ sampling policy at the max budget (same frames, size and pipeline, another polic
 a budget of another chain) answers correctly, over all terminal regressions (one without
 a result at the alternate budget counts as not recovered), reported beside the share
 over those that have one, per alternate and for "any" alternate.
+
+Registered as the metric ``terminal_regression`` (rates ``terminal_regression``,
+``sampling_recovery`` and ``sampling_recovery_with_alt``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
 from engine.metrics.grid import BASE_GROUP, GROUP, budget_table, track_rows
+from engine.metrics.per_item import ALL_ORDER, feature
+from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
 
 __all__ = ["ANY_ALTERNATE", "alternate_rows", "sampling_recovery", "terminal_items", "terminal_regressions"]
 
@@ -149,3 +155,60 @@ def sampling_recovery(m: pl.LazyFrame, alt: pl.LazyFrame, by: Sequence[str] = GR
         .select([*by, "alt_budget_id", "n_terminal", "n_with_alt", "n_missing_alt", "n_recovered",
                  "sampling_recovery", "sampling_recovery_with_alt"])
     )
+
+
+def _tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
+    return {"terminal": terminal_regressions(inputs.m), "recovery": sampling_recovery(inputs.m, inputs.alt)}
+
+
+def _document(rows: GroupRows, opts: Any) -> dict[str, Any] | None:
+    term = rows.one("terminal")
+    if term is None:
+        return None
+    rec = [{"alt_budget_id": r["alt_budget_id"], "n_with_alt": r["n_with_alt"], "n_missing_alt": r["n_missing_alt"],
+            "n_recovered": r["n_recovered"], "share": r["sampling_recovery"],
+            "share_with_alt": r["sampling_recovery_with_alt"]} for r in rows("recovery")]
+    return {"max_budget": term["max_budget"], "n_terminal": term["n_terminal"], "share": term["terminal_regression"],
+            "sampling_recovery": rec}
+
+
+def _recovery_features(term: pl.LazyFrame, alt: pl.LazyFrame, by: list[str]) -> list[pl.LazyFrame]:
+    """sampling_recovery over every terminal regression (no alternate result: not recovered) and
+    sampling_recovery_with_alt over those with one; per alternate budget and for "any" alternate."""
+    keys = [c for c in by if c in alt.collect_schema().names()]
+    with_alt = term.join(alt, on=[*keys, "item_id"], how="inner", nulls_equal=True)
+    alt_ids = alt.select([*keys, "alt_budget_id"]).unique()
+    t, rec = pl.col("terminal"), pl.col("c_alt").fill_null(False)
+    per_alt = (  # every item of a group with alternates, once per alternate budget (null: no result there)
+        term.join(alt_ids, on=keys, how="inner", nulls_equal=True)
+        .join(alt, on=[*keys, "item_id", "alt_budget_id"], how="left", nulls_equal=True)
+    )
+    any_alt = per_alt.group_by([*by, "item_id"]).agg(t.first(), pl.col("c_alt").fill_null(False).any(),
+                                                      pl.col("c_alt").is_not_null().any().alias("_has"))
+    anykey = pl.lit(ANY_ALTERNATE)
+    return [
+        feature(per_alt, by, "sampling_recovery", t & rec, t, pl.col("alt_budget_id")),
+        feature(any_alt, by, "sampling_recovery", t & rec, t, anykey, ALL_ORDER),
+        feature(with_alt, by, "sampling_recovery_with_alt", t & rec, t, pl.col("alt_budget_id")),
+        feature(any_alt.filter(pl.col("_has")), by, "sampling_recovery_with_alt", t & rec, t, anykey, ALL_ORDER),
+    ]
+
+
+def _features(m: pl.LazyFrame, alt: pl.LazyFrame | None, by: list[str]) -> pl.LazyFrame:
+    term = terminal_items(m, by)
+    parts = [feature(term, by, "terminal_regression", pl.col("terminal"))]
+    if alt is not None:
+        parts += _recovery_features(term, alt, by)
+    return pl.concat(parts, how="vertical_relaxed")
+
+
+register_metric(Metric(
+    name="terminal_regression",
+    tables=_tables,
+    document=_document,
+    features=_features,
+    rates=("terminal_regression", "sampling_recovery", "sampling_recovery_with_alt"),
+    higher_is_better=False,
+    description="items wrong at the chain's dearest budget and right at a cheaper visual one, and the share of "
+                "them an alternate sampling policy at that budget recovers",
+))

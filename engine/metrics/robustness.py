@@ -14,15 +14,22 @@ over the items matched in **both** chains:
 - ``headroom_a`` / ``headroom_b`` (oracle minus best fixed) and ``confusion_rate_a`` /
   ``confusion_rate_b`` are each chain's values on these common items, so the pair is
   paired item by item.
+
+Registered as the dataset metric ``robustness`` (top-level ``robustness``: one entry per pair of
+chains; report ``table-robustness-N`` and ``fig-robustness-N``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import polars as pl
 
 from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import BASE_GROUP, GROUP
 from engine.metrics.oracle import oracle
+from engine.metrics.registry import Metric, register_metric
+from engine.metrics.sections import Block, Figure, Heading, Note, Table, pct, pts
 
 __all__ = ["PAIR", "chain_pairs", "common_frames", "pair_rows", "robustness"]
 
@@ -155,3 +162,57 @@ def robustness(m: pl.LazyFrame) -> pl.LazyFrame:
         .select([*PAIR, "n_items", "frames_common", *_FIGURES, *[f"{k}_whole" for k in _FIGURES]])
         .sort(PAIR)
     )
+
+
+def _trio(r: dict[str, Any], key: str, end: str = "") -> str:
+    """"a / b / both" of a pair's counts (n/a when the chains share no frame count)."""
+    got = [r.get(f"{key}_{s}{end}") for s in ("a", "b", "both")]
+    return "n/a" if None in got else " / ".join(str(v) for v in got)
+
+
+def _jaccard(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def _row(r: dict[str, Any], num: Any) -> list[object]:
+    return [r["protocol_a"], r["protocol_b"], r["n_items"], ", ".join(str(n) for n in r.get("frames_common") or [])
+            or "none", _trio(r, "confused"), _jaccard(r["jaccard"]), _trio(r, "harmed"),
+            f"{num(r['headroom_a'])} / {num(r['headroom_b'])}",
+            f"{num(r['confusion_rate_a'])} / {num(r['confusion_rate_b'])}",
+            f"{_trio(r, 'confused', '_whole')}; {_jaccard(r.get('jaccard_whole'))}",
+            f"{num(r.get('confusion_rate_a_whole'))} / {num(r.get('confusion_rate_b_whole'))}"]
+
+
+_HEAD = ["chain a", "chain b", "items", "common frames", "confused a / b / both", "jaccard", "harmed a / b / both"]
+_NOTE = ("over the items matched in both chains, compared over the text-only budget and the frame counts both "
+         "chains have (a longer chain has more budgets to be confused at); the whole chains beside, labelled. "
+         "confused: right at a budget and wrong at a later one of the chain; harmed: right at the chain's first "
+         "visual budget, wrong at its last")
+
+
+def _report(pairs: list[dict[str, Any]], idx: int) -> list[Block]:
+    head = [*_HEAD, "headroom a / b (pts)", "confusion a / b (pts)", "whole chains: confused a / b / both; jaccard",
+            "whole chains: confusion a / b (pts)"]
+    return [Heading("Robustness across chains"), Note(_NOTE),
+            Table(f"table-robustness-{idx}", head, [_row(r, pct) for r in pairs]), Figure(f"fig-robustness-{idx}")]
+
+
+def _terminal(pairs: list[dict[str, Any]]) -> list[Block]:
+    r0 = pairs[0]
+    head = [*_HEAD, "headroom a / b", "confusion a / b", "whole: confused a / b / both; jaccard",
+            "whole: confusion a / b"]
+    return [Heading(f"{r0['model_id']} on {r0['dataset']}: robustness across chains (items matched in both; over the "
+                    "frame counts both chains have, the whole chains beside)"),
+            Table("", head, [_row(r, pts) for r in pairs])]
+
+
+register_metric(Metric(
+    name="robustness",
+    scope="dataset",
+    tables=lambda inputs: {"pairs": robustness(inputs.m)},
+    document=lambda t, opts: [] if (pairs := t.frame("pairs")) is None else pairs.to_dicts(),
+    report=_report,
+    terminal=_terminal,
+    description="per pair of chains of a model and dataset, over their common items: the items confused and "
+                "harmed in each and in both (Jaccard), and each chain's headroom and confusion",
+))

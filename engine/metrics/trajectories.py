@@ -2,7 +2,9 @@
 
 `trajectory_table` keeps every item (complete or not) with list columns aligned to
 the grid; `trajectory_wide` spreads chosen budgets into columns; `trajectory_patterns`
-counts the distinct right/wrong patterns of the matched items (the report's heatmap).
+counts the distinct right/wrong patterns of the matched items (the report's trajectories figure).
+
+Registered as the metric ``trajectory_patterns`` (report ``fig-trajectories-N``).
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from typing import Any
 import polars as pl
 
 from engine.metrics.grid import CATEGORY_COLUMNS, GROUP, Track, chain_rows, grid_budgets, track_rows
-from engine.metrics.html import GREEN, GREY, RED, rect, svg, text
 from engine.metrics.registry import Metric, register_metric
+from engine.metrics.sections import Block, Figure
 
-__all__ = ["heatmap_figure", "trajectory_patterns", "trajectory_table", "trajectory_wide"]
+__all__ = ["trajectory_patterns", "trajectory_table", "trajectory_wide"]
 
 _VALUES = ["correct", "score", "confidence"]
 
@@ -102,35 +104,14 @@ def trajectory_patterns(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFr
     )
 
 
-def heatmap_figure(g: dict[str, Any], idx: int, max_rows: int = 40) -> str:
-    """Distinct right/wrong trajectories (rows) over the grid (columns), with item counts."""
-    grid, pats = g["grid"], g["trajectory_patterns"][:max_rows]
-    w, left, top, rh = 640, 10, 34, 14
-    cw = (w - left - 150) / max(len(grid), 1)
-    total = max([1] + [p["n"] for p in pats])
-    body = [text(left + (i + 0.5) * cw, top - 8, b) for i, b in enumerate(grid)]
-    for r, p in enumerate(pats):
-        yy = top + r * rh
-        for i, bit in enumerate(p["pattern"]):
-            color, state = (GREEN, "right") if bit == "1" else (RED, "wrong")
-            body.append(rect(left + i * cw, yy, cw - 1, rh - 1, color, f"{grid[i]}: {state} ({p['n']} items)",
-                              'class="cell"'))
-        bx = left + len(grid) * cw + 8
-        body += [rect(bx, yy + 2, 100 * p["n"] / total, rh - 4, GREY), text(bx + 104, yy + rh - 3, p["n"], "start")]
-    hidden = len(g["trajectory_patterns"]) - len(pats)
-    if hidden > 0:
-        body.append(text(left, top + len(pats) * rh + 12, f"... {hidden} rarer patterns not shown", "start"))
-    return svg(f"fig-heatmap-{idx}", w, top + len(pats) * rh + 20, body, "trajectory heatmap")
-
-
-def _report_section(g: dict[str, Any], idx: int) -> str:
-    return "<h3>Trajectories</h3>" + heatmap_figure(g, idx) if g["n_items"] else ""
+def _report(g: dict[str, Any], idx: int) -> list[Block]:
+    return [Figure(f"fig-trajectories-{idx}", "Trajectories")] if g["n_items"] else []
 
 
 register_metric(Metric(
     name="trajectory_patterns",
     tables=lambda inputs: {"patterns": trajectory_patterns(inputs.m)},
     document=lambda rows, opts: rows("patterns"),
-    report=_report_section,
+    report=_report,
     description='distinct right/wrong patterns along the grid ("1"/"0" per budget), most frequent first',
 ))

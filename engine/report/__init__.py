@@ -1,6 +1,8 @@
 """What a sweep shows a reader: the HTML report and the paper figures, both from the metrics document.
 
-- `engine.report.page`: the self-contained HTML page (`render_report`, `write_report`);
+- `engine.report.page`: the self-contained HTML page (`render_report`, `write_report`), each registered
+  metric's section rendered by `engine.report.html` (the HTML primitives), the run by `engine.report.run_info`
+  and the checkpoint study by `engine.report.checkpoint_section`;
 - `engine.report.figures`: every figure as a matplotlib figure, written as files (`write_figures`) and
   inlined in the page (`inline_svg`); drawn by `engine.report.chains` (one protocol chain) and
   `engine.report.studies` (across chains, checkpoints, the predictor);

@@ -5,20 +5,24 @@ the same offline. The figures are those `framesweep figures` writes as files
 (`engine.report.figures`, drawn with matplotlib), each captioned with its file name. First the run
 (``doc["run"]``, `engine.report.run_info`: spec, models and their hashes, versions, dates). Then per
 (model, dataset, protocol) chain, the primary chain of each model and dataset first: the headline
-table, the accuracy curve with its confidence band and the oracle (``fig-accuracy-N``), rescue
-and harm per transition (``fig-transitions-N``), the flow of item states across the grid
-(``fig-flow-N``), the registered metrics' sections (the trajectories ``fig-trajectories-N``, drawn here
-as the file is; the letter prior, each benchmark's official scores ``table-official-N``), per-category tables
-(``table-<column>-N``) and the cascade's accuracy-cost front (``fig-cascade-N``, only where the
-rows carry confidences and the chain has two visual stages). After the chains of a model and
-dataset: robustness across its chains (``table-robustness-N``, ``fig-robustness-N``) and its
-iso-compute sets (``table-iso-N-K``, ``fig-iso-N-K``). A section without data is left out.
+table, then the section of every registered group metric (`engine.metrics.registry.Metric.report`,
+blocks of `engine.metrics.sections` rendered by `engine.report.html.blocks`), in registration
+order: the accuracy curve with its confidence band and the oracle (``fig-accuracy-N``), rescue and
+harm per transition (``fig-transitions-N``) and the flow of item states (``fig-flow-N``),
+per-category tables (``table-<column>-N``), the cascade's accuracy-cost front
+(``fig-cascade-N``, only where the rows carry confidences and the chain has two visual stages),
+the letter prior, the low-level statistics (``table-low-level-N``), each benchmark's official scores
+(``table-official-N``) and the trajectories (``fig-trajectories-N``). After the chains of a
+model and dataset: the sections of the registered dataset metrics for it, robustness across its
+chains (``table-robustness-N``, ``fig-robustness-N``) and its iso-compute sets (``table-iso-N-K``,
+``fig-iso-N-K``). A figure is drawn here as `framesweep figures` writes it; a section without data
+is left out.
 Built from the metrics document of `engine.metrics.document` (schema
 ``framesweep.metrics/2``; a document of another schema is refused). Optional sections, shown
 when the document carries them: ``doc["predictor"]`` (groups of
 `engine.metrics.predictor.predictor_document`: ``table-predictor-N``,
 ``fig-predictor-N``, ``table-predictor-confusion-N``) and ``doc["checkpoints"]``
-(`engine.metrics.checkpoints.checkpoint_document`, laid out by `engine.metrics.checkpoint_report` with
+(`engine.metrics.checkpoints.checkpoint_document`, laid out by `engine.report.checkpoint_section` with
 the figures of `engine.report.figures`: on official scores ``table-temporal-trap``, ``fig-trap``, ``table-train-frames``,
 ``fig-train-frames``, ``table-headlines``, ``table-benchmark-scores``, ``table-category-deltas``;
 per question ``table-temporal-trap-per-question``, ``table-train-frames-per-question``,
@@ -31,10 +35,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from engine.metrics.checkpoint_report import checkpoint_section
 from engine.metrics.document import SCHEMA
-from engine.metrics.html import CSS, e, pct, table
 from engine.metrics.registry import registered_metrics
+from engine.report.checkpoint_section import checkpoint_section
 from engine.report.figures import (
     PaperFigure,
     across_figures,
@@ -43,43 +46,13 @@ from engine.report.figures import (
     inline_svg,
     predictor_figures,
 )
+from engine.report.html import CSS, blocks, e, pct, table
 from engine.report.run_info import run_section
 from engine.runtime.atomic import atomic_write
 
 __all__ = ["render_report", "write_report"]
 
 log = logging.getLogger(__name__)
-
-def _cascade_match_table(c: dict[str, Any], idx: int) -> str:
-    """The cascade matched to its fixed budget: tau chosen out of sample (cross-fitted) and in sample."""
-    fit, ins = c.get("crossfit"), c.get("match")
-    rows: list[list[object]] = []
-    if fit:
-        taus = ", ".join(f"{f['tau']:g}" for f in fit.get("folds", []) if f["tau"] is not None)
-        rows.append([f"cascade, tau out of sample ({fit['k']}-fold cross-fitted: {taus})", pct(fit["accuracy"]),
-                     pct(fit["accuracy_delta"]), pct(fit["frames_saved"]), pct(fit["unique_frames_saved"])])
-        rows.append([f"fixed {fit['fixed_budget']}", pct(fit["fixed_accuracy"]), "", "", ""])
-    if ins:
-        rows.append([f"cascade, tau in sample ({ins['tau']:g}; tuned on the items it is scored on)",
-                     pct(ins["accuracy"]), pct(ins["accuracy"] - ins["fixed_accuracy"]), pct(ins["frames_saved"]),
-                     pct(ins["unique_frames_saved"])])
-    if not rows:
-        return '<p class="note">no tau matches the fixed budget</p>'
-    note = ("" if ins else '<p class="note">in sample, no tau reaches the fixed budget</p>')
-    return table(f"table-cascade-match-{idx}", ["policy", "accuracy", "minus fixed (pts)", "frames processed saved",
-                                                 "unique frames saved"], rows) + note
-
-
-def _category_tables(g: dict[str, Any], idx: int) -> str:
-    out = []
-    for col, values in g["categories"].items():
-        head = [col, "items", *[f"acc {b}" for b in g["grid"]], "oracle", "headroom", "visual confusion"]
-        rows = [[v["value"], v["n_items"], *[pct((v["rates"].get("fixed_accuracy") or {}).get(b)) for b in g["grid"]],
-                 pct(v["rates"].get("oracle_accuracy")), pct(v["rates"].get("oracle_headroom")),
-                 pct(v["rates"].get("visual_confusion"))] for v in values]
-        out.append(f"<h3>By {e(col)} (points)</h3>" + table(f"table-{col}-{idx}", head, rows))
-    return "".join(out)
-
 
 def _ci(g: dict[str, Any], metric: str) -> str:
     ci = g["confidence_intervals"].get(metric)
@@ -120,31 +93,13 @@ def _figure(pf: PaperFigure) -> str:
 
 
 def _group_section(g: dict[str, Any], idx: int, level: float) -> str:
+    """A chain's headline table, then every registered group metric's section in registration order."""
     primary = " (primary)" if g.get("primary") else ""
-    figs = {pf.html_id.rsplit("-", 1)[0]: pf for pf in chain_figures(g, idx, level)}
+    figs = {pf.html_id: _figure(pf) for pf in chain_figures(g, idx, level)}
     parts = [f"<h2>{e(g['model_id'])} on {e(g['dataset'])}, chain {e(g.get('protocol_id', 'default'))}{primary}</h2>",
              _protocol_note(g), _headline(g)]
-    if g["n_items"]:
-        parts += [f"<h3>{title}</h3>{_figure(figs[kind])}" for kind, title in _CHAIN_FIGURES if kind in figs]
-    else:
-        parts.append('<p class="note">No item has a result at every budget of the grid yet.</p>')
-    for metric in registered_metrics():
-        if metric.name in _DRAWN_HERE:
-            kind, title = _DRAWN_HERE[metric.name]
-            parts.append(f"<h3>{title}</h3>{_figure(figs[kind])}" if kind in figs else "")
-        elif metric.report is not None:
-            parts.append(metric.report(g, idx))
-    parts.append(_category_tables(g, idx))
-    if "fig-cascade" in figs and g.get("cascade"):
-        parts += ["<h3>Confidence cascade</h3>", _figure(figs["fig-cascade"]), _cascade_match_table(g["cascade"], idx)]
+    parts += [blocks(m.report(g, idx), figs) for m in registered_metrics("group") if m.report is not None]
     return "".join(parts)
-
-
-_DRAWN_HERE = {"trajectory_patterns": ("fig-trajectories", "Trajectories")}
-"""Registered metrics whose report section is one of the paper figures: drawn here, as the file is, in their place."""
-_CHAIN_FIGURES = (("fig-accuracy", "Accuracy per budget"), ("fig-transitions", "Rescue and harm per transition"),
-                  ("fig-flow", "Item flows across the grid"))
-"""The chain figures drawn after the headline table (the trajectories are the registered metric's own section)."""
 
 
 def _predictor_section(g: dict[str, Any], idx: int, figures: list[PaperFigure]) -> str:
@@ -207,60 +162,14 @@ def _cascade_online_section(sessions: list[dict[str, Any]]) -> str:
         + "".join(timing) + "</section>"
 
 
-def _robustness_table(pairs: list[dict[str, Any]], idx: int) -> str:
-    def counts(r: dict[str, Any], k: str, end: str = "") -> str:
-        got = [r.get(f"{k}_{s}{end}") for s in ("a", "b", "both")]
-        return "n/a" if None in got else " / ".join(str(v) for v in got)
-
-    def jac(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.2f}"
-
-    rows = [[r["protocol_a"], r["protocol_b"], r["n_items"],
-             ", ".join(str(n) for n in r.get("frames_common") or []) or "none",
-             counts(r, "confused"), jac(r["jaccard"]), counts(r, "harmed"),
-             f"{pct(r['headroom_a'])} / {pct(r['headroom_b'])}",
-             f"{pct(r['confusion_rate_a'])} / {pct(r['confusion_rate_b'])}",
-             f"{counts(r, 'confused', '_whole')}; {jac(r.get('jaccard_whole'))}",
-             f"{pct(r.get('confusion_rate_a_whole'))} / {pct(r.get('confusion_rate_b_whole'))}"] for r in pairs]
-    note = ('<p class="note">over the items matched in both chains, compared over the text-only budget and the '
-            "frame counts both chains have (a longer chain has more budgets to be confused at); the whole chains "
-            "beside, labelled. confused: right at a budget and wrong at a later one of the chain; harmed: right at "
-            "the chain's first visual budget, wrong at its last</p>")
-    return "<h3>Robustness across chains</h3>" + note + table(
-        f"table-robustness-{idx}", ["chain a", "chain b", "items", "common frames", "confused a / b / both",
-                                    "jaccard", "harmed a / b / both", "headroom a / b (pts)",
-                                    "confusion a / b (pts)", "whole chains: confused a / b / both; jaccard",
-                                    "whole chains: confusion a / b (pts)"], rows)
-
-
-def _iso_tables(sets: list[dict[str, Any]], idx: int, figures: list[PaperFigure | None]) -> str:
-    out = []
-    for k, s in enumerate(sets):
-        rows = [[a["budget_id"], a["protocol_id"], a["frames"], f"{a['budget_cost']:,.0f}", pct(a["accuracy"]),
-                 a["n_best"], a["n_sole_best"]] for a in s["allocations"]]
-        note = (f"~{s['cost']:,.0f} pixels sent per item, {s['n_items']} items answered at every allocation; best "
-                f"single {s['best_allocation']} {pct(s['best_accuracy'])}, oracle over the set "
-                f"{pct(s['oracle_accuracy'])} (headroom {pct(s['oracle_headroom'])} pts); right at all "
-                f"{s['n_all_right']}, at none {s['n_none_right']}")
-        out.append(f'<p class="note">{e(note)}</p>' + table(
-            f"table-iso-{idx}-{k}", ["allocation", "protocol", "frames", "pixels sent per item", "accuracy",
-                                     "items right", "items best only here"], rows))
-        if figures[k] is not None:
-            out.append(_figure(figures[k]))  # type: ignore[arg-type]
-    return "<h3>Iso-compute allocations (pixels actually sent)</h3>" + "".join(out) if out else ""
-
-
 def _across_chains(doc: dict[str, Any], key: tuple[str, str], idx: int) -> str:
-    def mine(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [r for r in rows if (r["model_id"], r["dataset"]) == key]
-
-    pairs, sets = mine(doc.get("robustness") or []), mine(doc.get("iso_compute") or [])
-    figs = {pf.html_id: pf for pf in across_figures(doc, key, idx)}
-    robust = _robustness_table(pairs, idx) if pairs else ""
-    if f"fig-robustness-{idx}" in figs:
-        robust += _figure(figs[f"fig-robustness-{idx}"])
-    iso = _iso_tables(sets, idx, [figs.get(f"fig-iso-{idx}-{k}") for k in range(len(sets))])
-    body = robust + iso
+    """Every registered dataset metric's section for one model and dataset (its entries of them)."""
+    figs = {pf.html_id: _figure(pf) for pf in across_figures(doc, key, idx)}
+    body = ""
+    for metric in registered_metrics("dataset"):
+        mine = [r for r in doc.get(metric.name) or [] if (r.get("model_id"), r.get("dataset")) == key]
+        if mine and metric.report is not None:
+            body += blocks(metric.report(mine, idx), figs)
     return f"<section><h2>{e(key[0])} on {e(key[1])}: across chains</h2>{body}</section>" if body else ""
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.metrics.html import e, table
+from engine.report.html import e, table
 from engine.spec.toml_out import spec_toml
 
 __all__ = ["run_section"]

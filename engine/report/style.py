@@ -2,7 +2,7 @@
 
 Sizes follow a two-column paper: `COLUMN` (one column, 3.4 in) for most figures, `PAGE` (both
 columns, 7.0 in) where a figure needs the width. Fonts are 7 pt, lines thin, backgrounds white;
-colours are the HTML report's (`engine.metrics.html`), so a figure reads the same in both.
+colours are the HTML report's (`engine.report.html`), so a figure reads the same in both.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from engine.metrics.html import BLUE, GREEN, GREY, ORANGE, PALETTE, RED
+from engine.report.html import BLUE, GREEN, GREY, ORANGE, PALETTE, RED
 
 __all__ = ["BLUE", "COLUMN", "DPI", "GREEN", "GREY", "ORANGE", "PAGE", "PALETTE", "RED", "budget_labels", "declutter",
            "new_figure", "outside", "overlaps", "paper_style", "points", "visible_texts"]

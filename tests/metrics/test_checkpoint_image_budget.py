@@ -88,7 +88,7 @@ def test_without_the_image_budget(drop: set[str], budget: str, gain: float) -> N
 
 
 def test_tables_mark_the_score_budget_and_the_report_reads_categories_there() -> None:
-    from engine.metrics.checkpoint_report import _category_rows
+    from engine.report.checkpoint_section import _category_rows
 
     rows = [r.__class__(**{**r.__dict__, "task_type": "t"}) if r.dataset == "img" else r for r in _rows()]
     tables = {k: collect_both(v) for k, v in checkpoint_tables(lazy(rows), STUDY, categories=("task_type",)).items()}

@@ -1,47 +1,72 @@
-"""Registering one new metric is enough: its JSON key, bootstrap interval, category split and report section.
+"""Registering one new metric is enough: its JSON key, bootstrap interval, category split, report section,
+terminal table and export column, end to end through `framesweep metrics`, `report` and `export`.
 
-The metric here exists only in this test: the share of items right at the grid's largest
-budget with confidence >= 0.5 ("confident_right"), on hand-built rows.
+The metric here exists only in this test (no other file knows it): the share of items right at the
+grid's largest budget with confidence >= 0.5 ("confident_right"), on hand-built rows. It reads a
+column no built-in metric reads (``response``), declared as an input.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 from metric_rows import frame, lazy
+from typer.testing import CliRunner
 
+from engine.cli import app
 from engine.metrics.document import summary_document
 from engine.metrics.grid import GROUP
-from engine.metrics.registry import Metric, get_metric, register_metric, unregister_metric
-from engine.metrics.summary import SummaryOptions, summary_tables
+from engine.metrics.per_item import feature
+from engine.metrics.registry import GroupRows, Inputs, Metric, get_metric, register_metric, unregister_metric
+from engine.metrics.sections import Block, Heading, Table, pct
+from engine.metrics.summary import SummaryOptions, snapshot_columns, summary_tables
 from engine.report import render_report
+from engine.results.store import ResultStore
 
 NAME = "confident_right"
 
 
-def _top(m: pl.LazyFrame) -> pl.LazyFrame:
-    return m.filter(pl.col("rank") == pl.col("rank").max().over(GROUP)).with_columns(
+def _top(m: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
+    return m.filter(pl.col("rank") == pl.col("rank").max().over(by)).with_columns(
         (pl.col("c") & (pl.col("confidence") >= 0.5)).alias("hit"))
+
+
+def _tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
+    said = inputs.snapshot.select("model_id", "dataset", "item_id", "budget_id", "response")
+    top = _top(inputs.m, GROUP).join(said, on=["model_id", "dataset", "item_id", "budget_id"], how="left")
+    return {"share": top.group_by(GROUP).agg(pl.col("hit").mean().alias("value"),
+                                             pl.col("response").str.len_chars().max().alias("longest"))}
+
+
+def _document(rows: GroupRows, opts: Any) -> dict[str, Any] | None:
+    r = rows.one("share")
+    return None if r is None else {"share": r["value"], "longest_response": r["longest"]}
 
 
 def _features(m: pl.LazyFrame, alt: pl.LazyFrame | None, by: list[str]) -> pl.LazyFrame:
-    top = m.filter(pl.col("rank") == pl.col("rank").max().over(by)).with_columns(
-        (pl.col("c") & (pl.col("confidence") >= 0.5)).alias("hit"))
-    return top.select(*by, "item_id", pl.lit(NAME).alias("metric"), pl.lit("").alias("key"),
-                      pl.lit(0, pl.Int64).alias("korder"), pl.col("hit").cast(pl.Float64).alias("num"),
-                      pl.lit(1.0).alias("den"))
+    return feature(_top(m, by), by, NAME, pl.col("hit"))
+
+
+def _section(g: dict[str, Any], idx: int = 0) -> list[Block]:
+    return [Heading("Confident and right"),
+            Table(f"table-{NAME}-{idx}", ["items", "share"], [["confident and right at the top", pct(g[NAME]["share"])]],
+                  title="confident and right")]
 
 
 @pytest.fixture
 def registered() -> Iterator[Metric]:
     metric = register_metric(Metric(
-        name=NAME,
-        tables=lambda inputs: {"share": _top(inputs.m).group_by(GROUP).agg(pl.col("hit").mean().alias("value"))},
-        document=lambda rows, opts: rows("share")[0]["value"] if rows("share") else None,
-        features=_features,
-        report=lambda g, idx: f'<h3 id="section-{NAME}-{idx}">confident and right: {g[NAME]}</h3>',
+        name=NAME, inputs=("response",), tables=_tables, document=_document, features=_features, rates=(NAME,),
+        report=_section, terminal=_section,
+        annotations=lambda m: _top(m, GROUP).select(*GROUP, "item_id", pl.col("hit").alias(NAME)),
+        annotation_columns={NAME: "right at the chain's dearest budget with confidence >= 0.5"},
+        higher_is_better=True, description="items right at the top budget with confidence >= 0.5",
     ))
     try:
         yield metric
@@ -49,35 +74,78 @@ def registered() -> Iterator[Metric]:
         unregister_metric(NAME)
 
 
-def _rows() -> pl.LazyFrame:
+def _rows() -> list:
     budgets = {"text": 0, "f4": 4, "f8": 8}
-    conf = {("a", "f8"): {"confidence": 0.9}, ("b", "f8"): {"confidence": 0.2}, ("c", "f8"): {"confidence": 0.9},
-            ("d", "f8"): {"confidence": 0.7}}
+    conf = {("a", "f8"): {"confidence": 0.9, "response": "A, sure"}, ("b", "f8"): {"confidence": 0.2},
+            ("c", "f8"): {"confidence": 0.9}, ("d", "f8"): {"confidence": 0.7}}
     cats = {"a": {"task_type": "x"}, "b": {"task_type": "x"}, "c": {"task_type": "y"}, "d": {"task_type": "y"}}
-    return lazy(frame({"a": "011", "b": "111", "c": "110", "d": "001"}, budgets=budgets, per_cell=conf,
-                      per_item=cats))
+    return frame({"a": "011", "b": "111", "c": "110", "d": "001"}, budgets=budgets, per_cell=conf, per_item=cats)
 
 
 def test_one_registration_reaches_document_intervals_categories_and_report(registered: Metric) -> None:
     opts = SummaryOptions(n_boot=50, seed=3, categories=("task_type",))
-    doc = summary_document(summary_tables(_rows(), opts), opts)
+    doc = summary_document(summary_tables(lazy(_rows()), opts), opts)
     (g,) = doc["groups"]
     # a right (0.9), b right but unsure (0.2), c wrong, d right (0.7): 2 of 4
-    assert g[NAME] == 0.5
+    assert g[NAME] == {"share": 0.5, "longest_response": 7}
     lo, hi = g["confidence_intervals"][NAME]
     assert 0.0 <= lo <= 0.5 <= hi <= 1.0
     by_type = {v["value"]: v["rates"][NAME] for v in g["categories"]["task_type"]}
     assert by_type == {"x": 0.5, "y": 0.5}  # x: a hit, b not; y: c not, d hit
+    assert doc["metrics"][-1] == {"name": NAME, "scope": "group", "keys": [NAME], "rates": [NAME],
+                                  "higher_is_better": True, "description": "items right at the top budget with "
+                                  "confidence >= 0.5"}
     html = render_report(doc)
-    assert f'id="section-{NAME}-0"' in html and "confident and right: 0.5" in html
-    assert get_metric(NAME) is registered
+    assert f'id="table-{NAME}-0"' in html and "<td>confident and right at the top</td><td>50.0</td>" in html
+    assert get_metric(NAME) is registered and "response" in snapshot_columns()  # its declared input
+
+
+def _sweep(out: Path) -> Path:
+    with ResultStore(out) as store:
+        store.add(_rows())
+        store.commit()
+        store.write_manifest({"sweep_id": "t", "spec": {"sweep_id": "t", "models": [
+            {"id": "m", "family": "qwen2_5_vl", "path": str(out / "model")}]}})
+    (out / "model").mkdir()
+    (out / "model" / "config.json").write_text('{"hidden_size": 128}')
+    return out
+
+
+def test_one_registration_reaches_the_cli_report_and_export(registered: Metric, tmp_path: Path) -> None:
+    out, runner = _sweep(tmp_path / "out"), CliRunner()
+    res = runner.invoke(app, ["metrics", str(out), "--n-boot", "20", "--json", str(tmp_path / "m.json")],
+                        env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "Confident and right" in res.output  # its heading, then its table
+    assert re.search(r"confident and right at the top\s*│\s*50\.0\s*│", res.output), res.output
+    assert json.loads((tmp_path / "m.json").read_text())["groups"][0][NAME]["share"] == 0.5
+    res = runner.invoke(app, ["report", str(out), "--n-boot", "0", "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    assert f'id="table-{NAME}-0"' in (tmp_path / "r.html").read_text()
+    res = runner.invoke(app, ["export", str(out), "--to", str(tmp_path / "art")])
+    assert res.exit_code == 0, res.output
+    items = pl.read_parquet(tmp_path / "art" / "items.parquet")
+    hits = dict(items.filter(pl.col("budget_id") == "f8").select("item_id", NAME).iter_rows())
+    assert hits == {"a": True, "b": False, "c": False, "d": True}
+    assert f"| `{NAME}` | right at the chain's dearest budget" in (tmp_path / "art" / "README.md").read_text()
 
 
 def test_unregistered_metric_is_absent_and_named_in_errors() -> None:
     opts = SummaryOptions(n_boot=0)
-    doc = summary_document(summary_tables(_rows(), opts), opts)
+    doc = summary_document(summary_tables(lazy(_rows()), opts), opts)
     assert NAME not in doc["groups"][0]
+    assert "response" not in snapshot_columns()  # no registered metric reads it
     with pytest.raises(KeyError, match="unknown metric 'confident_right'; known: .*trajectory_patterns"):
         get_metric(NAME)
     with pytest.raises(ValueError, match="registered twice"):
         register_metric(get_metric("trajectory_patterns"))
+
+
+def test_builtin_metrics_fill_the_document_in_registration_order() -> None:
+    opts = SummaryOptions(n_boot=10)
+    doc = summary_document(summary_tables(lazy(_rows()), opts), opts)
+    group_keys = [k for m in doc["metrics"] for k in m["keys"]]
+    assert list(doc["groups"][0])[10:] == group_keys  # after the chain's header
+    assert [k for k in doc if k not in ("schema", "source", "options", "groups", "metrics")] == [
+        m["name"] for m in doc["metrics"] if m["scope"] == "dataset"]
+    assert group_keys[:4] == ["fixed_accuracy", "best_fixed", "oracle_accuracy", "oracle_headroom"]

@@ -19,7 +19,8 @@ GROUP_KEYS = {
     "n_excluded", "fixed_accuracy",
     "best_fixed", "oracle_accuracy", "oracle_headroom", "transitions", "pair_transitions", "flows",
     "visual_confusion", "visual_confusion_visual_only", "text_overwrite", "terminal_regression", "generation",
-    "categories", "cascade", "trajectory_patterns", "confidence_intervals",
+    "categories", "cascade", "trajectory_patterns", "letter_prior", "official_scores", "low_level",
+    "confidence_intervals",
 }
 
 
@@ -47,13 +48,13 @@ def _group(doc: dict, model: str, dataset: str, protocol: str = "default") -> di
 def test_document_shape(doc: dict) -> None:
     assert doc["schema"] == SCHEMA
     assert set(doc) == {"schema", "source", "options", "groups", "robustness", "iso_compute", "cross_model",
-                        "checkpoint_flows"}
+                        "checkpoint_flows", "metrics"}
     # the alternate policy's f16 is a chain of its own (text + f16-random); the primary chain leads
     assert [(g["model_id"], g["dataset"], g["protocol_id"], g["primary"]) for g in doc["groups"]] == [
         ("m", "d", "default", True), ("m", "d", "random-seed3", False), ("m", "open", "default", True),
         ("m", "t", "default", True), ("m2", "d", "default", True)]
     for g in doc["groups"]:
-        assert set(g) == GROUP_KEYS | {m.name for m in registered_metrics()}
+        assert set(g) == GROUP_KEYS | {k for m in registered_metrics("group") for k in m.group_keys}
     assert _group(doc, "m", "d", "random-seed3")["protocol"] == {
         "max_pixels": None, "short_side": None, "min_pixels": None, "exact_pixels": None, "policy": "random", "seed": 3,
         "pipeline": "raw"}
@@ -207,14 +208,14 @@ def test_chunked_cascade_and_intervals_equal_one_pass(sweep_dir: Path, monkeypat
     # the cascade and the bootstrap run a chunk of groups at a time; with one group per chunk (a budget of
     # one row) every table must equal the one-pass tables (several models, datasets, chains, an open
     # dataset, a text-only group, alternate rows)
-    from engine.metrics import rates, summary
+    from engine.metrics import cascade_metric, rates
 
     opts = SummaryOptions(n_boot=40, seed=1, taus=(0.0, 0.5, 1.0))
     whole = summary_tables(load_rows(sweep_dir), opts)
-    monkeypatch.setattr(summary, "CASCADE_CHUNK_ROWS", 1)
+    monkeypatch.setattr(cascade_metric, "CASCADE_CHUNK_ROWS", 1)
     monkeypatch.setattr(rates, "BOOTSTRAP_CHUNK_ROWS", 1)
     chunked = summary_tables(load_rows(sweep_dir), opts)
     assert whole.keys() == chunked.keys()
-    assert whole["intervals"]["model_id"].n_unique() > 1 and whole["cascade_curve"].height > 3
+    assert whole["confidence_intervals:intervals"]["model_id"].n_unique() > 1 and whole["cascade:curve"].height > 3
     for name, table in whole.items():
         assert table.equals(chunked[name], null_equal=True), name

@@ -1,15 +1,17 @@
-"""Drawing primitives of the HTML report: escaped text, inline SVG shapes, tables.
-
-Shared by `engine.report` and by the report sections of registered metrics
-(`engine.metrics.registry.Metric.report`), so a metric's section looks like the rest.
+"""Drawing primitives of the HTML report: escaped text, inline SVG shapes, tables, and the
+rendering of the registered metrics' sections (`engine.metrics.sections` blocks), so a metric's
+section looks like the rest.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping, Sequence
 
-__all__ = ["BLUE", "CSS", "GREEN", "GREY", "ORANGE", "PALETTE", "RED", "Scale", "e", "line", "pct", "rect", "svg",
-           "table", "text"]
+from engine.metrics.sections import Block, Heading, Note, Table, pct
+
+__all__ = ["BLUE", "CSS", "GREEN", "GREY", "ORANGE", "PALETTE", "RED", "Scale", "blocks", "e", "line", "pct", "rect",
+           "svg", "table", "text"]
 
 GREEN, RED, GREY, BLUE, ORANGE = "#2e7d32", "#c62828", "#9e9e9e", "#1565c0", "#ef6c00"
 PALETTE = (BLUE, ORANGE, GREEN, "#6a1b9a", "#00838f", "#ad1457")
@@ -24,10 +26,6 @@ svg text{font-size:11px;fill:#333}.note{color:#666;font-size:12px}
 
 def e(value: object) -> str:
     return html.escape(str(value), quote=True)
-
-
-def pct(value: float | None, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{100 * value:.{digits}f}"
 
 
 def svg(fig_id: str, width: int, height: int, body: list[str], label: str) -> str:
@@ -63,3 +61,21 @@ def table(table_id: str, head: list[str], rows: list[list[object]]) -> str:
     cells = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>" for r in rows)
     return (f'<table id="{e(table_id)}"><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
             + cells + "</table>")
+
+
+def _block(b: Block, figures: Mapping[str, str]) -> str:
+    if isinstance(b, Heading):
+        return f"<h3>{e(b.text)}</h3>"
+    if isinstance(b, Note):
+        return f'<p class="note">{e(b.text)}</p>'
+    if isinstance(b, Table):
+        return table(b.id, b.head, b.rows)
+    if b.id not in figures:
+        return ""  # a figure with nothing to draw: its section is left out
+    title = f"<h3>{e(b.title)}</h3>" if b.title else ""
+    return title + figures[b.id] + blocks(b.then, figures)
+
+
+def blocks(section: Sequence[Block], figures: Mapping[str, str]) -> str:
+    """A metric's section as HTML; `figures` holds each drawn paper figure's HTML by its html id."""
+    return "".join(_block(b, figures) for b in section)

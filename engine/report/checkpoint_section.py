@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.metrics.benchmark_scores import score_text
-from engine.metrics.html import PALETTE, Scale, e, line, pct, svg, table, text
+from engine.report.html import PALETTE, Scale, e, line, pct, svg, table, text
 
 __all__ = ["checkpoint_section", "train_frames_figure", "trap_figure"]
 
