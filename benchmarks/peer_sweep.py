@@ -147,6 +147,7 @@ def _lmms_budget(python: Path, tasks: Path, frames: int, model: Path, args: argp
     cmd = [str(python), "-m", "lmms_eval", "--model", "vllm", "--model_args", model_args,
            "--tasks", "fs_peer" if frames else "fs_peer_no_visual", "--include_path", str(tasks),
            "--batch_size", "64", "--output_path", str(out), "--log_samples"]
+    shutil.rmtree(out, ignore_errors=True)  # each round's own samples: lmms-eval adds a file beside an earlier one
     t0 = time.perf_counter()
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=3600)
     took = time.perf_counter() - t0
