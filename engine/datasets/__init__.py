@@ -1,6 +1,6 @@
 """Benchmark adapters, registered by name (the registry is `engine.datasets.registry`).
 
-An adapter turns a dataset spec into `Item`s (lazily), with the benchmark's
+An adapter turns a dataset spec into `Item`s (its annotations read whole, then yielded), with the benchmark's
 prompt and answer, a version written into every result row, and the benchmark's
 official scoring rule. A new adapter is one module that calls `register_adapter`,
 imported below.

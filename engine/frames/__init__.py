@@ -4,7 +4,8 @@
     index.py         a video's real frames, pts and keyframes, by demuxing (shared by decoders)
     base.py          VideoInfo, FrameBatch, DecodeError, the decoder registry
     decode_pyav.py   the PyAV decoder (default)       decode_decord.py  the decord decoder
-    decode.py        decode_union: one pass per video (the front door; re-exports the above)
+    decode.py        decode_union: one pass per video (re-exports the above); the pipeline enters at
+                     cache.decode_video, which reads the frame cache or calls decode_union
     video.py         DecodedVideo: decoded frames and their pure per-budget views
     resize.py        target_size (a budget's resolution rule) and the one resize filter
     cache.py         FrameCache: the on-disk frame cache (the "cached" pipeline)
@@ -12,6 +13,8 @@
     actors.py        decode actors beside the engines: frames stay in their node's object store
     remote.py        RemoteVideo (the driver's handle on such a video), FrameResolver (the engine's reader)
     meter.py         FrameMeter: frame arrays deserialised in a process (benchmarks and tests)
+    buffers.py       recycled memory for decoded frames (a gone video's array serves the next)
+    stats.py         low-level statistics of a video from the frames one decode pass holds
 """
 
 from engine.frames import decode as _decode  # noqa: F401  (registers the decoders)

@@ -5,8 +5,8 @@ size any budget needs (downscaled while decoding), into a `DecodedVideo`
 (`engine.frames.video`); frames that budgets need at smaller sizes are converted
 in the same pass (`also`, from `sizes_needed`). `DecodedVideo.view` then selects
 one budget's frames with no I/O. Decoders are registered by name (`DECODERS`):
-`pyav` and `decord`. This module is the media plane's front door and re-exports
-what callers need.
+`pyav` and `decord`. This module re-exports what callers need; the pipeline enters at
+`engine.frames.cache.decode_video`, which reads the frame cache or calls `decode_union`.
 """
 
 from __future__ import annotations

@@ -5,5 +5,9 @@
     cluster.py    ensure_ray: join the given cluster or start a quiet local one (from a thread that lives as
                   long as the process: Ray kills a local instance with the thread that started it)
     local_cluster.py  a persistent local cluster for warm engines (started, recorded, stopped)
-    replicas.py   ReplicaSet: dispatch to live replicas, revive dead ones, fail over
+    replicas.py   ReplicaPool: dispatch to live replicas, revive dead ones, fail over
+    placement.py  what an engine actor reserves (GPUs in a placement group, CPUs spread) and whether it fits
+    processes.py  whether a process is alive (pid_alive)
+    reaper.py     a watcher process that ends Ray's processes when the driver is killed
+    secrets.py    redaction of registered secrets in every spelling (raw, JSON-escaped, URL-encoded)
 """
