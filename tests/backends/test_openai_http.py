@@ -25,6 +25,8 @@ from engine.frames.view import MediaView
 from engine.items import Item
 from engine.spec import EngineSpec, HTTPSpec
 
+pytestmark = pytest.mark.engine  # every test asks the module's vllm server (a process)
+
 ITEMS = [Item(dataset="t", dataset_version="1", item_id=f"q{i}", video_id="v1", video_path=None,
               question=q, options=("red", "green", "blue", "yellow"), answer="B")
          for i, q in enumerate(["Which colour comes first?", "Which colour is last?"])]
@@ -95,7 +97,6 @@ def _requests() -> list:
     return out
 
 
-@pytest.mark.engine
 def test_http_and_engine_paths_agree(server: str, tiny_qwen25: Path) -> None:
     import ray
 
