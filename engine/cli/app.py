@@ -69,10 +69,6 @@ register_run_commands(app)  # first: `run` and `demo` lead the command list
 _ending, _leave = ending, leave  # the names cascade and predict use below
 
 
-def _logging(verbose: bool) -> None:
-    setup_logging(verbose)
-
-
 def _load(spec_path: Path, out: Path | None) -> SweepSpec:
     try:
         return load_spec(spec_path, out)
@@ -237,7 +233,7 @@ def cascade(
     from engine.adaptive.cascade import new_session_dir, run_cascade
     from engine.cli._checks import check_output
 
-    _logging(verbose)
+    setup_logging(verbose)
     check_output("--json", json_out)
     spec = _load(spec_path, out)
     _preflight(spec, str(spec_path))
@@ -307,7 +303,7 @@ def predict(
     from engine.cli.progress import RunProgress
     from engine.sweep import start_backends
 
-    _logging(verbose)
+    setup_logging(verbose)
     check_output("--manifest", manifest)
     spec = _load(spec_path, out)
     _preflight(spec, str(spec_path))

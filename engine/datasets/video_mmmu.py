@@ -57,7 +57,6 @@ MCQ_PROMPT = "answer the following multi-choice question. The image for this que
 OPEN_ENDED_PROMPT = ("answer the following open-ended question. The image for this question is at the end of the "
                      "video.\n")
 _ID = re.compile(r"^[^_]+_(.+)_\d+$")
-_NO_ANSWER = "No Answer Found."
 
 
 def _lettered(options: Sequence[str]) -> str:

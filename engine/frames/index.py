@@ -23,7 +23,7 @@ import numpy as np
 
 from engine.frames.base import DecodeError, VideoInfo, file_key
 
-__all__ = ["StreamIndex", "clear_index_cache", "stream_index"]
+__all__ = ["StreamIndex", "stream_index"]
 
 log = logging.getLogger(__name__)
 
@@ -146,8 +146,3 @@ def stream_index(path: Path | str) -> StreamIndex:
             _CACHE.popitem(last=False)
     return index
 
-
-def clear_index_cache() -> None:
-    """Forget every cached index (tests)."""
-    with _lock:
-        _CACHE.clear()

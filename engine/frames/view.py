@@ -136,8 +136,3 @@ class MediaView:
     @property
     def duration(self) -> float:
         return self.total_frames / self.video_fps if self.video_fps else 0.0
-
-    @property
-    def sampling_fps(self) -> float:
-        """The rate the sent frames were sampled at (frames per second of video)."""
-        return len(self.indices) / self.duration if self.duration else self.video_fps

@@ -34,10 +34,6 @@ __all__ = [
 ]
 
 
-def _taus(taus: Sequence[float]) -> pl.LazyFrame:
-    return pl.LazyFrame({"tau": [float(t) for t in taus]}, schema={"tau": pl.Float64})
-
-
 def cascade_prefixes(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
     """What stopping at each stage means for each item: its answer there and the cost so far.
 

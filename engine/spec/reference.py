@@ -95,10 +95,10 @@ def _toml_value(value: Any) -> str:
     return toml_value(value) or ""
 
 
-def _fields_toml(model: type[BaseModel], given: dict[str, Any], skip: set[str]) -> list[str]:
+def _fields_toml(model: type[BaseModel], given: dict[str, Any]) -> list[str]:
     lines = []
     for name, field in model.model_fields.items():
-        if name in skip or _models_in(field.annotation):
+        if _models_in(field.annotation):
             continue
         lines.append(f"# {field.description}")
         value = given.get(name, _default(field))
@@ -130,27 +130,27 @@ def example_toml() -> str:
         return ["# " + x if not x.startswith("#") else "#" + x[1:] for x in lines]
 
     out = ["# framesweep sweep spec: every field, at its default (see docs/spec-reference.md)", ""]
-    out += _fields_toml(SweepSpec, {"sweep_id": "my-audit"}, set())
+    out += _fields_toml(SweepSpec, {"sweep_id": "my-audit"})
     out += ["", "[[models]]"] + _fields_toml(ModelSpec, {"id": "tiny", "family": "qwen2_5_vl",
-                                                          "path": "tiny:qwen2_5_vl"}, set())
-    out += ["", "[models.engine]"] + _fields_toml(EngineSpec, {}, set())
+                                                          "path": "tiny:qwen2_5_vl"})
+    out += ["", "[models.engine]"] + _fields_toml(EngineSpec, {})
     out += ["", "# backend = \"openai\" needs this table (and only then):", "# [models.http]"]
-    out += commented(_fields_toml(HTTPSpec, {"base_url": "http://127.0.0.1:8000"}, set()))
+    out += commented(_fields_toml(HTTPSpec, {"base_url": "http://127.0.0.1:8000"}))
     out += ["", "# a checkpoint of a fine-tuning study (`framesweep checkpoints`) says where it sits:",
             "# [models.checkpoint]"]
-    out += commented(_fields_toml(CheckpointSpec, {"base": "base-model-id", "train_frames": 16}, set()))
+    out += commented(_fields_toml(CheckpointSpec, {"base": "base-model-id", "train_frames": 16}))
     out += ["", "[dataset]  # other adapters and their fields: framesweep datasets NAME",
             "# several datasets in one sweep: [[datasets]] tables (each an adapter table like this one, with an",
             "# `id` where two share an adapter) instead of [dataset]"]
-    out += _fields_toml(SyntheticDatasetSpec, {"name": "synthetic"}, set())
-    out += ["", "[[budgets]]"] + _fields_toml(BudgetPoint, {"frames": 0}, set())
-    out += ["", "[[budgets]]"] + _fields_toml(BudgetPoint, {"frames": 16}, set())
+    out += _fields_toml(SyntheticDatasetSpec, {"name": "synthetic"})
+    out += ["", "[[budgets]]"] + _fields_toml(BudgetPoint, {"frames": 0})
+    out += ["", "[[budgets]]"] + _fields_toml(BudgetPoint, {"frames": 16})
     out += ["", "# cross products of budgets, expanded at load (beside or instead of [[budgets]]):", "# [[grids]]"]
-    out += commented(_fields_toml(GridSpec, {"frames": [0, 16, 32, 64]}, set()))
+    out += commented(_fields_toml(GridSpec, {"frames": [0, 16, 32, 64]}))
     out += ["", "# allocations of one pixel budget over frame counts, expanded at load:", "# [[iso_compute]]"]
-    out += commented(_fields_toml(IsoComputeSpec, {"total_pixels": 9_700_000}, set()))
-    out += ["", "[prompt]"] + _fields_toml(PromptSpec, {}, set())
-    out += ["", "[predictor]"] + _fields_toml(PredictorSpec, {}, set())
-    out += ["", "[decode]"] + _fields_toml(DecodeSpec, {}, set())
-    out += ["", "[store]  # optional when --out is given"] + _fields_toml(StoreSpec, {"out_dir": "runs/my-audit"}, set())
+    out += commented(_fields_toml(IsoComputeSpec, {"total_pixels": 9_700_000}))
+    out += ["", "[prompt]"] + _fields_toml(PromptSpec, {})
+    out += ["", "[predictor]"] + _fields_toml(PredictorSpec, {})
+    out += ["", "[decode]"] + _fields_toml(DecodeSpec, {})
+    out += ["", "[store]  # optional when --out is given"] + _fields_toml(StoreSpec, {"out_dir": "runs/my-audit"})
     return "\n".join(out) + "\n"
