@@ -214,3 +214,25 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     later = item.session.items[item.session.items.index(item) + 1:]
     if not any(WARM_FIXTURE in getattr(it, "fixturenames", ()) for it in later):
         _stop_warm()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Leave no Ray connection open into the interpreter's exit: a driver connected to Ray keeps native threads
+    (its core worker, gRPC) that the interpreter's finalisation can trip over."""
+    import sys
+
+    if "ray" in sys.modules:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Past pytest's own fault handler (it stops at unconfigure): a crash while the interpreter exits prints the
+    threads' stacks instead of a bare exit status 139."""
+    import faulthandler
+    import sys
+
+    faulthandler.enable(file=sys.__stderr__, all_threads=True)
