@@ -29,19 +29,28 @@ def _signed_pts(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:+.1f}"
 
 
+def _gain_axes(slots: list[Any], labels: list[str], vals: list[float],
+               plot: tuple[int, int, int, int]) -> tuple[dict[Any, float], Scale, list[str]]:
+    """A gain chart's frame: one x position per slot, a y scale symmetric around 0 holding every value (at least
+    +-5 pts), the zero line and the axes' labels."""
+    left, top, pw, ph = plot
+    lim = max([0.05] + [abs(v) for v in vals]) * 1.1
+    step = pw / max(len(slots), 1)
+    xs = {s: left + (i + 0.5) * step for i, s in enumerate(slots)}
+    sy = Scale(-lim, lim, top + ph, top)
+    body = [line(left, sy(0), left + pw, sy(0), "#999"), text(left - 6, sy(0) + 4, "0", "end"),
+            *[text(left - 6, sy(v) + 4, f"{100 * v:+.0f}", "end") for v in (-lim / 1.1, lim / 1.1)],
+            *[text(xs[s], top + ph + 14, label) for s, label in zip(slots, labels, strict=True)]]
+    return xs, sy, body
+
+
 def trap_figure(c: dict[str, Any]) -> str:
     """Video gain per frame count (solid) and image gain (dashed, below zero = loss) per checkpoint."""
     rows = [r for r in c["temporal_trap"] if r["model_id"] != r["base_id"]]
     frames = sorted({r["frames"] for r in rows})
     vals = [v for r in rows for v in (r["video_gain"], r["image_gain"]) if v is not None]
     w, h, left, top, pw, ph = 640, 260, 60, 20, 440, 200
-    lim = max([0.05] + [abs(v) for v in vals]) * 1.1
-    step = pw / max(len(frames), 1)
-    xs = {f: left + (i + 0.5) * step for i, f in enumerate(frames)}
-    sy = Scale(-lim, lim, top + ph, top)
-    body = [line(left, sy(0), left + pw, sy(0), "#999"), text(left - 6, sy(0) + 4, "0", "end"),
-            *[text(left - 6, sy(v) + 4, f"{100 * v:+.0f}", "end") for v in (-lim / 1.1, lim / 1.1)],
-            *[text(xs[f], top + ph + 14, f"{f} frames") for f in frames]]
+    xs, sy, body = _gain_axes(frames, [f"{f} frames" for f in frames], vals, (left, top, pw, ph))
     for k, model in enumerate(dict.fromkeys(r["model_id"] for r in rows)):
         color, mine = PALETTE[k % len(PALETTE)], [r for r in rows if r["model_id"] == model]
         pts = [(xs[r["frames"]], sy(r["video_gain"]), r) for r in mine if r["video_gain"] is not None]
@@ -75,13 +84,8 @@ def train_frames_figure(c: dict[str, Any]) -> str:
     slots = _train_slots(rows)
     vals = [v for r in rows for v in (r["video_gain"], r["image_loss"]) if v is not None]
     w, h, left, top, pw, ph = 640, 260, 60, 20, 420, 200
-    lim = max([0.05] + [abs(v) for v in vals]) * 1.1
-    step = pw / max(len(slots), 1)
-    xs = {s: left + (i + 0.5) * step for i, s in enumerate(slots)}
-    sy = Scale(-lim, lim, top + ph, top)
-    body = [line(left, sy(0), left + pw, sy(0), "#999"), text(left - 6, sy(0) + 4, "0", "end"),
-            *[text(left - 6, sy(v) + 4, f"{100 * v:+.0f}", "end") for v in (-lim / 1.1, lim / 1.1)],
-            *[text(xs[s], top + ph + 14, s if not s.isdigit() else f"{s} frames") for s in slots]]
+    xs, sy, body = _gain_axes(slots, [s if not s.isdigit() else f"{s} frames" for s in slots], vals,
+                              (left, top, pw, ph))
     groups = dict.fromkeys((r["architecture"] or "", r["size"] or "") for r in rows)
     for k, (arch, size) in enumerate(groups):
         color = PALETTE[k % len(PALETTE)]
