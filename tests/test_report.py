@@ -129,6 +129,7 @@ def _chromium() -> str:
     pytest.skip("no chromium binary on PATH (apt-get install chromium) for the browser rendering check")
 
 
+@pytest.mark.engine  # starts a headless browser
 def test_report_renders_in_headless_chromium(report_html: Path, tmp_path: Path) -> None:
     browser = _chromium()
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
@@ -261,6 +262,7 @@ def test_sections_only_with_their_data(report_html: Path) -> None:
     assert not ids & ADAPTIVE_IDS
 
 
+@pytest.mark.engine  # starts a headless browser
 def test_adaptive_sections_render_in_headless_chromium(adaptive_html: Path, tmp_path: Path) -> None:
     browser = _chromium()
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
