@@ -115,7 +115,7 @@ def _child(args: argparse.Namespace) -> dict[str, Any]:
     import polars as pl
 
     from engine.results.store import scan_results
-    from engine.spec import parse_spec
+    from engine.config import parse_spec
     from engine.sweep import Sweep
 
     w, h = _size(args.child)

@@ -51,7 +51,7 @@ from engine.frames.cache import FrameCache
 from engine.frames.decode import DECODE_CALLS, DECODERS, DecodedVideo, decode_union, get_decoder
 from engine.frames.plan import FramePlan, plan_budget, union_indices
 from engine.runtime.paths import cache_dir
-from engine.spec import BudgetPoint
+from engine.config import BudgetPoint
 
 GRID = (16, 32, 64, 128, 256)
 

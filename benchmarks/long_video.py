@@ -50,7 +50,7 @@ from engine.frames.decode_pyav import PyAVDecoder, _Converter, _frames
 from engine.frames.index import StreamIndex, stream_index
 from engine.frames.plan import plan_budget, union_indices
 from engine.runtime.paths import cache_dir
-from engine.spec import BudgetPoint
+from engine.config import BudgetPoint
 
 GRID = (16, 32, 64, 128, 256)
 KEYS = ("long_union_vs_floor", "long_naive_vs_union", "long_getbatch_vs_union", "cached_vs_raw")

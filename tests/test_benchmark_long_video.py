@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.frames.plan import plan_budget, union_indices
-from engine.spec import BudgetPoint
+from engine.config import BudgetPoint
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 

@@ -19,7 +19,7 @@ from engine.adaptive.cascade_report import TimedRound, cascade_budget_id, cascad
 from engine.items import Item
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
-from engine.spec import parse_spec
+from engine.config import parse_spec
 
 STAGES = ["f2", "f4", "f8"]
 

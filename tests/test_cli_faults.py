@@ -18,7 +18,7 @@ from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.cli.app import app
 from engine.metrics.status import sweep_status
 from engine.results.store import ForeignSweepError, scan_results
-from engine.spec import parse_spec
+from engine.config import parse_spec
 from engine.sweep import Sweep
 
 runner = CliRunner()

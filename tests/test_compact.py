@@ -31,7 +31,7 @@ from engine.results.pages import encode_shard
 from engine.results.schema import ResultRow, rows_to_frame
 from engine.results.shards import COMPACTED_FROM, is_compacted, live_shards
 from engine.results.store import ResultStore, own_rows, scan_results
-from engine.spec import parse_spec
+from engine.config import parse_spec
 from engine.sweep.scheduler import Sweep
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ import pytest
 from conftest import small_spec_dict, write_toml
 
 from engine.runtime.placement import Placement, PlacementError, check_cpu_capacity
-from engine.spec import parse_spec
+from engine.config import parse_spec
 
 FRAMESWEEP = [sys.executable, "-m", "engine.cli"]
 

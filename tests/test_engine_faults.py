@@ -20,7 +20,7 @@ import pytest
 from conftest import small_spec_dict
 
 from engine.results.store import scan_results
-from engine.spec import parse_spec
+from engine.config import parse_spec
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)

@@ -29,8 +29,8 @@ from engine.datasets.registry import register_adapter
 from engine.frames.plan import POLICIES, register_policy
 from engine.items import Item
 from engine.results.store import scan_results
-from engine.spec import SpecError, parse_spec, register_dataset_spec, unregister_dataset_spec
-from engine.spec.datasets import StrictModel
+from engine.config import SpecError, parse_spec, register_dataset_spec, unregister_dataset_spec
+from engine.config.datasets import StrictModel
 from engine.sweep import Sweep
 
 ASSETS = Path(__file__).parent / "assets"

@@ -25,7 +25,7 @@ from engine.backends.prompts import prompt_hash
 from engine.frames.view import MediaView
 from engine.items import Item
 from engine.results.store import scan_results
-from engine.spec import parse_spec
+from engine.config import parse_spec
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)

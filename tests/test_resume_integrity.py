@@ -22,7 +22,7 @@ from engine.cli.app import app
 from engine.datasets import load_items
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore, scan_results
-from engine.spec import SweepSpec, parse_spec
+from engine.config import SweepSpec, parse_spec
 from engine.sweep import Sweep
 from engine.sweep.fingerprint import AnswerPrints
 from engine.sweep.jobs import plan_jobs

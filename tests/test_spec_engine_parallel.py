@@ -11,7 +11,7 @@ from conftest import small_spec_dict
 
 from engine.items import Item, Job
 from engine.runtime.placement import resolve_gpus
-from engine.spec import EngineSpec, SpecError, parse_spec
+from engine.config import EngineSpec, SpecError, parse_spec
 from engine.sweep.fingerprint import AnswerPrints
 
 

@@ -22,7 +22,7 @@ from conftest import small_spec_dict, write_toml
 
 from engine.results.schema import KEY_COLUMNS
 from engine.results.store import scan_results
-from engine.spec import parse_spec
+from engine.config import parse_spec
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 

@@ -33,7 +33,7 @@ from engine.datasets import get_adapter, load_items
 from engine.items import Item, Job, option_letters
 from engine.results.schema import ResultRow
 from engine.results.store import latest_rows, scan_results
-from engine.spec import BudgetPoint, ModelSpec, SweepSpec
+from engine.config import BudgetPoint, ModelSpec, SweepSpec
 from engine.sweep import Sweep, SweepSummary
 from engine.sweep.policy import Key
 

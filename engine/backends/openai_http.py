@@ -35,7 +35,7 @@ from PIL import Image
 from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT, BackendBase, EngineRequest, EngineResult
 from engine.runtime.secrets import redact, register_secret
 from engine.scoring import letter_logprobs
-from engine.spec import HTTPSpec, SpecError
+from engine.config import HTTPSpec, SpecError
 
 __all__ = ["FrameEncoder", "MalformedReply", "OpenAIHTTPBackend"]
 

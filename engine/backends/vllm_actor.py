@@ -27,7 +27,7 @@ from engine.frames.remote import FRAMES_LOST, FrameResolver, FramesLostError
 from engine.runtime.placement import Placement, actor_options, place, release, resolve_gpus
 from engine.runtime.replicas import EngineHungError
 from engine.scoring import letter_logprobs
-from engine.spec import EngineSpec
+from engine.config import EngineSpec
 
 __all__ = ["VLLMActorBackend", "VLLMWorker", "batch_deadline_s", "engine_env", "in_process_core"]
 

@@ -22,7 +22,7 @@ from typing import Any
 from engine.backends.checkpoint import checkpoint_fingerprint
 from engine.runtime.atomic import file_sha256
 from engine.runtime.secrets import redact
-from engine.spec import EngineSpec
+from engine.config import EngineSpec
 
 __all__ = ["NAMESPACE", "WarmEngineStoppedError", "checkpoint_fingerprint", "engine_key", "engine_settings",
            "engines_down", "find_engine", "join_engines_cluster", "list_engines", "stop_engines", "warm_name"]

@@ -111,7 +111,7 @@ def inspect(
     preflight (families, model paths, decoder, ...): exit 2 where `run` would stop, 6 when media are missing."""
     from engine.datasets.errors import DatasetError
     from engine.datasets.survey import survey
-    from engine.spec import SpecError, load_spec
+    from engine.config import SpecError, load_spec
     from engine.sweep.preflight import preflight
 
     try:

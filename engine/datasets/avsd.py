@@ -20,7 +20,7 @@ from engine.datasets._tables import collect_rows, need, optional, read_json
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import AVSDSpec
+from engine.config.datasets import AVSDSpec
 
 __all__ = ["AVSD", "UNDISCLOSED", "build_prompt"]
 

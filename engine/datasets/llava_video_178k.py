@@ -26,7 +26,7 @@ from engine.datasets._tables import collect_rows, json_list, need
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import LlavaVideo178KSpec
+from engine.config.datasets import LlavaVideo178KSpec
 
 __all__ = ["LlavaVideo178K", "instruction_of"]
 

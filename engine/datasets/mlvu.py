@@ -21,7 +21,7 @@ from engine.datasets._tables import collect_rows, json_list, need, optional
 from engine.datasets.errors import Problems
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import MLVUSpec
+from engine.config.datasets import MLVUSpec
 
 __all__ = ["GENERATION_TASKS", "MLVU", "extract_letter_mlvu"]
 

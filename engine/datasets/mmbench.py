@@ -41,7 +41,7 @@ from engine.datasets._tables import Kind, collect_rows, need, read_parquet, read
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
-from engine.spec.datasets import MMBenchSpec
+from engine.config.datasets import MMBenchSpec
 
 __all__ = ["CIRCULAR_STEP", "MMBench", "extract_letter_mmbench", "mmbench_prompt", "rotate"]
 

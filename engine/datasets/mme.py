@@ -24,7 +24,7 @@ from engine.datasets._tables import Kind, need
 from engine.datasets.errors import Problems
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import MMESpec
+from engine.config.datasets import MMESpec
 
 __all__ = ["COGNITION", "MME", "PERCEPTION", "QUESTIONS_PER_IMAGE", "extract_yes_no_mme"]
 

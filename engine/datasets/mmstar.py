@@ -15,7 +15,7 @@ from engine.datasets._tables import Kind, need
 from engine.datasets.errors import RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
-from engine.spec.datasets import MMStarSpec
+from engine.config.datasets import MMStarSpec
 
 __all__ = ["MMStar", "extract_letter_mmstar", "split_options"]
 

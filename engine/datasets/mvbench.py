@@ -19,7 +19,7 @@ from engine.datasets._tables import collect_rows, json_list, need
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import MVBenchSpec
+from engine.config.datasets import MVBenchSpec
 
 __all__ = ["TASKS", "MVBench", "extract_letter_mvbench"]
 

@@ -17,7 +17,7 @@ from engine.datasets._tables import Kind, need
 from engine.datasets.errors import RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import POPESpec
+from engine.config.datasets import POPESpec
 
 __all__ = ["POPE", "extract_yes_no_pope"]
 

@@ -14,7 +14,7 @@ from typing import Any
 from engine.datasets.errors import Problem
 from engine.datasets.registry import DatasetAdapter, build_adapter
 from engine.items import Item
-from engine.spec import SweepSpec
+from engine.config import SweepSpec
 
 __all__ = ["DatasetSurvey", "survey"]
 

@@ -30,7 +30,7 @@ from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
 from engine.runtime.atomic import atomic_write
 from engine.runtime.paths import cache_dir
-from engine.spec import SyntheticDatasetSpec
+from engine.config import SyntheticDatasetSpec
 
 __all__ = ["SyntheticBenchmark", "VideoScript", "render_frames", "write_h264"]
 

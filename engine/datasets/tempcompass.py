@@ -21,7 +21,7 @@ from engine.datasets._tables import Kind, collect_rows, need, read_parquet
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
-from engine.spec.datasets import TempCompassSpec
+from engine.config.datasets import TempCompassSpec
 
 __all__ = ["POST_PROMPTS", "TempCompass", "extract_caption_matching", "extract_multi_choice", "extract_yes_no"]
 

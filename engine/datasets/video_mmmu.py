@@ -32,7 +32,7 @@ from engine.datasets._tables import Kind, collect_rows, need, read_parquet
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
-from engine.spec.datasets import VideoMMMUSpec
+from engine.config.datasets import VideoMMMUSpec
 
 __all__ = ["DISCIPLINES", "VideoMMMU", "eval_open", "parse_multi_choice_response", "parse_open_response",
            "video_mmmu_prompt"]

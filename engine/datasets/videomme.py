@@ -29,7 +29,7 @@ from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
 from engine.scoring import extract_letter_videomme, extract_letter_videomme_strict
-from engine.spec.datasets import VideoMMESpec
+from engine.config.datasets import VideoMMESpec
 
 __all__ = ["INSTRUCTION", "VideoMME", "build_prompt", "subtitle_prompt"]
 

@@ -26,7 +26,7 @@ from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
 from engine.scoring import VIDEOMME_V2_PREFIXES, extract_letter_videomme
-from engine.spec.datasets import VideoMMEv2Spec
+from engine.config.datasets import VideoMMEv2Spec
 
 __all__ = ["LOGIC_STRUCTURES", "VideoMMEv2", "build_prompt", "extract_letter_v2"]
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine.report.html import e, table
-from engine.spec.toml_out import spec_toml
+from engine.config.toml_out import spec_toml
 
 __all__ = ["run_section"]
 

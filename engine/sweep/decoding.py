@@ -25,7 +25,7 @@ from engine.frames.decode import DecodedVideo, DecodeError, check_source_size, g
 from engine.frames.plan import FramePlan
 from engine.frames.remote import RemoteVideo
 from engine.items import Job
-from engine.spec import BudgetPoint, SweepSpec
+from engine.config import BudgetPoint, SweepSpec
 from engine.sweep.fingerprint import item_decoder
 from engine.sweep.jobs import plan_item
 

@@ -28,7 +28,7 @@ from engine.backends.vllm_actor import VLLMActorBackend
 from engine.backends.warm import engine_key, engine_settings, list_engines, warm_name
 from engine.runtime.cluster import ensure_ray
 from engine.runtime.placement import Placement, check_cpu_capacity, resolve_gpus
-from engine.spec import ModelSpec, SweepSpec
+from engine.config import ModelSpec, SweepSpec
 
 __all__ = ["EngineStartError", "engine_nodes", "start_backends"]
 

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
-from engine.spec import SweepSpec
+from engine.config import SweepSpec
 from engine.sweep.jobs import plan_jobs
 
 __all__ = ["GridPolicy", "JobPolicy", "Key"]

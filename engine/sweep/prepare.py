@@ -18,7 +18,7 @@ from engine.datasets.registry import JobPrompt
 from engine.items import Item, Job
 from engine.results.committed import Key, read_committed
 from engine.results.store import ResultStore
-from engine.spec import SweepSpec, dataset_id
+from engine.config import SweepSpec, dataset_id
 from engine.sweep.fingerprint import AnswerPrints
 from engine.sweep.policy import GridPolicy, JobPolicy
 from engine.sweep.record import manifest_doc

@@ -21,7 +21,7 @@ from engine.frames.resize import size_for
 from engine.frames.view import MediaView, media_fingerprint, media_uuid
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
-from engine.spec import ModelSpec, SweepSpec
+from engine.config import ModelSpec, SweepSpec
 from engine.sweep.decoding import Held, Video
 from engine.sweep.fingerprint import AnswerPrints, item_decoder
 from engine.sweep.rows import JobContext, error_row

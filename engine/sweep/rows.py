@@ -16,7 +16,7 @@ from engine.items import Job
 from engine.results.schema import ResultRow
 from engine.runtime.secrets import redact
 from engine.scoring import extract_letter, score_at_answer, score_letters
-from engine.spec import SweepSpec
+from engine.config import SweepSpec
 
 __all__ = ["ErrorKind", "JobContext", "error_kind", "error_row", "scored_row"]
 

@@ -36,7 +36,7 @@ from engine.results.compact import compact_if_due
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
 from engine.results.video_stats import VideoStatsLog, stats_row
-from engine.spec import SweepSpec
+from engine.config import SweepSpec
 from engine.sweep.decoding import Decoding, Held, Plans, pkey, text_plans
 from engine.sweep.engines import engine_nodes, start_backends
 from engine.sweep.policy import GridPolicy, JobPolicy

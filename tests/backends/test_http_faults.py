@@ -22,7 +22,7 @@ import polars as pl
 import pytest
 
 from engine.results.store import latest_rows, scan_results
-from engine.spec import parse_spec
+from engine.config import parse_spec
 from engine.sweep import Sweep
 
 

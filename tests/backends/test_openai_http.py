@@ -23,7 +23,7 @@ from engine.backends.openai_http import OpenAIHTTPBackend
 from engine.backends.vllm_actor import VLLMActorBackend
 from engine.frames.view import MediaView
 from engine.items import Item
-from engine.spec import EngineSpec, HTTPSpec
+from engine.config import EngineSpec, HTTPSpec
 
 pytestmark = pytest.mark.engine  # every test asks the module's vllm server (a process)
 
@@ -183,7 +183,7 @@ def test_a_sweep_encodes_each_frame_once_per_video_whatever_the_budget(server: s
     from conftest import small_spec_dict
 
     from engine.results.store import own_rows
-    from engine.spec import parse_spec
+    from engine.config import parse_spec
     from engine.sweep.scheduler import Sweep
 
     d = small_spec_dict(tmp_path / "out")

@@ -14,7 +14,7 @@ from engine.backends.vllm_actor import VLLMActorBackend
 from engine.frames.view import MediaView
 from engine.items import Item
 from engine.scoring import score_letters
-from engine.spec import EngineSpec
+from engine.config import EngineSpec
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 

@@ -10,7 +10,7 @@ from ds_fixtures import touch, write_parquet
 
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
-from engine.spec.datasets import TempCompassSpec
+from engine.config.datasets import TempCompassSpec
 
 SCHEMA = {"video_id": pl.String(), "question": pl.String(), "answer": pl.String(), "dim": pl.String()}
 MC_Q = "What is the direction of the car?\nA. left\nB. right\nC. up\nD. down"

@@ -12,7 +12,7 @@ from ds_fixtures import png_bytes, touch, write_parquet
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.video_mmmu import eval_open, parse_multi_choice_response, parse_open_response
-from engine.spec.datasets import VideoMMMUSpec
+from engine.config.datasets import VideoMMMUSpec
 
 SCHEMA = {"id": pl.String(), "question": pl.String(), "options": pl.List(pl.String()), "answer": pl.String(),
           "question_type": pl.String()}

@@ -15,7 +15,7 @@ from engine.datasets.errors import DatasetError
 from engine.datasets.scoring_rules import videomme_accuracy
 from engine.datasets.videomme import subtitle_prompt
 from engine.results.schema import RESULT_SCHEMA
-from engine.spec.datasets import VideoMMESpec
+from engine.config.datasets import VideoMMESpec
 
 
 def _spec(ann: Path, media: Path, **over: object) -> VideoMMESpec:

@@ -13,7 +13,7 @@ from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.scoring_rules import group_table, videomme_v2_group_scores, videomme_v2_summary
 from engine.results.schema import RESULT_SCHEMA
-from engine.spec.datasets import VideoMMEv2Spec
+from engine.config.datasets import VideoMMEv2Spec
 
 SCHEMA = {
     "video": pl.String(), "question_id": pl.String(), "question": pl.String(), "options": pl.String(),

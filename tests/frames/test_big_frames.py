@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine.frames.decode import SourceTooLargeError, check_source_size, decode_union, get_decoder
-from engine.spec import DecodeSpec
+from engine.config import DecodeSpec
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TINY = ASSETS / "tiny.mp4"  # 48 frames, 96x64

@@ -20,7 +20,7 @@ from engine.frames.decode import (
 )
 from engine.frames.decode_pyav import PyAVDecoder
 from engine.frames.plan import plan_budget, union_indices
-from engine.spec import BudgetPoint
+from engine.config import BudgetPoint
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 FACTS = json.loads((ASSETS / "assets.json").read_text())

@@ -15,7 +15,7 @@ from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.datasets.synthetic import SyntheticBenchmark
 from engine.frames.decode import DECODE_CALLS
 from engine.results.store import scan_results
-from engine.spec import parse_spec
+from engine.config import parse_spec
 from engine.sweep import Sweep
 
 
