@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import small_spec_dict, write_toml
 
-from engine.runtime.placement import Placement, PlacementError, check_cpu_capacity
 from engine.config import parse_spec
+from engine.runtime.placement import Placement, PlacementError, check_cpu_capacity
 
 FRAMESWEEP = [sys.executable, "-m", "engine.cli"]
 

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 from conftest import small_spec_dict
 
-from engine.results.store import scan_results
 from engine.config import parse_spec
+from engine.results.store import scan_results
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 

@@ -34,9 +34,9 @@ from engine.cli.run import (
     leave,
 )
 from engine.cli.run import register as register_run_commands
+from engine.config import SpecError, SweepSpec, load_spec
 from engine.results.store import CorruptShardError, StoreLockedError
 from engine.runtime.atomic import atomic_write
-from engine.config import SpecError, SweepSpec, load_spec
 
 if TYPE_CHECKING:
     from engine.metrics.status import SweepStatus

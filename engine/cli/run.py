@@ -26,11 +26,11 @@ from engine.cli.progress import RunProgress
 from engine.cli.quick import QUICK_FLAGS, load_with_overrides, quick_spec
 from engine.cli.runlog import run_log
 from engine.cli.summary import print_tables, write_summary
+from engine.config import SpecError, SweepSpec, load_spec
 from engine.datasets.errors import DatasetError
 from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
 from engine.runtime.placement import PlacementError
 from engine.runtime.secrets import redact
-from engine.config import SpecError, SweepSpec, load_spec
 
 if TYPE_CHECKING:
     from engine.sweep import SweepSummary

@@ -32,8 +32,8 @@ from typing import Any
 
 import polars as pl
 
-from engine.metrics.benchmark_scores import FULL_SCALE
 from engine.config.datasets import IMAGE_BUDGETS
+from engine.metrics.benchmark_scores import FULL_SCALE
 
 __all__ = ["STUDY_SCHEMA", "Checkpoint", "families", "resolve_study", "score_budget", "score_deltas", "score_rows",
            "study_frame", "study_from_models", "study_from_spec", "study_records", "train_frames_view"]

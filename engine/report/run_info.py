@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.report.html import e, table
 from engine.config.toml_out import spec_toml
+from engine.report.html import e, table
 
 __all__ = ["run_section"]
 

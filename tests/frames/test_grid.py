@@ -75,8 +75,8 @@ def test_spec_grids_expand_into_budgets_at_load(tmp_path) -> None:
 def test_min_pixels_enlarges_small_frames_and_names_its_protocol(tmp_path) -> None:
     from conftest import small_spec_dict
 
-    from engine.frames.resize import size_for, target_size
     from engine.config import BudgetPoint, SpecError, parse_spec
+    from engine.frames.resize import size_for, target_size
 
     assert target_size(96, 64, None, None, 100_000) == (388, 260)  # 96x64 enlarged to >= 100,000 px, aspect kept
     assert target_size(96, 64, None, None, 1_000) == (96, 64)  # already large enough: unchanged

@@ -7,12 +7,12 @@ import pytest
 from metric_rows import collect_both, lazy, row
 from polars.testing import assert_frame_equal
 
+from engine.config.grid import iso_compute
 from engine.frames.resize import target_size
 from engine.metrics.generation import generation_oracle, score_regressions
 from engine.metrics.grid import matched
 from engine.metrics.iso_compute import budget_costs, iso_compute_allocations, iso_compute_sets, iso_matched, iso_sets
 from engine.metrics.oracle import fixed_accuracy
-from engine.config.grid import iso_compute
 
 OPEN_BUDGETS = {"text": 0, "f4": 4, "f8": 8}
 # scores at (text, f4, f8); binary fractions keep every sum exact
