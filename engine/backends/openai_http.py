@@ -116,11 +116,10 @@ class OpenAIHTTPBackend(BackendBase):
 
     name = "openai"
 
-    def __init__(self, http: HTTPSpec, model: str, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, http: HTTPSpec, model: str) -> None:
         self.http = http
         self.model = http.served_model or model
         self.encoder = FrameEncoder(http.jpeg_quality)
-        self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._sem = asyncio.Semaphore(http.concurrency)
         self._letter_ids: dict[str, int] = {}
@@ -137,7 +136,7 @@ class OpenAIHTTPBackend(BackendBase):
 
     async def start(self) -> dict[str, Any]:
         self._client = httpx.AsyncClient(base_url=self.http.base_url.rstrip("/"), headers=self._headers(),
-                                         timeout=self.http.timeout_s, transport=self._transport)
+                                         timeout=self.http.timeout_s)
         try:
             async with asyncio.timeout(self.http.request_timeout_s):
                 resp: httpx.Response | None = await self._client.get("/version")

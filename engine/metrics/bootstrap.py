@@ -1,13 +1,13 @@
-"""Paired bootstrap over items, in Polars.
+"""Paired bootstrap over items: the draws, counted per item type, and percentile intervals.
 
 Resampling is over *items* within each group, and every budget of a drawn item comes
 with it, so paired quantities (flows, oracle minus best fixed, ...) keep their
 pairing. Replicate r draws n items with replacement: draw j of replicate r is item
 number ``splitmix64(r * n + j + splitmix64(seed)) mod n`` (64-bit wrapping arithmetic)
 of the group's items in item-id order, so the draws depend on the seed only, not on
-the Polars version. A resampled
-frame replaces ``item_id`` by the draw number and carries the replicate in ``_rep``,
-so any metric function run with ``by=[*by, "_rep"]`` yields one value per replicate.
+the Polars version. The metrics never build resampled rows: `count_matrices` counts how
+often each type of item is drawn in each replicate (the tests check it against resampling
+the rows themselves). `_splitmix64` is the same hash as a Polars expression.
 """
 
 from __future__ import annotations
@@ -17,18 +17,9 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import polars as pl
 
-from engine.metrics.grid import GROUP
-
-__all__ = ["REP", "count_matrices", "draws", "percentile_interval", "resample", "splitmix64"]
+__all__ = ["REP", "count_matrices", "percentile_interval", "splitmix64"]
 
 REP = "_rep"
-
-
-def _indexed(m: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
-    """Distinct items of `m` with ``_idx`` = their position in item-id order within the group."""
-    return m.select([*by, "item_id"]).unique().with_columns(
-        (pl.col("item_id").rank("dense").over(by) - 1).cast(pl.Int64).alias("_idx"))
-
 
 _MASK = (1 << 64) - 1
 
@@ -54,13 +45,13 @@ def _splitmix64_np(z: np.ndarray) -> np.ndarray:
 
 def count_matrices(type_of: np.ndarray, n_types: int, n_boot: int, seed: int = 0,
                    chunk: int = 64) -> Iterator[tuple[int, np.ndarray]]:
-    """The draws of `draws` for one group, as count matrices, `chunk` replicates at a time.
+    """One group's draws (defined above), as count matrices, `chunk` replicates at a time.
 
     Args:
         type_of: (n,) the type of each of the group's n items, in item-id order.
         n_types: Number of types.
         n_boot: Number of replicates.
-        seed: Hash seed (the same draws as `draws` with this seed).
+        seed: Hash seed.
         chunk: Replicates per matrix: memory is O(chunk x n), whatever `n_boot` is.
 
     Yields:
@@ -90,56 +81,6 @@ def _splitmix64(x: pl.Expr) -> pl.Expr:
     z = mul(z ^ (z // (1 << 30)), 0xBF58476D1CE4E5B9)
     z = mul(z ^ (z // (1 << 27)), 0x94D049BB133111EB)
     return z ^ (z // (1 << 31))
-
-
-def _picks(sizes: pl.LazyFrame, keys: list[str], n_boot: int, seed: int) -> pl.LazyFrame:
-    """(keys, _rep, _draw, _idx): n draws per replicate for each group of size ``_n``."""
-    n = pl.col("_n").cast(pl.UInt64)
-    counter = pl.col(REP).cast(pl.UInt64) * n + pl.col("_draw").cast(pl.UInt64) + pl.lit(splitmix64(seed),
-                                                                                          dtype=pl.UInt64)
-    return (
-        sizes.with_columns(pl.int_ranges(0, n_boot).alias(REP)).explode(REP)
-        .with_columns(pl.int_ranges(0, pl.col("_n")).alias("_draw")).explode("_draw")
-        .with_columns((_splitmix64(counter) % n).cast(pl.Int64).alias("_idx"))
-        .select([*keys, REP, "_draw", "_idx"])
-    )
-
-
-def draws(m: pl.LazyFrame, n_boot: int, seed: int = 0, by: Sequence[str] = GROUP) -> pl.LazyFrame:
-    """The bootstrap draws of the items of `m`, per group.
-
-    Args:
-        m: Any frame with the `by` columns and item_id (e.g. the matched long frame).
-        n_boot: Number of replicates.
-        seed: Hash seed.
-        by: Group keys; items are resampled within each group.
-
-    Returns:
-        *by, _rep, _draw, item_id: one row per draw.
-    """
-    by = list(by)
-    items = _indexed(m, by)
-    picks = _picks(items.group_by(by).agg(pl.len().cast(pl.Int64).alias("_n")), by, n_boot, seed)
-    return (
-        picks.join(items, on=[*by, "_idx"], how="inner", nulls_equal=True)
-        .select([*by, REP, "_draw", "item_id"])
-        .sort([*by, REP, "_draw"])
-    )
-
-
-def resample(frame: pl.LazyFrame, picks: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
-    """`frame`'s rows repeated once per draw of their item, ``item_id`` replaced by the draw.
-
-    Args:
-        frame: Rows keyed by (*by, item_id) (several rows per item are fine).
-        picks: `draws` output for the same groups.
-        by: Group keys used for the draws.
-    """
-    return (
-        frame.join(picks, on=[*list(by), "item_id"], how="inner", nulls_equal=True)
-        .with_columns(pl.col("_draw").cast(pl.String).alias("item_id"))
-        .drop("_draw")
-    )
 
 
 def percentile_interval(replicates: pl.LazyFrame, keys: Sequence[str], value: str = "value",

@@ -146,7 +146,7 @@ def _no_replicates(features: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _replicates(features: pl.LazyFrame, by: list[str], n_boot: int, seed: int, chunk: int = 64) -> pl.LazyFrame:
-    """The rates of every bootstrap replicate (the same draws as `engine.metrics.bootstrap.draws`)."""
+    """The rates of every bootstrap replicate (the draws of `engine.metrics.bootstrap`)."""
     cells, names = _cells(features, by)
     parts = [_group_replicates(c, names, by, n_boot, seed, chunk) for c in cells.partition_by("_g")]
     return pl.concat(parts).lazy() if parts else aggregate_features(_no_replicates(features), [*by, REP])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 import pytest
 from metric_rows import collect_both, frame, lazy, row, sweep_a
 from polars.testing import assert_frame_equal
 
-from engine.metrics.bootstrap import REP, draws, percentile_interval, resample, splitmix64
+from engine.metrics.bootstrap import REP, _splitmix64, percentile_interval, splitmix64
 from engine.metrics.features import correct_features
 from engine.metrics.grid import GROUP, matched
 from engine.metrics.rates import aggregate_features, rate_intervals, rate_table
@@ -32,6 +34,37 @@ EXPECTED_A = [
     ("terminal_regression", "", 0.5), ("sampling_recovery", "f16-random", 0.5), ("sampling_recovery", "any", 0.5),
     ("sampling_recovery_with_alt", "f16-random", 1.0), ("sampling_recovery_with_alt", "any", 1.0),
 ]
+
+
+def draws(m: pl.LazyFrame, n_boot: int, seed: int = 0, by: Sequence[str] = GROUP) -> pl.LazyFrame:
+    """The bootstrap draws of `m`'s items per group, in Polars (*by, _rep, _draw, item_id: one row per draw):
+    the reference the metrics' count matrices (`engine.metrics.bootstrap.count_matrices`) are checked against."""
+    by = list(by)
+    items = m.select([*by, "item_id"]).unique().with_columns(
+        (pl.col("item_id").rank("dense").over(by) - 1).cast(pl.Int64).alias("_idx"))  # position in item-id order
+    n = pl.col("_n").cast(pl.UInt64)
+    counter = pl.col(REP).cast(pl.UInt64) * n + pl.col("_draw").cast(pl.UInt64) + pl.lit(splitmix64(seed),
+                                                                                          dtype=pl.UInt64)
+    picks = (
+        items.group_by(by).agg(pl.len().cast(pl.Int64).alias("_n"))
+        .with_columns(pl.int_ranges(0, n_boot).alias(REP)).explode(REP)
+        .with_columns(pl.int_ranges(0, pl.col("_n")).alias("_draw")).explode("_draw")
+        .with_columns((_splitmix64(counter) % n).cast(pl.Int64).alias("_idx"))
+    )
+    return (
+        picks.join(items, on=[*by, "_idx"], how="inner", nulls_equal=True)
+        .select([*by, REP, "_draw", "item_id"])
+        .sort([*by, REP, "_draw"])
+    )
+
+
+def resample(frame: pl.LazyFrame, picks: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
+    """`frame`'s rows repeated once per draw of their item (`draws`), ``item_id`` replaced by the draw."""
+    return (
+        frame.join(picks, on=[*list(by), "item_id"], how="inner", nulls_equal=True)
+        .with_columns(pl.col("_draw").cast(pl.String).alias("item_id"))
+        .drop("_draw")
+    )
 
 
 def _inputs() -> tuple[pl.LazyFrame, pl.LazyFrame]:
