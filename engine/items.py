@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
-from engine.config import BudgetPoint
+from engine.frames.base import BudgetLike
 
-__all__ = ["Item", "Job", "JobKey", "MediaKind", "TaskKind", "option_letters"]
+__all__ = ["Item", "Job", "JobBudget", "JobKey", "MediaKind", "TaskKind", "option_letters"]
 
 TaskKind = Literal["mcq", "open", "yesno", "dialog"]
 MediaKind = Literal["video", "image", "frames", "none"]
@@ -74,13 +74,24 @@ class JobKey(NamedTuple):
     budget_id: str
 
 
+class JobBudget(BudgetLike, Protocol):
+    """What a job reads of its budget: what the media plane reads (`BudgetLike`) and its id. The spec's
+    `BudgetPoint` is one (items sit below the spec, so they never import it)."""
+
+    @property
+    def budget_id(self) -> str: ...
+
+
+BudgetT = TypeVar("BudgetT", bound=JobBudget)
+
+
 @dataclass(frozen=True)
-class Job:
-    """One model answering one item at one budget."""
+class Job(Generic[BudgetT]):
+    """One model answering one item at one budget (in a sweep, the spec's `BudgetPoint`)."""
 
     model_id: str
     item: Item
-    budget: BudgetPoint
+    budget: BudgetT
 
     @property
     def key(self) -> JobKey:

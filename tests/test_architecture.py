@@ -17,10 +17,11 @@ LAYERS: dict[str, float] = {
     "engine.runtime": 0,
     "engine": 0.5,  # the package root: installs compat's torchvision import hook, nothing else
     "engine.frames": 1,
-    "engine.config": 2,
-    "engine.items": 3,
-    "engine.scoring": 3,
-    "engine.datasets": 4,
+    "engine.strict": 1,  # StrictModel: the pydantic base of the spec's tables and of the adapters' spec classes
+    "engine.items": 2,
+    "engine.scoring": 2,
+    "engine.datasets": 3,
+    "engine.config": 4,
     "engine.backends": 5,
     "engine.results": 6,
     "engine.metrics": 7,
@@ -119,7 +120,7 @@ def test_no_import_against_the_layers() -> None:
 def test_the_checks_catch_what_they_should(tmp_path: Path) -> None:
     """The walker itself: an upward import and a circle are found (so the checks above can fail)."""
     graph = {"engine.frames.plan": {"engine.config"}, "engine.config": {"engine.frames.plan"}}
-    assert violations(graph) == ["engine.frames.plan (layer 1) imports engine.config (layer 2)"]
+    assert violations(graph) == ["engine.frames.plan (layer 1) imports engine.config (layer 4)"]
     assert _cycles(graph) == [["engine.config", "engine.frames.plan", "engine.config"]]
     pkg = tmp_path / "engine"
     (pkg / "sweep").mkdir(parents=True)
@@ -127,3 +128,15 @@ def test_the_checks_catch_what_they_should(tmp_path: Path) -> None:
     (pkg / "sweep" / "__init__.py").write_text("")
     (pkg / "sweep" / "x.py").write_text("def f():\n    from engine.cli import app\n")
     assert import_graph(pkg)["engine.sweep.x"] == {"engine.cli"}
+
+
+def test_each_dataset_spec_class_is_beside_its_adapter() -> None:
+    """A built-in `[dataset]` table's spec class is defined in its adapter's module (one place per benchmark)."""
+    from typing import get_args
+
+    from engine.datasets import DatasetSpec, get_adapter
+
+    classes = get_args(get_args(DatasetSpec)[0])
+    names = [get_args(cls.model_fields["name"].annotation)[0] for cls in classes]
+    for name, cls in zip(names, classes, strict=True):
+        assert cls.__module__ == get_adapter(name).__module__ == f"engine.datasets.{name}", name

@@ -161,7 +161,7 @@ def _mmstar(path: Path, n: int) -> Path:
 
 
 def test_inspect_counts_each_datasets_own_budgets(tmp_path: Path) -> None:
-    from engine.datasets.survey import survey
+    from engine.sweep.survey import survey
 
     _mmstar(tmp_path / "mmstar.parquet", 2)
     spec = _spec(tmp_path, image={"image_cache": str(tmp_path / "img")})

@@ -47,7 +47,7 @@ def test_one_line_values() -> None:
 
 
 def test_the_dataset_catalog_shows_no_null_defaults() -> None:
-    from engine.datasets.catalog import describe_adapters
+    from engine.config.catalog import describe_adapters
 
     defaults = [(info.name, f.name, f.default) for info in describe_adapters() for f in info.fields]
     assert not [d for d in defaults if d[2] == "null"]  # a None default is a field left out, not `x = null`

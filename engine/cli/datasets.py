@@ -11,7 +11,7 @@ from rich.table import Table
 from engine.cli._console import console, fail
 
 if TYPE_CHECKING:
-    from engine.datasets.survey import DatasetSurvey
+    from engine.sweep.survey import DatasetSurvey
 
 __all__ = ["register"]
 
@@ -23,7 +23,7 @@ def datasets(
     name: Annotated[str | None, typer.Argument(help="Show this adapter's fields: type, default, description.")] = None,
 ) -> None:
     """List the dataset adapters (name, version, fields); `framesweep datasets NAME` describes one adapter's fields."""
-    from engine.datasets.catalog import describe_adapters
+    from engine.config.catalog import describe_adapters
 
     infos = describe_adapters()
     if name is None:  # one narrow table, readable at 80 columns
@@ -111,8 +111,8 @@ def inspect(
     preflight (families, model paths, decoder, ...): exit 2 where `run` would stop, 6 when media are missing."""
     from engine.config import SpecError, load_spec
     from engine.datasets.errors import DatasetError
-    from engine.datasets.survey import survey
     from engine.sweep.preflight import preflight
+    from engine.sweep.survey import survey
 
     try:
         spec = load_spec(spec_path, writes=False)  # [store] may be left to the run's --out

@@ -10,8 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from engine.config.datasets import StrictModel
 from engine.frames.plan import get_policy
+from engine.strict import StrictModel
 
 MAX_SEED = 2**63 - 1
 """The largest seed a result row can hold (its `seed` column is Int64)."""

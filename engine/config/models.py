@@ -11,8 +11,8 @@ from pydantic import Field, field_validator, model_validator
 
 from engine.config.budgets import BudgetPoint
 from engine.config.checkpoint import CheckpointSpec
-from engine.config.datasets import StrictModel
 from engine.config.vllm_args import unknown_engine_args
+from engine.strict import StrictModel
 
 _PARALLEL = ("tensor_parallel_size", "pipeline_parallel_size")
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from engine.config.datasets import StrictModel
+from engine.strict import StrictModel
 
 
 class PromptSpec(StrictModel):

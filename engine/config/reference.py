@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo, PydanticUndefined
 
 from engine.config import SweepSpec
-from engine.config.datasets import DatasetSpec
 from engine.config.toml_out import toml_value
+from engine.datasets import DatasetSpec
 
 __all__ = ["example_toml", "reference_markdown"]
 
@@ -124,7 +124,7 @@ def example_toml() -> str:
         StoreSpec,
     )
     from engine.config.checkpoint import CheckpointSpec
-    from engine.config.datasets import SyntheticDatasetSpec
+    from engine.datasets import SyntheticDatasetSpec
 
     def commented(lines: list[str]) -> list[str]:
         return ["# " + x if not x.startswith("#") else "#" + x[1:] for x in lines]

@@ -9,10 +9,12 @@ from typing import Annotated, Any, Union, get_args
 from pydantic import Field, ValidationError, model_validator
 
 from engine.config.budgets import BudgetPoint, GridSpec, IsoComputeSpec, cost_order
-from engine.config.datasets import IMAGE_BUDGETS, DatasetSpec, StrictModel
 from engine.config.models import ModelSpec
 from engine.config.options import DecodeSpec, PredictorSpec, PromptSpec, StoreSpec
 from engine.config.source import SpecError, SpecFileError, read_spec_file
+from engine.datasets import DatasetSpec
+from engine.datasets.spec import IMAGE_BUDGETS
+from engine.strict import StrictModel
 
 
 class SweepSpec(StrictModel):

@@ -1,13 +1,26 @@
-"""Benchmark adapters, registered by name (the registry is `engine.datasets.registry`).
+"""Benchmark adapters, registered by name (the registry is `engine.datasets.registry`), each with its spec class.
 
 An adapter turns a dataset spec into `Item`s (its annotations read whole, then yielded), with the benchmark's
 prompt and answer, a version written into every result row, and the benchmark's
-official scoring rule. A new adapter is one module that calls `register_adapter`,
-imported below.
+official scoring rule. A new adapter is one module that defines its spec class (a `[dataset]` table; what every
+one shares is in `engine.datasets.spec`) and calls `register_adapter`; it is imported below, which registers the
+adapter, and its spec class joins `DatasetSpec`.
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import Field
+
+from engine.datasets.avsd import AVSDSpec
+from engine.datasets.llava_video_178k import LlavaVideo178KSpec
+from engine.datasets.mlvu import MLVUSpec
+from engine.datasets.mmbench import MMBenchSpec
+from engine.datasets.mme import MMESpec
+from engine.datasets.mmstar import MMStarSpec
+from engine.datasets.mvbench import MVBenchSpec
+from engine.datasets.pope import POPESpec
 from engine.datasets.registry import (
     DatasetAdapter,
     build_adapter,
@@ -16,20 +29,39 @@ from engine.datasets.registry import (
     register_adapter,
     registered_adapters,
 )
+from engine.datasets.synthetic import SyntheticDatasetSpec
+from engine.datasets.tempcompass import TempCompassSpec
+from engine.datasets.video_mmmu import VideoMMMUSpec
+from engine.datasets.videomme import VideoMMESpec
+from engine.datasets.videomme_v2 import VideoMMEv2Spec
 
-__all__ = ["DatasetAdapter", "build_adapter", "get_adapter", "load_items", "register_adapter", "registered_adapters"]
+__all__ = [
+    "AVSDSpec",
+    "DatasetAdapter",
+    "DatasetSpec",
+    "LlavaVideo178KSpec",
+    "MLVUSpec",
+    "MMBenchSpec",
+    "MMESpec",
+    "MMStarSpec",
+    "MVBenchSpec",
+    "POPESpec",
+    "SyntheticDatasetSpec",
+    "TempCompassSpec",
+    "VideoMMESpec",
+    "VideoMMEv2Spec",
+    "VideoMMMUSpec",
+    "build_adapter",
+    "get_adapter",
+    "load_items",
+    "register_adapter",
+    "registered_adapters",
+]
 
-# Each adapter module registers itself on import.
-from engine.datasets import avsd as _avsd  # noqa: F401
-from engine.datasets import llava_video_178k as _llava_video_178k  # noqa: F401
-from engine.datasets import mlvu as _mlvu  # noqa: F401
-from engine.datasets import mmbench as _mmbench  # noqa: F401
-from engine.datasets import mme as _mme  # noqa: F401
-from engine.datasets import mmstar as _mmstar  # noqa: F401
-from engine.datasets import mvbench as _mvbench  # noqa: F401
-from engine.datasets import pope as _pope  # noqa: F401
-from engine.datasets import synthetic as _synthetic  # noqa: F401
-from engine.datasets import tempcompass as _tempcompass  # noqa: F401
-from engine.datasets import video_mmmu as _video_mmmu  # noqa: F401
-from engine.datasets import videomme as _videomme  # noqa: F401
-from engine.datasets import videomme_v2 as _videomme_v2  # noqa: F401
+DatasetSpec = Annotated[
+    SyntheticDatasetSpec | VideoMMESpec | VideoMMEv2Spec | MLVUSpec | AVSDSpec | MVBenchSpec | TempCompassSpec
+    | MMStarSpec | POPESpec | MMESpec | MMBenchSpec | VideoMMMUSpec | LlavaVideo178KSpec,
+    Field(discriminator="name"),
+]
+"""The built-in adapters' spec classes, told apart by `name`: the `[dataset]` tables `engine.config.SweepSpec`
+accepts (with those registered by `engine.config.register_dataset_spec`)."""

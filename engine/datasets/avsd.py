@@ -12,17 +12,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from engine.config.datasets import AVSDSpec
+from pydantic import Field
+
 from engine.datasets._base import BaseAdapter
 from engine.datasets._paths import check_root, resolve_under
 from engine.datasets._tables import collect_rows, need, optional, read_json
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
+from engine.datasets.spec import FileDatasetSpec
 from engine.items import Item
 
-__all__ = ["AVSD", "UNDISCLOSED", "build_prompt"]
+__all__ = ["AVSD", "UNDISCLOSED", "AVSDSpec", "build_prompt"]
+
+
+class AVSDSpec(FileDatasetSpec):
+    """AVSD (DSTC7): a {"dialogs": [...]} JSON over Charades videos; target: the next answer."""
+
+    name: Literal["avsd"] = Field(description="Adapter name.")
+    annotations: Path = Field(description="train/valid/test_set4DSTC7-AVSD.json.")
+    references: Path | None = Field(
+        default=None,
+        description="JSON of the same shape whose dialogs' answers replace '__UNDISCLOSED__' ones (the test "
+        "references); an answer there may be a string or a list of strings (several references).",
+    )
+    media_root: Path = Field(description="Folder holding the Charades videos `<image_id><video_ext>`.")
+    video_ext: str = Field(default=".mp4", description="Video file extension.")
+    turns: Literal["last", "all"] = Field(
+        default="last", description="last: one item per dialog (its last turn, the DSTC7 protocol); all: every turn."
+    )
+    use_caption: bool = Field(default=False, description="Put the video's caption before the dialog history.")
+
 
 VERSION = "avsd-dstc7.fs1"
 UNDISCLOSED = "__UNDISCLOSED__"

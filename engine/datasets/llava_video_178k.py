@@ -18,17 +18,34 @@ from __future__ import annotations
 import re
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from engine.config.datasets import LlavaVideo178KSpec
+from pydantic import Field
+
 from engine.datasets._base import BaseAdapter, ItemScore
 from engine.datasets._paths import check_root, resolve_under
 from engine.datasets._tables import collect_rows, json_list, need
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
+from engine.datasets.spec import FileDatasetSpec
 from engine.items import Item
 
-__all__ = ["LlavaVideo178K", "instruction_of"]
+__all__ = ["LlavaVideo178K", "LlavaVideo178KSpec", "instruction_of"]
+
+
+class LlavaVideo178KSpec(FileDatasetSpec):
+    """LLaVA-Video-178K-style fine-tuning data: instructions only (no answers, no scoring), for the predictor."""
+
+    name: Literal["llava_video_178k"] = Field(description="Adapter name.")
+    annotations: Path = Field(
+        description="A JSON list of {id, video, conversations: [{from, value}, ...]}, or a folder of such files."
+    )
+    media_root: Path = Field(description="Folder the `video` paths are relative to.")
+    instruction: Literal["first", "joined"] = Field(
+        default="first",
+        description="first: the first human turn is the instruction; joined: every human turn, joined by newlines.",
+    )
+
 
 VERSION = "llava_video_178k.fs1"
 HUMAN = ("human", "user")

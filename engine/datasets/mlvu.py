@@ -12,18 +12,42 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from engine.config.datasets import MLVUSpec
+from pydantic import Field
+
 from engine.datasets._base import BaseAdapter, Occurrences
 from engine.datasets._mcq import answer_letter, check_option_count, paren_block
 from engine.datasets._paths import check_root, resolve_under
 from engine.datasets._tables import collect_rows, json_list, need, optional
 from engine.datasets.errors import Problems
 from engine.datasets.registry import register_adapter
+from engine.datasets.spec import FileDatasetSpec
 from engine.items import Item
 
-__all__ = ["GENERATION_TASKS", "MLVU", "extract_letter_mlvu"]
+__all__ = ["GENERATION_TASKS", "MLVU", "MLVUSpec", "extract_letter_mlvu"]
+
+
+MLVUTask = Literal["1_plotQA", "2_needle", "3_ego", "4_count", "5_order", "6_anomaly_reco", "7_topic_reasoning",
+                   "8_sub_scene", "9_summary"]
+MLVU_TASKS = get_args(MLVUTask)
+
+
+class MLVUSpec(FileDatasetSpec):
+    """MLVU dev: MLVU/json/<task>.json with videos in MLVU/video/<task>/."""
+
+    name: Literal["mlvu"] = Field(description="Adapter name.")
+    annotation_dir: Path = Field(description="The MLVU/json folder (one JSON list per task).")
+    media_root: Path = Field(description="The MLVU/video folder (one sub-folder per task, named like its JSON).")
+    tasks: list[MLVUTask] = Field(
+        default_factory=lambda: list(MLVU_TASKS), min_length=1,
+        description="Task files to read: the seven multiple-choice tasks and the two generation tasks.",
+    )
+    subplot_references: Literal["answer", "answer_and_scoring_points"] = Field(
+        default="answer",
+        description="References for sub-scene captioning token-F1: the answer, or also each scoring point.",
+    )
+
 
 VERSION = "mlvu-dev.fs1"
 GENERATION_TASKS = ("8_sub_scene", "9_summary")

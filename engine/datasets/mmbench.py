@@ -31,11 +31,12 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from engine.config.datasets import MMBenchSpec
+from pydantic import Field
+
 from engine.datasets._base import first_groups
-from engine.datasets._image_table import ImageTableAdapter
+from engine.datasets._image_table import ImageTableAdapter, ImageTableSpec
 from engine.datasets._images import image_cache_dir, image_media
 from engine.datasets._paths import check_root
 from engine.datasets._tables import Kind, collect_rows, need, read_parquet, read_tsv
@@ -43,7 +44,24 @@ from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
 
-__all__ = ["CIRCULAR_STEP", "MMBench", "extract_letter_mmbench", "mmbench_prompt", "rotate"]
+__all__ = ["CIRCULAR_STEP", "MMBench", "MMBenchSpec", "extract_letter_mmbench", "mmbench_prompt", "rotate"]
+
+
+class MMBenchSpec(ImageTableSpec):
+    """MMBench dev (MMBench_DEV_EN.tsv, images as base64): circular evaluation over rotated options."""
+
+    name: Literal["mmbench"] = Field(description="Adapter name.")
+    annotations: Path = Field(
+        description="MMBench_DEV_EN.tsv (index, question, hint, A-D, answer, category, image as base64, source, "
+        "l2-category, ...), or the lmms-lab/MMBench parquet (file or folder of shards)."
+    )
+    circular: bool = Field(
+        default=True,
+        description="true: each question is asked once per rotation of its options (the file's own rotated "
+        "copies, index + k x 1e6, when it holds them; else framesweep rotates them) and counts as right only "
+        "when every rotation is (mmbench_circular_accuracy); false: each question once, as written.",
+    )
+
 
 VERSION = "mmbench-dev.fs1"
 CIRCULAR_STEP = 1_000_000

@@ -15,18 +15,26 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from engine.config.datasets import MMESpec
+from pydantic import Field
+
 from engine.datasets._base import Occurrences, whole_groups
-from engine.datasets._image_table import ImageTableAdapter
+from engine.datasets._image_table import ImageTableAdapter, ImageTableSpec
 from engine.datasets._mcq import yes_no_answer
 from engine.datasets._tables import Kind, need
 from engine.datasets.errors import Problems
 from engine.datasets.registry import register_adapter
 from engine.items import Item
 
-__all__ = ["COGNITION", "MME", "PERCEPTION", "QUESTIONS_PER_IMAGE", "extract_yes_no_mme"]
+__all__ = ["COGNITION", "MME", "PERCEPTION", "QUESTIONS_PER_IMAGE", "MMESpec", "extract_yes_no_mme"]
+
+
+class MMESpec(ImageTableSpec):
+    """MME (lmms-lab/MME): question_id, image, question, answer (Yes/No), category; two questions per image."""
+
+    name: Literal["mme"] = Field(description="Adapter name.")
+
 
 VERSION = "mme.fs1"
 PERCEPTION = ("existence", "count", "position", "color", "posters", "celebrity", "scene", "landmark", "artwork",

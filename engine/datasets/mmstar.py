@@ -8,16 +8,24 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from engine.config.datasets import MMStarSpec
-from engine.datasets._image_table import ImageTableAdapter
+from pydantic import Field
+
+from engine.datasets._image_table import ImageTableAdapter, ImageTableSpec
 from engine.datasets._tables import Kind, need
 from engine.datasets.errors import RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
 
-__all__ = ["MMStar", "extract_letter_mmstar", "split_options"]
+__all__ = ["MMStar", "MMStarSpec", "extract_letter_mmstar", "split_options"]
+
+
+class MMStarSpec(ImageTableSpec):
+    """MMStar val (Lin-Chen/MMStar): index, question, image, answer (letter), category, l2_category."""
+
+    name: Literal["mmstar"] = Field(description="Adapter name.")
+
 
 VERSION = "mmstar-val.fs1"
 POST_PROMPT = "\nAnswer with the option's letter from the given choices directly"

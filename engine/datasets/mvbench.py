@@ -10,18 +10,40 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from engine.config.datasets import MVBenchSpec
+from pydantic import Field
+
 from engine.datasets._base import BaseAdapter, Occurrences
 from engine.datasets._mcq import answer_letter, check_option_count, paren_block
 from engine.datasets._paths import check_root, resolve_under
 from engine.datasets._tables import collect_rows, json_list, need
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
+from engine.datasets.spec import FileDatasetSpec
 from engine.items import Item
 
-__all__ = ["TASKS", "MVBench", "extract_letter_mvbench"]
+__all__ = ["TASKS", "MVBench", "MVBenchSpec", "extract_letter_mvbench"]
+
+
+MVBenchTask = Literal["action_sequence", "action_prediction", "action_antonym", "fine_grained_action",
+                      "unexpected_action", "object_existence", "object_interaction", "object_shuffle",
+                      "moving_direction", "action_localization", "scene_transition", "action_count", "moving_count",
+                      "moving_attribute", "state_change", "fine_grained_pose", "character_order",
+                      "egocentric_navigation", "episodic_reasoning", "counterfactual_inference"]
+MVBENCH_TASKS = get_args(MVBenchTask)
+
+
+class MVBenchSpec(FileDatasetSpec):
+    """MVBench (OpenGVLab/MVBench): json/<task>.json, videos under video/<source folder>/."""
+
+    name: Literal["mvbench"] = Field(description="Adapter name.")
+    annotation_dir: Path = Field(description="The MVBench json/ folder.")
+    media_root: Path = Field(description="The MVBench video/ folder (star/, clevrer/, ssv2_video/, ...).")
+    tasks: list[MVBenchTask] = Field(
+        default_factory=lambda: list(MVBENCH_TASKS), min_length=1, description="Task files to read."
+    )
+
 
 VERSION = "mvbench.fs1"
 SYSTEM = (

@@ -9,17 +9,31 @@ else yes); precision, recall and F1 take "yes" as positive
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
-from engine.config.datasets import POPESpec
-from engine.datasets._image_table import ImageTableAdapter
+from pydantic import Field
+
+from engine.datasets._image_table import ImageTableAdapter, ImageTableSpec
 from engine.datasets._mcq import yes_no_answer
 from engine.datasets._tables import Kind, need
 from engine.datasets.errors import RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item
 
-__all__ = ["POPE", "extract_yes_no_pope"]
+__all__ = ["POPE", "POPESpec", "extract_yes_no_pope"]
+
+
+POPECategory = Literal["adversarial", "popular", "random"]
+
+
+class POPESpec(ImageTableSpec):
+    """POPE (lmms-lab/POPE): question_id, question, answer (yes/no), image, category."""
+
+    name: Literal["pope"] = Field(description="Adapter name.")
+    categories: list[POPECategory] = Field(
+        default_factory=lambda: list(get_args(POPECategory)), min_length=1, description="Splits to keep."
+    )
+
 
 VERSION = "pope.fs1"
 POST_PROMPT = "\nAnswer the question using a single word or phrase."

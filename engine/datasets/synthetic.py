@@ -20,19 +20,41 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from PIL import Image, ImageDraw
+from pydantic import Field
 
-from engine.config import SyntheticDatasetSpec
 from engine.datasets._base import ItemScore, default_score
 from engine.datasets.registry import register_adapter
+from engine.datasets.spec import DatasetBase
 from engine.items import Item, option_letters
 from engine.runtime.atomic import atomic_write
 from engine.runtime.paths import cache_dir
 
-__all__ = ["SyntheticBenchmark", "VideoScript", "render_frames", "write_h264"]
+__all__ = ["SyntheticBenchmark", "SyntheticDatasetSpec", "VideoScript", "render_frames", "write_h264"]
+
+
+class SyntheticDatasetSpec(DatasetBase):
+    """The embedded synthetic video benchmark (real H.264 files, known answers)."""
+
+    name: Literal["synthetic"] = Field(description="Adapter name.")
+    root: Path | None = Field(
+        default=None, description="Where the videos are written; null: a cache folder keyed by the settings."
+    )
+    n_videos: int = Field(default=6, ge=1, le=10_000, description="Number of videos.")
+    seed: int = Field(default=0, ge=0, description="Seed (from 0): the same seed gives the same videos and answers.")
+    seconds: float = Field(default=8.0, gt=0, le=3600, description="Video length in seconds.")
+    fps: int = Field(default=8, ge=1, le=120, description="Frames per second.")
+    width: int = Field(default=128, ge=16, le=4096, description="Frame width (even).")
+    height: int = Field(default=96, ge=16, le=4096, description="Frame height (even).")
+    questions: list[Literal["flash_count", "first_colour", "static_shape"]] = Field(
+        default_factory=lambda: ["flash_count", "first_colour", "static_shape"],
+        min_length=1,
+        description="Question kinds asked about each video.",
+    )
+
 
 log = logging.getLogger(__name__)
 

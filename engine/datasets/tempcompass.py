@@ -12,18 +12,43 @@ from __future__ import annotations
 import re
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from engine.config.datasets import TempCompassSpec
+from pydantic import Field
+
 from engine.datasets._base import BaseAdapter, Occurrences
 from engine.datasets._mcq import yes_no_answer
 from engine.datasets._paths import check_root, find_media
 from engine.datasets._tables import Kind, collect_rows, need, read_parquet
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
+from engine.datasets.spec import FileDatasetSpec
 from engine.items import Item, option_letters
 
-__all__ = ["POST_PROMPTS", "TempCompass", "extract_caption_matching", "extract_multi_choice", "extract_yes_no"]
+__all__ = [
+    "POST_PROMPTS",
+    "TempCompass",
+    "TempCompassSpec",
+    "extract_caption_matching",
+    "extract_multi_choice",
+    "extract_yes_no",
+]
+
+
+TempCompassConfig = Literal["multi-choice", "yes_no", "caption_matching"]
+
+
+class TempCompassSpec(FileDatasetSpec):
+    """TempCompass (lmms-lab/TempCompass): one parquet folder per config, videos `<video_id>.mp4`."""
+
+    name: Literal["tempcompass"] = Field(description="Adapter name.")
+    annotation_root: Path = Field(description="Folder holding the config folders (multi-choice/, yes_no/, ...).")
+    media_root: Path = Field(description="Folder holding `<video_id>.mp4` (the unzipped videos).")
+    configs: list[TempCompassConfig] = Field(
+        default_factory=lambda: list(get_args(TempCompassConfig)), min_length=1,
+        description="Configs to read (captioning needs an LLM judge and is not offered).",
+    )
+
 
 VERSION = "tempcompass.fs1"
 POST_PROMPTS = {

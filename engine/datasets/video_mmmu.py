@@ -23,19 +23,48 @@ import re
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from engine.config.datasets import VideoMMMUSpec
+from pydantic import Field
+
 from engine.datasets._base import BaseAdapter, ItemScore
 from engine.datasets._mcq import check_option_count
 from engine.datasets._paths import check_root, resolve_under
 from engine.datasets._tables import Kind, collect_rows, need, read_parquet
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
+from engine.datasets.spec import FileDatasetSpec
 from engine.items import Item, option_letters
 
-__all__ = ["DISCIPLINES", "VideoMMMU", "eval_open", "parse_multi_choice_response", "parse_open_response",
-           "video_mmmu_prompt"]
+__all__ = [
+    "DISCIPLINES",
+    "VideoMMMU",
+    "VideoMMMUSpec",
+    "eval_open",
+    "parse_multi_choice_response",
+    "parse_open_response",
+    "video_mmmu_prompt",
+]
+
+
+VideoMMMUTrack = Literal["Perception", "Comprehension", "Adaptation"]
+
+
+class VideoMMMUSpec(FileDatasetSpec):
+    """Video-MMMU (lmms-lab/VideoMMMU): one parquet folder per track, lecture videos `<id>.mp4`."""
+
+    name: Literal["video_mmmu"] = Field(description="Adapter name.")
+    annotation_root: Path = Field(
+        description="Folder holding the track folders Perception/, Comprehension/, Adaptation/ (parquet shards)."
+    )
+    media_root: Path = Field(
+        description="Folder holding the videos: `<discipline>/<id>.mp4` (Art, Business, Engineering, Humanities, "
+        "Medicine, Science: the unzipped archives) or `<id>.mp4`."
+    )
+    tracks: list[VideoMMMUTrack] = Field(
+        default_factory=lambda: list(get_args(VideoMMMUTrack)), min_length=1, description="Tracks to read."
+    )
+
 
 VERSION = "video_mmmu.fs1"
 COLUMNS: dict[str, Kind] = {"id": "str", "question": "str", "options": "list[str]", "answer": "str",

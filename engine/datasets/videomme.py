@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
+from pydantic import Field, model_validator
 
-from engine.config.datasets import VideoMMESpec
 from engine.datasets._base import BaseAdapter
 from engine.datasets._mcq import lettered_options
 from engine.datasets._paths import check_root, find_media, resolve_under
@@ -28,10 +28,48 @@ from engine.datasets._subtitles import Cue, read_srt, subtitles_at
 from engine.datasets._tables import Kind, collect_rows, need, optional, read_parquet
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
+from engine.datasets.spec import VIDEO_EXTS, FileDatasetSpec
 from engine.items import Item, option_letters
 from engine.scoring import extract_letter_videomme, extract_letter_videomme_strict
 
-__all__ = ["INSTRUCTION", "VideoMME", "build_prompt", "subtitle_prompt"]
+__all__ = ["INSTRUCTION", "VideoMME", "VideoMMESpec", "build_prompt", "subtitle_prompt"]
+
+
+Duration = Literal["short", "medium", "long"]
+
+
+class VideoMMESpec(FileDatasetSpec):
+    """Video-MME v1 (lmms-lab/Video-MME): the test parquet and a folder of `<videoID>.mp4` files."""
+
+    name: Literal["videomme"] = Field(description="Adapter name.")
+    annotations: Path = Field(description="videomme/test-00000-of-00001.parquet (or a folder of parquet shards).")
+    media_root: Path = Field(description="Folder holding `<videoID>.mp4` (the unzipped `data/` folder).")
+    video_exts: list[str] = Field(
+        default_factory=lambda: list(VIDEO_EXTS), min_length=1,
+        description="Extensions tried in order for each videoID; the first that exists is used.",
+    )
+    durations: list[Duration] = Field(
+        default_factory=lambda: list(get_args(Duration)), min_length=1, description="Duration groups to keep."
+    )
+    subtitles: bool = Field(
+        default=False, description="Put the video's subtitles in the prompt (the official 'w/ subs' setting)."
+    )
+    subtitle_root: Path | None = Field(
+        default=None,
+        description="Folder holding `<videoID>.srt` (the unzipped `subtitle/` folder); needed with subtitles.",
+    )
+    extraction: Literal["official", "strict"] = Field(
+        default="official",
+        description="official: Video-MME's extract_characters_regex, quirks included (parity with published "
+        "numbers); strict: a corrected reading (see engine.scoring.extract_letter_videomme_strict).",
+    )
+
+    @model_validator(mode="after")
+    def _subtitle_root(self) -> VideoMMESpec:
+        if self.subtitles and self.subtitle_root is None:
+            raise ValueError("subtitles = true needs subtitle_root")
+        return self
+
 
 VERSION = "videomme-v1.fs1"
 SUBTITLES_VERSION = "-subs-at-frames"

@@ -16,19 +16,34 @@ import json
 from collections import defaultdict
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from engine.config.datasets import VideoMMEv2Spec
+from pydantic import Field
+
 from engine.datasets._base import BaseAdapter, whole_groups
 from engine.datasets._mcq import lettered_options
 from engine.datasets._paths import check_root, find_media, resolve_under
 from engine.datasets._tables import Kind, collect_rows, need, optional, read_parquet
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
+from engine.datasets.spec import VIDEO_EXTS, FileDatasetSpec
 from engine.items import Item, option_letters
 from engine.scoring import VIDEOMME_V2_PREFIXES, extract_letter_videomme
 
-__all__ = ["LOGIC_STRUCTURES", "VideoMMEv2", "build_prompt", "extract_letter_v2"]
+__all__ = ["LOGIC_STRUCTURES", "VideoMMEv2", "VideoMMEv2Spec", "build_prompt", "extract_letter_v2"]
+
+
+class VideoMMEv2Spec(FileDatasetSpec):
+    """Video-MME v2: test.parquet (8 options A-H, questions in groups of 4) and its videos."""
+
+    name: Literal["videomme_v2"] = Field(description="Adapter name.")
+    annotations: Path = Field(description="test.parquet (or a folder of parquet shards).")
+    media_root: Path = Field(description="Folder holding the videos named by the `video` / `video_id` column.")
+    video_exts: list[str] = Field(
+        default_factory=lambda: list(VIDEO_EXTS), min_length=1,
+        description="Extensions tried in order when the video column has none.",
+    )
+
 
 VERSION = "videomme-v2.fs1"
 LOGIC_STRUCTURES = ("[1,2,3,4]", "[1,[2,3],4]", "[[1,2],3,4]")

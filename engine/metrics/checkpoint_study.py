@@ -32,7 +32,7 @@ from typing import Any
 
 import polars as pl
 
-from engine.config.datasets import IMAGE_BUDGETS
+from engine.datasets.spec import IMAGE_BUDGETS
 from engine.metrics.benchmark_scores import FULL_SCALE
 
 __all__ = ["STUDY_SCHEMA", "Checkpoint", "families", "resolve_study", "score_budget", "score_deltas", "score_rows",

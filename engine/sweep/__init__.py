@@ -1,6 +1,7 @@
 """The job pipeline: items x budgets x models -> decode once per video -> request -> generate -> score -> commit.
 
     preflight.py  what the spec alone cannot show (families, paths, decoders, keys, the out dir), before any work
+    survey.py     what `framesweep inspect` shows: each dataset's items, media found / missing, jobs implied
     prepare.py    a run's start after the lock: items, committed keys (one pass), the resume check, the plan
     fingerprint.py  answer fingerprints: everything that shapes an answer, per (model, dataset, budget)
     resume.py     a rerun refuses committed keys answered another way (AnswerMismatchError, exit 2)

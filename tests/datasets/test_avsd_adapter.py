@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 from ds_fixtures import touch, write_json
 
-from engine.config.datasets import AVSDSpec
-from engine.datasets import build_adapter
+from engine.datasets import AVSDSpec, build_adapter
 from engine.datasets.errors import DatasetError
 
 

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from ds_fixtures import videomme_fixture
 
-from engine.config.datasets import VideoMMESpec
-from engine.datasets import build_adapter
+from engine.datasets import VideoMMESpec, build_adapter
 from engine.datasets.sources import layout_fields
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"

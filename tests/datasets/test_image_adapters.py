@@ -10,8 +10,7 @@ from ds_fixtures import png_bytes, write_parquet
 from PIL import Image
 from polars.testing import assert_frame_equal
 
-from engine.config.datasets import MMESpec, MMStarSpec, POPESpec
-from engine.datasets import build_adapter
+from engine.datasets import MMESpec, MMStarSpec, POPESpec, build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.mme import extract_yes_no_mme
 from engine.datasets.mmstar import extract_letter_mmstar

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 from ds_fixtures import touch, write_json
 
-from engine.config.datasets import MLVUSpec
-from engine.datasets import build_adapter
+from engine.datasets import MLVUSpec, build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.mlvu import extract_letter_mlvu
 

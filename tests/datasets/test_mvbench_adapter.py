@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 from ds_fixtures import touch, write_json
 
-from engine.config.datasets import MVBenchSpec
-from engine.datasets import build_adapter
+from engine.datasets import MVBenchSpec, build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.mvbench import extract_letter_mvbench
 

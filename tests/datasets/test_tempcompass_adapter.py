@@ -8,8 +8,7 @@ import polars as pl
 import pytest
 from ds_fixtures import touch, write_parquet
 
-from engine.config.datasets import TempCompassSpec
-from engine.datasets import build_adapter
+from engine.datasets import TempCompassSpec, build_adapter
 from engine.datasets.errors import DatasetError
 
 SCHEMA = {"video_id": pl.String(), "question": pl.String(), "answer": pl.String(), "dim": pl.String()}

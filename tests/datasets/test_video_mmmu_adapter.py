@@ -9,8 +9,7 @@ import polars as pl
 import pytest
 from ds_fixtures import png_bytes, touch, write_parquet
 
-from engine.config.datasets import VideoMMMUSpec
-from engine.datasets import build_adapter
+from engine.datasets import VideoMMMUSpec, build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.video_mmmu import eval_open, parse_multi_choice_response, parse_open_response
 

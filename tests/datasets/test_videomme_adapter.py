@@ -9,8 +9,7 @@ import pytest
 from ds_fixtures import VIDEOMME_SCHEMA, touch, videomme_fixture, videomme_row, write_parquet
 from polars.testing import assert_frame_equal
 
-from engine.config.datasets import VideoMMESpec
-from engine.datasets import build_adapter
+from engine.datasets import VideoMMESpec, build_adapter
 from engine.datasets._subtitles import read_srt
 from engine.datasets.errors import DatasetError
 from engine.datasets.scoring_rules import videomme_accuracy

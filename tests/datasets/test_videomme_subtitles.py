@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from ds_fixtures import videomme_fixture
 
-from engine.config.datasets import VideoMMESpec
-from engine.datasets import build_adapter
+from engine.datasets import VideoMMESpec, build_adapter
 from engine.datasets._subtitles import Cue, subtitles_at
 
 SRT = """1

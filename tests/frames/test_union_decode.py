@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from engine.config import BudgetPoint
-from engine.config.datasets import SyntheticDatasetSpec
+from engine.datasets import SyntheticDatasetSpec
 from engine.datasets.synthetic import SyntheticBenchmark
 from engine.frames.decode import DECODE_CALLS, decode_union, get_decoder
 from engine.frames.plan import plan_budget, union_indices

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import PydanticUndefined
 
-from engine.config import dataset_spec_classes
+from engine.config.sweep import dataset_spec_classes
 from engine.config.toml_out import toml_value
 from engine.datasets.registry import get_adapter, registered_adapters
 
