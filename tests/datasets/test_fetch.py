@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from ds_fixtures import videomme_fixture
+from helpers.dataset_files import videomme_fixture
 
 from engine.datasets import VideoMMESpec, build_adapter
 from engine.datasets.sources import layout_fields

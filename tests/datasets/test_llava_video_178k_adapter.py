@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ds_fixtures import write_json
+from helpers.dataset_files import write_json
 
 from engine.datasets import LlavaVideo178KSpec, build_adapter
 from engine.datasets.errors import DatasetError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ds_fixtures import videomme_fixture
+from helpers.dataset_files import videomme_fixture
 
 from engine.datasets import VideoMMESpec, build_adapter
 from engine.datasets._subtitles import Cue, subtitles_at

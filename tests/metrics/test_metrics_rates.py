@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import polars as pl
 import pytest
-from metric_rows import collect_both, frame, lazy, row, sweep_a
+from helpers.metric_rows import collect_both, frame, lazy, row, sweep_a
 from polars.testing import assert_frame_equal
 
 from engine.metrics.bootstrap import REP, _splitmix64, percentile_interval, splitmix64
