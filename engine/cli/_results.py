@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["need_results_dir", "open_results"]
 
 
-def open_results(out_dir: Path | ResultsDir, *, manifest: bool = False, results: bool = True) -> ResultsDir:
+def open_results(out_dir: Path | ResultsDir) -> ResultsDir:
     """`ResultsDir.open(out_dir)` (`out_dir` itself when it is open already); exit 2 naming what cannot be read."""
     from engine.results.directory import ResultsDir
     from engine.results.errors import ResultsDirError
@@ -27,7 +27,7 @@ def open_results(out_dir: Path | ResultsDir, *, manifest: bool = False, results:
     try:
         if isinstance(out_dir, ResultsDir):
             return out_dir
-        return ResultsDir.open(out_dir, manifest=manifest, results=results)
+        return ResultsDir.open(out_dir)
     except ResultsDirError as err:
         fail(err)
         raise typer.Exit(2) from None

@@ -97,7 +97,7 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results 
     from engine.cli._results import open_results
     from engine.metrics.status import sweep_starting, sweep_status
 
-    results = open_results(out_dir, results=False)  # read once: the manifest here, each shard's footer below
+    results = open_results(out_dir)  # read once: the manifest here, each shard's footer below
     if (holder := sweep_starting(results)) is not None:
         console.print(f"{out_dir}: a run is starting ({holder} holds the directory; it reads its items and the "
                       "committed rows, and records its plan before any engine starts)", soft_wrap=True)

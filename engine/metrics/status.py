@@ -132,7 +132,7 @@ def sweep_status(out_dir: str | Path | ResultsDir) -> SweepStatus:
     Raises:
         ResultsDirError: no such directory, no manifest (or a damaged one), an unreadable shard: named.
     """
-    results = out_dir if isinstance(out_dir, ResultsDir) else ResultsDir.open(out_dir, results=False)
+    results = ResultsDir.of(out_dir)
     results.need_manifest()  # ManifestError (exit 2) when missing
     sweep_id = results.manifest.get("sweep_id") or results.path.name
     with results.reading():  # a shard with corrupt data pages fails in a collect: named, not a raw error

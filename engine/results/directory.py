@@ -36,14 +36,14 @@ from engine.results.store import corrupt_shards_error, latest_rows, naming_corru
 __all__ = ["ResultsDir", "check_results_dir", "own_rows"]
 
 
-def check_results_dir(out_dir: str | Path, *, results: bool = True) -> Path:
-    """`out_dir` as a Path, when it is a results directory (with `results`: one holding ``results/``).
+def check_results_dir(out_dir: str | Path) -> Path:
+    """`out_dir` as a Path, when it is a results directory (one holding ``results/``, which `run` makes first).
 
     Raises:
         NoResultsDirError: naming it; the one message every command prints for it.
     """
     out = Path(out_dir)
-    if not out.is_dir() or (results and not (out / "results").is_dir()):
+    if not (out / "results").is_dir():
         raise NoResultsDirError(f"{out}: no results/ directory (not a framesweep results directory?)")
     return out
 
@@ -59,20 +59,17 @@ class ResultsDir:
         """The sweep whose rows are the directory's own (None: every row counts)."""
 
     @classmethod
-    def open(cls, out_dir: str | Path, *, manifest: bool = False, results: bool = True,
-             sweep_id: str | None = None) -> ResultsDir:
-        """Read the manifest of `out_dir`; shards are checked on first use.
+    def open(cls, out_dir: str | Path, *, sweep_id: str | None = None) -> ResultsDir:
+        """Read the manifest of `out_dir` (none: {}, and every row counts); shards are checked on first use.
 
         Args:
-            manifest: a manifest is needed (`ManifestError` without one).
-            results: ``results/`` is needed (`NoResultsDirError` without it; without it there are no rows).
             sweep_id: read the rows of this sweep (default: the one the manifest names).
 
         Raises:
             NoResultsDirError, ManifestError: naming the directory or the file.
         """
-        out = check_results_dir(out_dir, results=results)
-        doc = read_manifest(out, required=manifest)
+        out = check_results_dir(out_dir)
+        doc = read_manifest(out)
         return cls(out, doc, (out / MANIFEST).is_file(), sweep_id or doc.get("sweep_id"))
 
     @classmethod
@@ -146,7 +143,7 @@ class ResultsDir:
 
 
 def own_rows(out_dir: str | Path) -> tuple[pl.LazyFrame, list[Path]]:
-    """`ResultsDir.open(out_dir)`'s rows and foreign shards (a directory without ``results/`` has neither)."""
-    rd = ResultsDir.open(out_dir, results=False)
+    """`ResultsDir.open(out_dir)`'s rows and foreign shards."""
+    rd = ResultsDir.open(out_dir)
     return rd.rows(), rd.foreign
 

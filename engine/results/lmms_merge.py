@@ -64,7 +64,7 @@ Held = tuple[Answer, str | None]
 
 def held_answers(out_dir: str | Path, sweep_id: str) -> dict[Key, Held]:
     """The answer the directory holds for each key of `sweep_id` (its ok row where it has one), with its scoring."""
-    results = ResultsDir.open(out_dir, results=False, sweep_id=sweep_id)
+    results = ResultsDir.open(out_dir, sweep_id=sweep_id)
     with results.reading():
         df = (results.rows()
               .select(*KEY_COLUMNS, *ANSWER_COLUMNS, "scoring").collect())

@@ -59,7 +59,6 @@ __all__ = [
     "StoreLockedError",
     "corrupt_shards_error",
     "doctor",
-    "foreign_shards",
     "latest_rows",
     "manifest_sweep_id",
     "naming_corrupt_shards",
@@ -73,23 +72,6 @@ log = logging.getLogger(__name__)
 
 # the commit's temp name before it was `temp_name`'s (`.part-<stamp>-<pid>-<token>-<seq>.parquet.tmp`): still cleaned
 _LEGACY_SHARD_TEMP = re.compile(r"\.part-.+\.parquet\.tmp")
-
-
-def foreign_shards(out_dir: str | Path, sweep_id: str) -> list[Path]:
-    """Committed shards holding any row whose sweep id is not `sweep_id` (`CorruptShardError` as `scan_results`)."""
-    scan_results(out_dir)  # names an unreadable shard
-    return _foreign(out_dir, sweep_id)
-
-
-def _foreign(out_dir: str | Path, sweep_id: str) -> list[Path]:
-    """`foreign_shards` over footers already checked: one pass over every shard's `sweep_id` column."""
-    paths = _shard_paths(Path(out_dir))
-    if not paths:
-        return []
-    with naming_corrupt_shards(out_dir):
-        found = (scan_shards(paths, with_paths=True)
-                 .filter(pl.col("sweep_id").ne_missing(sweep_id)).select(pl.col("_shard").unique()).collect())
-    return sorted(Path(p) for p in found["_shard"])
 
 
 def _shard_paths(out_dir: Path) -> list[Path]:
@@ -332,27 +314,6 @@ class ResultStore:
             raise ForeignSweepError(
                 f"{self.out_dir} holds sweep {other!r}, not {sweep_id!r}; use another --out directory "
                 "(or the spec's sweep_id)")
-
-    # --- reading -----------------------------------------------------------------
-    def _rows(self, sweep_id: str | None) -> pl.LazyFrame:
-        rows = scan_results(self.out_dir)
-        return rows if sweep_id is None else rows.filter(pl.col("sweep_id") == sweep_id)
-
-    def done_keys(self, sweep_id: str | None = None) -> set[tuple[str, str, str, str]]:
-        """Keys that already have an ok row (of `sweep_id` only, when given): a rerun skips them."""
-        with naming_corrupt_shards(self.out_dir):
-            df = self._rows(sweep_id).filter(pl.col("status") == "ok").select(KEY_COLUMNS).unique().collect()
-        return set(df.iter_rows())
-
-    def attempts(self, sweep_id: str | None = None) -> dict[tuple[str, str, str, str], int]:
-        """Highest attempt number recorded per key (errors included; of `sweep_id` only, when given)."""
-        with naming_corrupt_shards(self.out_dir):
-            df = self._rows(sweep_id).group_by(KEY_COLUMNS).agg(pl.col("attempt").max()).collect()
-        return {tuple(r[:4]): int(r[4] or 0) for r in df.iter_rows()}  # type: ignore[misc]
-
-    def foreign_shards(self, sweep_id: str) -> list[Path]:
-        """Shards holding rows of another sweep (copied in by hand): reported, and never counted as done."""
-        return foreign_shards(self.out_dir, sweep_id)
 
     # --- writing -----------------------------------------------------------------
     def add(self, rows: Iterable[ResultRow]) -> None:
