@@ -9,6 +9,9 @@ Layout of a results directory::
     quarantine/             unreadable shards moved aside by `framesweep doctor`
     .lock                   held by the one driver writing here
 
+Commands read a results directory through `engine.results.directory.ResultsDir` (its manifest, the own
+sweep's rows, each footer checked once with `shard_problem`); this module writes it.
+
 A shard is written to a hidden temp file in ``results/``, fsynced, then renamed
 into place, and the directory is fsynced: a reader (or a rerun after SIGKILL)
 sees a shard completely or not at all. A key is done once a shard holding an
@@ -43,7 +46,7 @@ from engine.results.errors import (
     StoreLockLostError,
 )
 from engine.results.lock import DirLock
-from engine.results.manifest import manifest_sweep_id, read_manifest, write_manifest
+from engine.results.manifest import write_manifest
 from engine.results.pages import encode_shard, page_problem
 from engine.results.schema import KEY_COLUMNS, RESULT_SCHEMA, ResultRow, rows_to_frame
 from engine.results.shards import GRACE_S, live_shards, remove_superseded
@@ -60,7 +63,6 @@ __all__ = [
     "corrupt_shards_error",
     "doctor",
     "latest_rows",
-    "manifest_sweep_id",
     "naming_corrupt_shards",
     "not_a_regular_file",
     "scan_results",
@@ -297,19 +299,15 @@ class ResultStore:
         self.close()
 
     # --- manifest ----------------------------------------------------------------
-    def read_manifest(self) -> dict[str, Any]:
-        """manifest.json, or {} when there is none (`ManifestError` when it is damaged)."""
-        return read_manifest(self.out_dir)
-
     def write_manifest(self, info: dict[str, Any]) -> None:
         """Write manifest.json atomically, keeping its first creation time (only while the lock is ours)."""
         self._check_lock(0)
         write_manifest(self.out_dir, info)
 
-    def check_sweep(self, sweep_id: str, manifest: dict[str, Any] | None = None) -> None:
-        """Refuse a directory whose manifest (`manifest`: as read already) belongs to another sweep (one directory
-        holds one sweep)."""
-        other = (self.read_manifest() if manifest is None else manifest).get("sweep_id")
+    def check_sweep(self, sweep_id: str, manifest: dict[str, Any]) -> None:
+        """Refuse a directory whose manifest (as `engine.results.directory.ResultsDir` read it) belongs to another
+        sweep (one directory holds one sweep)."""
+        other = manifest.get("sweep_id")
         if other is not None and other != sweep_id:
             raise ForeignSweepError(
                 f"{self.out_dir} holds sweep {other!r}, not {sweep_id!r}; use another --out directory "
