@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import small_spec_dict, write_toml
+from helpers.specs import small_spec_dict, write_toml
 from typer.testing import CliRunner
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
