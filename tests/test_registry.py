@@ -171,3 +171,44 @@ def test_every_engine_registry_refuses_a_duplicate_and_lists_the_known(which: st
     if which != "dataset spec":
         with pytest.raises(KeyError, match=f"unknown {kind} 'nope'; known: [a-z]"):
             unknown()
+
+
+def test_engines_start_every_model_through_the_backend_registry(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    """`start_backends` builds, starts and reports each model by its backend's registered kind (here a
+    stand-in for "openai"), and starts Ray only for a kind whose engines live in the cluster."""
+    import asyncio
+
+    from engine.backends.base import BackendBase
+    from engine.config import parse_spec
+    from engine.sweep import engines
+
+    class Stub(BackendBase):
+        name = "stub"
+
+    built: list[tuple[str, bool]] = []
+    started: list[tuple[str, BackendBase]] = []
+
+    async def build(m, detached):  # type: ignore[no-untyped-def]
+        built.append((m.id, detached))
+        return Stub()
+
+    async def report(model_id, backend):  # type: ignore[no-untyped-def]
+        started.append((model_id, backend))
+
+    monkeypatch.setattr(engines, "ensure_ray", lambda *a, **k: pytest.fail("Ray started for a served model"))
+    original = BACKENDS.get("openai")
+    BACKENDS.unregister("openai")
+    register_backend("openai", BackendKind(build, started=report))
+    try:
+        spec = parse_spec({"sweep_id": "t", "store": {"out_dir": str(tmp_path)},
+                           "dataset": {"name": "synthetic", "n_videos": 1}, "budgets": [{"frames": 0}],
+                           "models": [{"id": m, "family": "qwen2_5_vl", "path": "served", "backend": "openai",
+                                       "http": {"base_url": "http://127.0.0.1:9"}} for m in ("a", "b")]})
+        backends = asyncio.run(engines.start_backends(spec, detached=True))
+    finally:
+        BACKENDS.unregister("openai")
+        register_backend("openai", original)
+    assert built == [("a", True), ("b", True)]
+    assert [mid for mid, _ in started] == ["a", "b"] and all(isinstance(b, Stub) for b in backends.values())
+    assert [backends[mid] for mid, _ in started] == [b for _, b in started]

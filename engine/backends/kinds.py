@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 from engine.backends.base import Backend
 from engine.backends.families import get_family
 from engine.backends.openai_http import OpenAIHTTPBackend
 from engine.backends.pool import EnginePool
-from engine.backends.tiny import resolve_model_path
+from engine.backends.tiny import BUILDERS, resolve_model_path
 from engine.backends.vllm_actor import VLLMActorBackend
 from engine.backends.warm import engine_key, engine_settings, list_engines, warm_name
 from engine.config import ModelSpec
@@ -37,6 +39,10 @@ async def _nothing(model_id: str, backend: Backend) -> None:
     return None
 
 
+def _no_problems(model: ModelSpec) -> list[tuple[str, str]]:
+    return []
+
+
 @dataclass(frozen=True)
 class BackendKind:
     """One value of `ModelSpec.backend`.
@@ -46,11 +52,14 @@ class BackendKind:
             starts is a warm engine, outliving the process).
         in_cluster: Its engines are Ray actors: a run starts or joins Ray first and checks the cluster's CPUs.
         started: (model id, backend) once every backend answers: log what was reused or started.
+        check: (model spec) -> (its field, why) for each setting that cannot work here, checked before
+            anything starts (`engine.sweep.preflight`): a checkpoint folder that is not there, an unset key.
     """
 
     build: Callable[[ModelSpec, bool], Awaitable[Backend]]
     in_cluster: bool = False
     started: Callable[[str, Backend], Awaitable[None]] = _nothing
+    check: Callable[[ModelSpec], list[tuple[str, str]]] = _no_problems
 
 
 BACKENDS: Registry[BackendKind] = Registry("backend", describe=lambda kind: where(kind.build))
@@ -69,6 +78,24 @@ def in_cluster(model: ModelSpec) -> bool:
 
 
 # --- vllm ---------------------------------------------------------------------------------------------------
+
+
+def _model_path_problem(path: str) -> str | None:
+    if path.startswith("tiny:"):
+        family = path.removeprefix("tiny:")
+        return None if family in BUILDERS else (f"no tiny checkpoint for {family!r}; known: "
+                                                f"{', '.join('tiny:' + f for f in BUILDERS.names())}")
+    p = Path(path).expanduser()
+    if p.exists():
+        return None if p.is_dir() else f"{path} is not a checkpoint directory"
+    # `org/name` may be a model hub id that vLLM downloads; a path that looks local must exist
+    if path.startswith(("/", ".", "~")) or path.count("/") != 1:
+        return f"{path}: no such checkpoint directory"
+    return None
+
+
+def _vllm_check(m: ModelSpec) -> list[tuple[str, str]]:
+    return [("path", why)] if (why := _model_path_problem(m.path)) else []
 
 
 async def _vllm_backend(m: ModelSpec, detached: bool) -> Backend:
@@ -128,5 +155,10 @@ async def _openai_backend(m: ModelSpec, detached: bool) -> Backend:
     return OpenAIHTTPBackend(m.http, m.path)
 
 
-register_backend("vllm", BackendKind(_vllm_backend, in_cluster=True, started=_vllm_started))
-register_backend("openai", BackendKind(_openai_backend))
+def _openai_check(m: ModelSpec) -> list[tuple[str, str]]:
+    env = m.http.api_key_env if m.http is not None else None
+    return [("http.api_key_env", f"environment variable {env} is not set")] if env and not os.environ.get(env) else []
+
+
+register_backend("vllm", BackendKind(_vllm_backend, in_cluster=True, started=_vllm_started, check=_vllm_check))
+register_backend("openai", BackendKind(_openai_backend, check=_openai_check))
