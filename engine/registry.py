@@ -62,8 +62,7 @@ class Registry(Generic[T]):
         new: T | _Lazy = _Lazy(entry) if isinstance(entry, str) else entry
         if isinstance(new, _Lazy) and ":" not in new.target:
             raise ValueError(f"{self.kind} {name!r}: a lazy entry is 'module:attr', got {new.target!r}")
-        old = self._entries.get(name)
-        if old is not None and not (isinstance(old, _Lazy) and old.loading):
+        if name in self._entries and not (isinstance(old := self._entries[name], _Lazy) and old.loading):
             raise ValueError(f"{self.kind} {name!r} registered twice: {self._name_of(old)} and {self._name_of(new)}")
         self._entries[name] = new
         return entry
