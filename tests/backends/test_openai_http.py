@@ -180,10 +180,10 @@ def test_a_sweep_encodes_each_frame_once_per_video_whatever_the_budget(server: s
     a budget's media name carried a digest of its own frames, so each budget encoded its frames again (28 per
     video)."""
     import polars as pl
-    from conftest import small_spec_dict
+    from helpers.specs import small_spec_dict
 
     from engine.config import parse_spec
-    from engine.results.store import own_rows
+    from engine.results import own_rows
     from engine.sweep.scheduler import Sweep
 
     d = small_spec_dict(tmp_path / "out")
