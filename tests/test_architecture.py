@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1] / "engine"
 LAYERS: dict[str, float] = {
     "engine.compat": 0,
     "engine.runtime": 0,
+    "engine.registry": 0,  # the one registry type (`Registry[T]`) every extension point is an instance of
     "engine": 0.5,  # the package root: installs compat's torchvision import hook, nothing else
     "engine.frames": 1,
     "engine.strict": 1,  # StrictModel: the pydantic base of the spec's tables and of the adapters' spec classes

@@ -15,25 +15,22 @@ from engine.backends.base import ANSWER_CHOICES, IMAGE_URL_SLOT, VIDEO_URL_SLOT,
 from engine.backends.prompts import PromptFamily, question_text, scoring_mode, system_message, video_metadata
 from engine.frames.view import MediaView
 from engine.items import Item
+from engine.registry import Registry
 
 __all__ = ["FAMILIES", "InternVL", "Llava15", "LlavaNextVideo", "Qwen3VL", "Qwen25VL", "get_family", "register_family"]
 
-FAMILIES: dict[str, Callable[[], PromptFamily]] = {}
+FAMILIES: Registry[Callable[[], PromptFamily]] = Registry("model family")
+"""Family name -> its factory (usually the class)."""
 
 
 def register_family(name: str) -> Callable[[Callable[[], PromptFamily]], Callable[[], PromptFamily]]:
-    def deco(factory: Callable[[], PromptFamily]) -> Callable[[], PromptFamily]:
-        FAMILIES[name] = factory
-        return factory
-
-    return deco
+    """Register a family factory under `name` (a name registered twice is an error)."""
+    return FAMILIES.decorator(name)
 
 
 def get_family(name: str) -> PromptFamily:
-    try:
-        return FAMILIES[name]()
-    except KeyError:
-        raise KeyError(f"unknown model family {name!r}; known: {', '.join(sorted(FAMILIES))}") from None
+    """A new family by name; an unknown name fails listing the known ones."""
+    return FAMILIES.get(name)()
 
 
 def _chat_messages(sys_msg: str, media_parts: list[dict[str, Any]], text: str,

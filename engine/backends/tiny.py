@@ -12,14 +12,27 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
+from engine.registry import Registry
 from engine.runtime.atomic import atomic_dir
 from engine.runtime.paths import cache_dir
 
-__all__ = ["BUILDERS", "build_tiny_checkpoint", "resolve_model_path", "tiny_checkpoint_dir"]
+__all__ = ["BUILDERS", "build_tiny_checkpoint", "register_tiny_builder", "resolve_model_path", "tiny_checkpoint_dir"]
 
 log = logging.getLogger(__name__)
+
+Builder = Callable[[Path, int], None]
+"""`build(out, seed)`: write a tiny checkpoint of one family into the folder `out`."""
+
+BUILDERS: Registry[Builder] = Registry("tiny checkpoint builder")
+"""Model family -> the builder of its tiny checkpoint (`tiny:<family>` in a spec)."""
+
+
+def register_tiny_builder(family: str) -> Callable[[Builder], Builder]:
+    """Register the tiny checkpoint builder of `family` (a family registered twice is an error)."""
+    return BUILDERS.decorator(family)
 
 BUILD_VERSION = 1
 _MARKER = "framesweep-tiny.json"
@@ -115,6 +128,7 @@ def _tiny_text(vocab: int, ids: dict[str, int], **over: object) -> dict[str, obj
             "pad_token_id": ids["<|endoftext|>"], **over}
 
 
+@register_tiny_builder("qwen2_5_vl")
 def _build_qwen2_5_vl(out: Path, seed: int) -> None:
     import torch
     from transformers import (
@@ -158,6 +172,7 @@ def _build_qwen2_5_vl(out: Path, seed: int) -> None:
     tok.save_pretrained(out)
 
 
+@register_tiny_builder("qwen3_vl")
 def _build_qwen3_vl(out: Path, seed: int) -> None:
     import torch
     from transformers import (
@@ -221,6 +236,7 @@ def _nest_clip_weights(path: Path) -> None:
     save_file(renamed, path, metadata={"format": "pt"})
 
 
+@register_tiny_builder("llava_next_video")
 def _build_llava_next_video(out: Path, seed: int) -> None:
     import torch
     from tokenizers import Tokenizer
@@ -270,6 +286,7 @@ def _build_llava_next_video(out: Path, seed: int) -> None:
     tok.save_pretrained(out)
 
 
+@register_tiny_builder("llava_1_5")
 def _build_llava_1_5(out: Path, seed: int) -> None:
     """LLaVA-1.5 in the llava-hf layout: a CLIP tower, a 2-layer MLP projector and a Llama text model.
 
@@ -319,10 +336,6 @@ def _build_llava_1_5(out: Path, seed: int) -> None:
     tok.save_pretrained(out)
 
 
-BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl, "qwen3_vl": _build_qwen3_vl, "llava_next_video": _build_llava_next_video,
-            "llava_1_5": _build_llava_1_5}
-
-
 # The published architecture of Qwen2.5-VL-7B-Instruct (its config.json), for full-size shapes with
 # vLLM's load_format="dummy" (random weights from the config: real-scale throughput, no download).
 QWEN25_VL_7B = {
@@ -365,15 +378,14 @@ def tiny_checkpoint_dir(family: str, seed: int = 0) -> Path:
 
 def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, force: bool = False) -> Path:
     """Build (once) and return the directory of a tiny checkpoint of `family`."""
-    if family not in BUILDERS:
-        raise KeyError(f"no tiny checkpoint builder for family {family!r}; known: {', '.join(sorted(BUILDERS))}")
+    build = BUILDERS.get(family)  # an unknown family fails here, listing the known ones
     out = Path(out) if out is not None else tiny_checkpoint_dir(family, seed)
     marker = out / _MARKER
     if marker.exists() and not force:
         return out
     log.info("building tiny %s checkpoint in %s", family, out)
     with atomic_dir(out) as tmp:
-        BUILDERS[family](tmp, seed)
+        build(tmp, seed)
         (tmp / _MARKER).write_text(json.dumps({"family": family, "seed": seed, "build_version": BUILD_VERSION}))
     return out
 

@@ -93,6 +93,7 @@ def up(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Start the spec's vLLM engines as warm engines (reusing any already up with the same settings)."""
+    from engine.backends.kinds import in_cluster
     from engine.backends.warm import list_engines
     from engine.cli.progress import RunProgress
     from engine.cli.run import EXIT_ENGINE_START
@@ -107,14 +108,13 @@ def up(
     except SpecError as err:
         fail(err)
         raise typer.Exit(2) from None
-    if all(m.backend == "openai" for m in spec.models):
+    if not any(in_cluster(m) for m in spec.models):
         warn("the spec has no vLLM engine to keep warm (its models are served over HTTP)")
         raise typer.Exit(0)
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address is None:
         _local_cluster(dashboard)
-    spec = spec.model_copy(update={"ray_address": address, "models": [m for m in spec.models
-                                                                      if m.backend != "openai"]})
+    spec = spec.model_copy(update={"ray_address": address, "models": [m for m in spec.models if in_cluster(m)]})
 
     async def go(progress: RunProgress) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         backends = await start_backends(spec, detached=True, progress=progress)

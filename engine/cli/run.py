@@ -118,10 +118,11 @@ def _failed_jobs(failed: int, permanent: int, out_dir: Path) -> int:
 def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None) -> SweepSummary:
     """Run the sweep under its progress display; a quick path's spec is written to OUT/spec.toml once the run holds
     the directory (its plan recorded)."""
+    from engine.backends.kinds import in_cluster
     from engine.config.toml_out import write_spec_toml
     from engine.sweep import Sweep
 
-    uses_ray = any(m.backend != "openai" for m in spec.models)
+    uses_ray = any(in_cluster(m) for m in spec.models)
     with RunProgress(spec.sweep_id, [m.id for m in spec.models], every_s=every_s, on_ray=_say_ray,
                      uses_ray=uses_ray) as progress:
         def hook(event: str, n: int) -> None:

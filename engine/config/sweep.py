@@ -14,6 +14,7 @@ from engine.config.options import DecodeSpec, PredictorSpec, PromptSpec, StoreSp
 from engine.config.source import SpecError, SpecFileError, read_spec_file
 from engine.datasets import DatasetSpec
 from engine.datasets.spec import IMAGE_BUDGETS
+from engine.registry import Registry
 from engine.strict import StrictModel
 
 
@@ -175,7 +176,18 @@ class SweepSpec(StrictModel):
         """A copy of this spec writing to another directory."""
         return self.model_copy(update={"store": self.store.model_copy(update={"out_dir": Path(out_dir)})})
 
-_DATASET_SPECS: list[type[StrictModel]] = list(get_args(get_args(DatasetSpec)[0]))
+
+def _spec_name(cls: type[StrictModel]) -> str:
+    """The adapter name a dataset spec class is tagged with (its `name: Literal["..."]` field)."""
+    (name,) = get_args(cls.model_fields["name"].annotation)
+    return str(name)
+
+
+DATASET_SPECS: Registry[type[StrictModel]] = Registry("dataset spec")
+"""Adapter name -> the spec class of its `[dataset]` table; the spec's `[dataset]` union is rebuilt from it."""
+for _cls in get_args(get_args(DatasetSpec)[0]):
+    DATASET_SPECS.register(_spec_name(_cls), _cls)
+
 
 def dataset_id(spec: Any) -> str:
     """The `dataset` column of a dataset spec's rows: its `id`, else its adapter's name."""
@@ -184,7 +196,7 @@ def dataset_id(spec: Any) -> str:
 
 def dataset_spec_classes() -> dict[str, type[StrictModel]]:
     """Adapter name -> the spec class of its `[dataset]` table (built-in and registered)."""
-    return {get_args(cls.model_fields["name"].annotation)[0]: cls for cls in _DATASET_SPECS}
+    return dict(DATASET_SPECS.items())
 
 
 def register_dataset_spec(cls: type[StrictModel]) -> type[StrictModel]:
@@ -193,25 +205,24 @@ def register_dataset_spec(cls: type[StrictModel]) -> type[StrictModel]:
     A new adapter module registers its spec class here and its factory with
     `engine.datasets.register_adapter`: nothing else needs editing.
     """
-    (name,) = get_args(cls.model_fields["name"].annotation)
-    known = dataset_spec_classes()
-    if name in known and known[name] is not cls:
-        raise ValueError(f"a dataset spec named {name!r} is registered twice")
-    if name not in known:
-        _DATASET_SPECS.append(cls)
-        _rebuild_dataset_fields()
+    name = _spec_name(cls)
+    if name in DATASET_SPECS and DATASET_SPECS.get(name) is cls:
+        return cls
+    DATASET_SPECS.register(name, cls)  # another class of that name: an error naming both
+    _rebuild_dataset_fields()
     return cls
 
 
 def unregister_dataset_spec(cls: type[StrictModel]) -> None:
     """Forget a registered dataset spec class (tests that register one for a while)."""
-    if cls in _DATASET_SPECS:
-        _DATASET_SPECS.remove(cls)
+    name = _spec_name(cls)
+    if name in DATASET_SPECS and DATASET_SPECS.get(name) is cls:
+        DATASET_SPECS.unregister(name)
         _rebuild_dataset_fields()
 
 
 def _rebuild_dataset_fields() -> None:
-    union = Union[tuple(_DATASET_SPECS)]  # noqa: UP007 - a union built at run time
+    union = Union[tuple(DATASET_SPECS.values())]  # noqa: UP007 - a union built at run time
     SweepSpec.model_fields["dataset"].annotation = Annotated[union, Field(discriminator="name")] | None
     SweepSpec.model_fields["datasets"].annotation = list[Annotated[union, Field(discriminator="name")]]
     SweepSpec.model_rebuild(force=True)

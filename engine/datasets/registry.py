@@ -9,8 +9,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.items import Item
+from engine.registry import Registry
 
-__all__ = ["DatasetAdapter", "JobPrompt", "build_adapter", "get_adapter", "load_items", "register_adapter",
+__all__ = ["ADAPTERS", "DatasetAdapter", "JobPrompt", "build_adapter", "get_adapter", "load_items", "register_adapter",
            "registered_adapters"]
 
 
@@ -35,31 +36,23 @@ class DatasetAdapter(Protocol):
         ...
 
 
-_REGISTRY: dict[str, Callable[[Any], DatasetAdapter]] = {}
+ADAPTERS: Registry[Callable[[Any], DatasetAdapter]] = Registry("dataset")
+"""Adapter name -> its factory (called with the validated dataset spec)."""
 
 
 def register_adapter(name: str) -> Callable[[Callable[[Any], DatasetAdapter]], Callable[[Any], DatasetAdapter]]:
-    """Register an adapter factory (called with the validated dataset spec)."""
-
-    def deco(factory: Callable[[Any], DatasetAdapter]) -> Callable[[Any], DatasetAdapter]:
-        if name in _REGISTRY:
-            raise ValueError(f"dataset adapter {name!r} registered twice")
-        _REGISTRY[name] = factory
-        return factory
-
-    return deco
+    """Register an adapter factory (called with the validated dataset spec); a name registered twice is an error."""
+    return ADAPTERS.decorator(name)
 
 
 def get_adapter(name: str) -> Callable[[Any], DatasetAdapter]:
     """The adapter factory for `name`; an unknown name lists the known ones."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown dataset {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    return ADAPTERS.get(name)
 
 
 def registered_adapters() -> list[str]:
-    return sorted(_REGISTRY)
+    """Every adapter's name, sorted."""
+    return ADAPTERS.names()
 
 
 def build_adapter(spec: Any) -> DatasetAdapter:

@@ -16,6 +16,8 @@ from typing import Protocol
 
 import numpy as np
 
+from engine.registry import Registry
+
 __all__ = [
     "DECODERS",
     "BudgetLike",
@@ -144,7 +146,8 @@ class Decoder(Protocol):
         ...
 
 
-DECODERS: dict[str, Callable[[], Decoder]] = {}
+DECODERS: Registry[Callable[[], Decoder]] = Registry("decoder")
+"""Decoder name -> its factory (usually the class)."""
 
 
 def file_key(path: Path | str) -> tuple[str, int, int]:
@@ -158,15 +161,8 @@ def file_key(path: Path | str) -> tuple[str, int, int]:
 
 
 def register_decoder(name: str) -> Callable[[Callable[[], Decoder]], Callable[[], Decoder]]:
-    """Register a decoder factory (usually the class) under `name`."""
-
-    def deco(factory: Callable[[], Decoder]) -> Callable[[], Decoder]:
-        if name in DECODERS:
-            raise ValueError(f"decoder {name!r} registered twice")
-        DECODERS[name] = factory
-        return factory
-
-    return deco
+    """Register a decoder factory (usually the class) under `name`; a name registered twice is an error."""
+    return DECODERS.decorator(name)
 
 
 @functools.cache
@@ -181,7 +177,4 @@ def decoder_version(name: str) -> str:
 
 def get_decoder(name: str) -> Decoder:
     """A new decoder by name; an unknown name fails listing the known ones."""
-    try:
-        return DECODERS[name]()
-    except KeyError:
-        raise KeyError(f"unknown decoder {name!r}; known: {', '.join(sorted(DECODERS))}") from None
+    return DECODERS.get(name)()

@@ -39,6 +39,7 @@ from typing import Literal
 import numpy as np
 
 from engine.frames.base import BudgetLike
+from engine.registry import Registry, where
 
 __all__ = [
     "POLICIES",
@@ -95,7 +96,8 @@ class SamplingPolicy:
         return replace(self, param=param)
 
 
-POLICIES: dict[str, SamplingPolicy] = {}
+POLICIES: Registry[SamplingPolicy] = Registry("sampling policy", describe=lambda p: where(p.fn))
+"""Policy name (without a `@param`) -> the policy."""
 
 
 def register_policy(name: str, short_video: ShortVideo = "repeat", takes_param: bool = False,
@@ -103,9 +105,9 @@ def register_policy(name: str, short_video: ShortVideo = "repeat", takes_param: 
     """Register `fn(n_frames, fps, budget, seed, param)` as policy `name` (`check` validates its parameter)."""
 
     def deco(fn: PolicyFn) -> PolicyFn:
-        if name in POLICIES or "@" in name:
-            raise ValueError(f"sampling policy {name!r} registered twice or badly named")
-        POLICIES[name] = SamplingPolicy(name, fn, short_video, takes_param, check=check)
+        if "@" in name:
+            raise ValueError(f"sampling policy {name!r}: a name has no '@' (it starts a budget's parameter)")
+        POLICIES.register(name, SamplingPolicy(name, fn, short_video, takes_param, check=check))
         return fn
 
     return deco
@@ -114,10 +116,9 @@ def register_policy(name: str, short_video: ShortVideo = "repeat", takes_param: 
 def get_policy(name: str) -> SamplingPolicy:
     """The policy called `name` or `name@param`; an unknown name fails listing the known ones."""
     base, _, arg = name.partition("@")
-    try:
-        policy = POLICIES[base]
-    except KeyError:
-        raise KeyError(f"unknown sampling policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+    if base not in POLICIES:
+        raise KeyError(f"unknown sampling policy {name!r}; known: {', '.join(POLICIES.names())}")
+    policy = POLICIES.get(base)
     if not arg:
         return policy
     try:

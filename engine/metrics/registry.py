@@ -35,8 +35,9 @@ import polars as pl
 
 from engine.metrics.grid import GROUP
 from engine.metrics.options import SummaryOptions
+from engine.registry import Registry, where
 
-__all__ = ["DatasetTables", "GroupRows", "Inputs", "Metric", "TableIndex", "get_metric", "metric_list",
+__all__ = ["METRICS", "DatasetTables", "GroupRows", "Inputs", "Metric", "TableIndex", "get_metric", "metric_list",
            "register_metric", "registered_metrics", "registered_table", "unregister_metric"]
 
 Key = tuple[str, ...]
@@ -187,33 +188,29 @@ class Metric:
         return () if self.scope == "dataset" else (self.keys or (self.name,))
 
 
-_REGISTRY: dict[str, Metric] = {}
+METRICS: Registry[Metric] = Registry("metric", describe=lambda m: where(m.tables))
+"""Metric name -> the metric, in registration order (the document's order)."""
 
 
 def register_metric(metric: Metric) -> Metric:
     """Register `metric` (a name registered twice is an error)."""
-    if metric.name in _REGISTRY:
-        raise ValueError(f"metric {metric.name!r} registered twice")
-    _REGISTRY[metric.name] = metric
+    METRICS.register(metric.name, metric)
     return metric
 
 
 def unregister_metric(name: str) -> None:
     """Remove a registered metric (tests that register a temporary one)."""
-    _REGISTRY.pop(name, None)
+    METRICS.unregister(name)
 
 
 def get_metric(name: str) -> Metric:
     """The metric registered as `name`; an unknown name lists the known ones."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown metric {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    return METRICS.get(name)
 
 
 def registered_metrics(scope: Scope | None = None) -> list[Metric]:
     """Every registered metric (of `scope`, when given), in registration order."""
-    return [m for m in _REGISTRY.values() if scope is None or m.scope == scope]
+    return [m for m in METRICS.values() if scope is None or m.scope == scope]
 
 
 def metric_list() -> list[dict[str, Any]]:

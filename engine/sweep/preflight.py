@@ -12,25 +12,11 @@ import os
 from pathlib import Path
 
 from engine.backends.families import get_family
-from engine.backends.tiny import BUILDERS
+from engine.backends.kinds import BACKENDS
 from engine.config import SpecError, SweepSpec
 from engine.frames.decode import get_decoder
 
 __all__ = ["preflight"]
-
-
-def _model_path_problem(path: str) -> str | None:
-    if path.startswith("tiny:"):
-        family = path.removeprefix("tiny:")
-        return None if family in BUILDERS else (f"no tiny checkpoint for {family!r}; known: "
-                                                f"{', '.join('tiny:' + f for f in sorted(BUILDERS))}")
-    p = Path(path).expanduser()
-    if p.exists():
-        return None if p.is_dir() else f"{path} is not a checkpoint directory"
-    # `org/name` may be a model hub id that vLLM downloads; a path that looks local must exist
-    if path.startswith(("/", ".", "~")) or path.count("/") != 1:
-        return f"{path}: no such checkpoint directory"
-    return None
 
 
 def _out_dir_problem(out: Path) -> str | None:
@@ -60,7 +46,8 @@ def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True, *, 
     """
     problems: list[str] = []
     for i, m in enumerate(spec.models):
-        if only_engines and m.backend == "openai":
+        kind = BACKENDS.get(m.backend)
+        if only_engines and not kind.in_cluster:
             continue
         try:
             get_family(m.family)
@@ -68,11 +55,7 @@ def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True, *, 
             problems.append(f"models.{i}.family: {err.args[0]}")
         if not engines:
             continue
-        if m.backend == "vllm" and (why := _model_path_problem(m.path)):
-            problems.append(f"models.{i}.path: {why}")
-        if m.http is not None and m.backend == "openai" and m.http.api_key_env \
-                and not os.environ.get(m.http.api_key_env):
-            problems.append(f"models.{i}.http.api_key_env: environment variable {m.http.api_key_env} is not set")
+        problems += [f"models.{i}.{field}: {why}" for field, why in kind.check(m)]  # its path, its key
     if not only_engines and any(b.frames for b in spec.budgets):
         try:
             get_decoder(spec.decode.decoder)

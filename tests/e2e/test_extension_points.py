@@ -1,4 +1,4 @@
-"""Registering one new family, adapter or sampling policy is enough for a sweep to use it.
+"""Registering one new family, adapter, sampling policy or decoder is enough for a sweep to use it.
 
 Each piece is registered here, in the test, through its registry alone (no other file is
 edited), then a real sweep (real decoder, real Parquet store) runs a spec naming it. The
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -24,9 +24,10 @@ from pydantic import Field
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.backends.families import FAMILIES, Qwen25VL, register_family
 from engine.config import SpecError, parse_spec, register_dataset_spec, unregister_dataset_spec
-from engine.datasets import registry as dataset_registry
 from engine.datasets._base import ItemScore
-from engine.datasets.registry import register_adapter
+from engine.datasets.registry import ADAPTERS, register_adapter
+from engine.frames.base import DECODERS, FrameBatch, register_decoder
+from engine.frames.decode_pyav import PyAVDecoder
 from engine.frames.plan import POLICIES, register_policy
 from engine.items import Item
 from engine.results.store import scan_results
@@ -82,6 +83,21 @@ class MarkedFamily(Qwen25VL):
         return req
 
 
+class GreyDecoder(PyAVDecoder):
+    """PyAV's frames, every pixel set to 7 (so a request shows which decoder made its frames)."""
+
+    name = "grey"
+
+    def decode_frames(self, path: Path, indices: np.ndarray, size: tuple[int, int] | None = None,
+                      also: Mapping[tuple[int, int], np.ndarray] | None = None) -> FrameBatch:
+        batch = super().decode_frames(path, indices, size, also)
+        batch.frames[...] = 7
+        for by_index in batch.extra.values():
+            for frame in by_index.values():
+                frame[...] = 7
+        return batch
+
+
 def _every_third(n_frames: int, fps: float, budget: int, seed: int, param: float | None) -> np.ndarray:
     return np.arange(0, 3 * budget, 3)[:budget].clip(max=n_frames - 1)
 
@@ -92,13 +108,15 @@ def registered() -> Iterator[None]:
     register_family("marked_family")(MarkedFamily)
     register_dataset_spec(TwoQuestionsSpec)
     register_adapter("two_questions")(TwoQuestions)
+    register_decoder("grey")(GreyDecoder)
     try:
         yield
     finally:
-        POLICIES.pop("every_third", None)
-        FAMILIES.pop("marked_family", None)
-        dataset_registry._REGISTRY.pop("two_questions", None)
+        POLICIES.unregister("every_third")
+        FAMILIES.unregister("marked_family")
+        ADAPTERS.unregister("two_questions")
         unregister_dataset_spec(TwoQuestionsSpec)
+        DECODERS.unregister("grey")
 
 
 def _spec(out: Path, family: str = "marked_family", policy: str = "every_third") -> dict:
@@ -107,10 +125,11 @@ def _spec(out: Path, family: str = "marked_family", policy: str = "every_third")
     d["dataset"] = {"name": "two_questions", "video": str(ASSETS / "tiny.mp4")}
     d["budgets"] = [{"frames": 0}, {"frames": 4, "policy": policy}]
     d["prompt"] = {"scoring": "generate"}
+    d["decode"] = {**d.get("decode", {}), "decoder": "grey"}
     return d
 
 
-def test_a_new_family_adapter_and_policy_run_from_a_spec(tmp_path: Path, registered: None) -> None:
+def test_a_new_family_adapter_policy_and_decoder_run_from_a_spec(tmp_path: Path, registered: None) -> None:
     spec = parse_spec(_spec(tmp_path / "out"))
     engine = Recorder()
     summary = asyncio.run(Sweep(spec, backends={"tiny": engine}).run())
@@ -120,6 +139,10 @@ def test_a_new_family_adapter_and_policy_run_from_a_spec(tmp_path: Path, registe
     visual = rows.filter(pl.col("frames") == 4)
     assert set(visual["policy"]) == {"every_third"}
     assert [list(x) for x in visual["frame_indices"]] == [[0, 3, 6, 9]] * 2
+    # the decoder made every frame sent
+    sent = [r.video for r in engine.requests if r.video is not None]
+    assert len(sent) == 2 and all(np.asarray(v).size and (np.asarray(v) == 7).all() for v in sent)
+    assert set(visual["decoder"]) == {"grey"}
     # the family built every prompt
     assert len(engine.requests) == 4 and all(r.prompt.startswith("[marked]") for r in engine.requests)
     assert set(rows["model_family"]) == {"marked_family"}

@@ -81,7 +81,7 @@ def test_a_planning_error_fails_only_its_own_budget(tmp_path: Path) -> None:
         data["budgets"] = [{"frames": 0}, {"frames": 2}, {"frames": 4, "policy": "test_divides_by_zero"}]
         summary = asyncio.run(Sweep(parse_spec(data), backends={"tiny": FakeEngine()}).run())
     finally:
-        POLICIES.pop("test_divides_by_zero")
+        POLICIES.unregister("test_divides_by_zero")
     rows = scan_results(tmp_path / "out").collect()
     assert rows.height == 3 * 3 * 3 and summary.jobs_failed == 9
     bad = rows.filter(pl.col("budget_id") == "f4-test_divides_by_zero")
