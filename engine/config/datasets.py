@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "IMAGE_BUDGETS",
@@ -137,9 +137,20 @@ class VideoMMESpec(_FileDatasetSpec):
     )
     extraction: Literal["official", "strict"] = Field(
         default="official",
-        description="official: Video-MME's extract_characters_regex, quirks included (parity with published "
-        "numbers); strict: a corrected reading (see engine.scoring.extract_letter_videomme_strict).",
+        description="Replaced by `[prompt] extraction`, the one setting of how an answer letter is read. Only "
+        "\"official\" (the default, Video-MME's extract_characters_regex, quirks included) is accepted, so older "
+        "specs keep their answer fingerprints; \"strict\" is refused, naming `[prompt] extraction = \"strict\"`, "
+        "which reads answers the same way.",
     )
+
+    @field_validator("extraction")
+    @classmethod
+    def _one_extraction_setting(cls, value: str) -> str:
+        if value != "official":
+            raise ValueError(f"[dataset] extraction = {value!r} is no longer read: answer extraction has one "
+                             f"setting, [prompt] extraction; remove the dataset's and set [prompt] extraction = "
+                             f"{value!r} (the same reading; rows then record it in `scoring`)")
+        return value
 
     @model_validator(mode="after")
     def _subtitle_root(self) -> VideoMMESpec:

@@ -29,7 +29,7 @@ from engine.datasets._tables import Kind, collect_rows, need, optional, read_par
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
-from engine.scoring import extract_letter_videomme, extract_letter_videomme_strict
+from engine.scoring import extract_letter_videomme
 
 __all__ = ["INSTRUCTION", "VideoMME", "build_prompt", "subtitle_prompt"]
 
@@ -87,14 +87,12 @@ class VideoMME(BaseAdapter):
     def __init__(self, spec: VideoMMESpec) -> None:
         super().__init__(spec)
         self.spec: VideoMMESpec = spec
-        self.version = VERSION + ("" if spec.extraction == "official" else "-strict") + (
-            SUBTITLES_VERSION if spec.subtitles else "")
+        self.version = VERSION + (SUBTITLES_VERSION if spec.subtitles else "")
         self._cues: dict[Path, list[Cue] | None] = {}
 
     def extract(self, response: str, item: Item | None = None) -> str:
-        """Official `extract_characters_regex` (or the strict reading, as the spec says)."""
-        rule = extract_letter_videomme if self.spec.extraction == "official" else extract_letter_videomme_strict
-        return rule(response, "ABCD")
+        """Official `extract_characters_regex` (another reading: `[prompt] extraction`)."""
+        return extract_letter_videomme(response, "ABCD")
 
     def _load(self, problems: Problems) -> list[Item]:
         problems.extend(check_root(self.spec.media_root, "media_root"))
