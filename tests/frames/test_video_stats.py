@@ -55,7 +55,7 @@ def test_one_frame_has_no_pairwise_statistics_and_large_frames_are_reduced() -> 
 
 
 def test_a_decode_pass_carries_the_statistics_of_its_frames() -> None:
-    """decode_union computes them from the frames it decoded (the same pass: one decode call), and a decoded video's
+    """A raw decode pass computes them from the frames it decoded (the same pass: one decode call), and a decoded video's
     facts (what a decode actor sends the driver instead of pixels) keep them."""
     path = ASSETS / "tiny.mp4"
     before = DECODE_CALLS[str(path)]
