@@ -49,7 +49,7 @@ from engine.datasets.synthetic import write_h264
 from engine.frames import decode_pyav
 from engine.frames.buffers import FrameBuffers
 from engine.frames.cache import FrameCache
-from engine.frames.decode import DECODE_CALLS, DECODERS, DecodedVideo, decode_union, get_decoder
+from engine.frames.decode import DECODE_CALLS, DECODERS, DecodedVideo, DecodeRequest, decode_video, get_decoder
 from engine.frames.plan import FramePlan, plan_budget, union_indices
 from engine.runtime.paths import cache_dir
 
@@ -166,13 +166,13 @@ def bench_video(path: Path, decoder: str, questions: int, repeats: int, cache: F
     def naive(clock: _Clock) -> None:
         for n, _ in jobs:
             with clock:
-                d = decode_union(path, plans[n].indices, decoder)
+                d = decode_video(DecodeRequest(path, plans[n].indices, decoder))
             d.view(plans[n].indices)
 
     def per_budget(clock: _Clock) -> None:
         for n in GRID:
             with clock:
-                d = decode_union(path, plans[n].indices, decoder)
+                d = decode_video(DecodeRequest(path, plans[n].indices, decoder))
             for _ in range(questions):
                 d.view(plans[n].indices)
 
@@ -195,19 +195,19 @@ def bench_video(path: Path, decoder: str, questions: int, repeats: int, cache: F
             _full_pass(path, rgb=True)
 
     def views(clock: _Clock) -> None:
-        d = decode_union(path, union, decoder)
+        d = decode_video(DecodeRequest(path, union, decoder))
         with clock:
             for n, _ in jobs:
                 d.view(plans[n].indices)
 
-    cache.get_or_decode(path, union, decoder)  # warm the cache (not timed)
+    decode_video(DecodeRequest(path, union, decoder), cache)  # warm the cache (not timed)
     before = DECODE_CALLS[str(path)]
     rounds: list[dict[str, float]] = []
     timed = _best_of({
         "naive_s": _own_pool(naive),
         "per_budget_s": _own_pool(per_budget),
-        "union_s": _own_pool(shared(lambda: decode_union(path, union, decoder))),
-        "cached_s": _own_pool(shared(lambda: cache.get_or_decode(path, union, decoder))),
+        "union_s": _own_pool(shared(lambda: decode_video(DecodeRequest(path, union, decoder)))),
+        "cached_s": _own_pool(shared(lambda: decode_video(DecodeRequest(path, union, decoder), cache))),
         "full_pass_1thread_s": full_pass("SLICE"),
         "full_pass_auto_s": full_pass("AUTO"),
     }, repeats, rounds)
@@ -221,7 +221,7 @@ def bench_video(path: Path, decoder: str, questions: int, repeats: int, cache: F
     }
     res["decode_calls"] = DECODE_CALLS[str(path)] - before  # cache hits add none
     dec = get_decoder(decoder)
-    dec.decode_frames(path, union)  # not timed: how many pictures the union's decoder decoded
+    dec.decode_frames(DecodeRequest(path, union))  # not timed: how many pictures the union's decoder decoded
     res["pictures_decoded_union"] = getattr(dec, "last_frames_out", None)  # pyav; decord: None
     res["ratio_naive_over_union"] = res["naive_s"] / res["union_s"]
     res["ratio_union_over_full_pass"] = res["union_s"] / res["full_pass_s"]

@@ -47,6 +47,7 @@ from _long_clip import ensure_long_clip
 from engine.config import BudgetPoint
 from engine.frames.buffers import FRAME_BUFFERS
 from engine.frames.cache import FrameCache
+from engine.frames.decode import DecodeRequest, decode_video
 from engine.frames.decode_pyav import PyAVDecoder, _Converter, _frames
 from engine.frames.index import StreamIndex, stream_index
 from engine.frames.plan import plan_budget, union_indices
@@ -106,7 +107,7 @@ def _unneeded(index: StreamIndex, want: set[int]) -> Callable[[int], bool]:
 
 def union_decode(path: Path, needed: np.ndarray, size: tuple[int, int]) -> dict[str, int]:
     dec = PyAVDecoder()
-    batch = dec.decode_frames(path, needed, size)
+    batch = dec.decode_frames(DecodeRequest(path, needed, size=size))
     return {"pictures": dec.last_frames_out, "seeks": dec.last_seeks, "frames": int(batch.indices.size)}
 
 
@@ -181,12 +182,12 @@ async def _actors_time(path: Path, parts: list[np.ndarray], size: tuple[int, int
     await pool.start()
     try:
         # not timed: each actor's first decode imports PyAV and indexes the video (once per process)
-        warm = await asyncio.gather(*(pool.decode(path, p[:1], "pyav", size, None) for p in parts[:n]))
+        warm = await asyncio.gather(*(pool.decode(DecodeRequest(path, p[:1], "pyav", size)) for p in parts[:n]))
         for g in warm:
             if g is not None:
                 g.release()
         t0 = time.perf_counter()
-        got = await asyncio.gather(*(pool.decode(path, p, "pyav", size, None) for p in parts))
+        got = await asyncio.gather(*(pool.decode(DecodeRequest(path, p, "pyav", size)) for p in parts))
         seconds = time.perf_counter() - t0
         for g in got:
             if g is not None:
@@ -221,14 +222,14 @@ def compare(path: Path, size: tuple[int, int], rounds: int, questions: int, cach
     plans = {n: plan_budget(BudgetPoint(frames=n), info.n_frames, info.fps).indices for n in GRID}
     union = union_indices([plan_budget(BudgetPoint(frames=n), info.n_frames, info.fps) for n in GRID])
     cache = FrameCache(cache_root, "jpeg")
-    cache.get_or_decode(path, union, "pyav", size)  # warm (not timed)
+    decode_video(DecodeRequest(path, union, "pyav", size), cache)  # warm (not timed)
     strategies: dict[str, Callable[[], dict[str, int]]] = {
         "union": lambda: union_decode(path, union, size),
         "floor": lambda: floor_decode(path, union, size),
         "naive": lambda: naive_decode(path, plans, size),
         "per_budget": lambda: per_budget_decode(path, plans, size),
         "get_batch": lambda: get_batch(path, plans, size),
-        "cached": lambda: {"frames": int(cache.get_or_decode(path, union, "pyav", size).indices.size)},
+        "cached": lambda: {"frames": int(decode_video(DecodeRequest(path, union, "pyav", size), cache).indices.size)},
     }
     wall: dict[str, float] = dict.fromkeys(strategies, float("inf"))
     cpu = dict(wall)

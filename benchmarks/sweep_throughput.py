@@ -111,7 +111,7 @@ def _start_up(args: argparse.Namespace, work: Path) -> dict[str, float]:
 
 def _views(spec: Any, items: list[Any]) -> tuple[list[tuple[Any, Any, Any]], float]:
     """Union-decode every video once (timed) and return (item, budget, MediaView | None) for every job."""
-    from engine.frames.decode import decode_union, get_decoder
+    from engine.frames.decode import DecodeRequest, decode_video, get_decoder
     from engine.frames.plan import plan_budget, union_indices
     from engine.frames.resize import size_for
     from engine.frames.view import MediaView
@@ -124,7 +124,7 @@ def _views(spec: Any, items: list[Any]) -> tuple[list[tuple[Any, Any, Any]], flo
         t0 = time.perf_counter()
         info = get_decoder("pyav").probe(its[0].video_path)
         plans = {b.budget_id: plan_budget(b, info.n_frames, info.fps) for b in spec.budgets}
-        decoded = decode_union(its[0].video_path, union_indices(plans.values()))
+        decoded = decode_video(DecodeRequest(its[0].video_path, union_indices(plans.values())))
         t += time.perf_counter() - t0
         for b in spec.budgets_in_cost_order():
             idx = plans[b.budget_id].indices
@@ -137,7 +137,7 @@ def _views(spec: Any, items: list[Any]) -> tuple[list[tuple[Any, Any, Any]], flo
 
 async def _raw_and_naive(args: argparse.Namespace, spec: Any, items: list[Any], backend: Any) -> dict[str, Any]:
     from engine.backends.families import get_family
-    from engine.frames.decode import decode_union, get_decoder
+    from engine.frames.decode import DecodeRequest, decode_video, get_decoder
     from engine.frames.plan import plan_budget
     from engine.frames.resize import size_for
     from engine.frames.view import MediaView
@@ -161,7 +161,7 @@ async def _raw_and_naive(args: argparse.Namespace, spec: Any, items: list[Any], 
             if not b.is_text_only:
                 info = get_decoder("pyav").probe(it.video_path)
                 idx = plan_budget(b, info.n_frames, info.fps).indices
-                d = decode_union(it.video_path, np.unique(idx))
+                d = decode_video(DecodeRequest(it.video_path, np.unique(idx)))
                 size = size_for(info.width, info.height, b)
                 view = MediaView(d.view(idx, size), idx, info.fps, info.n_frames, f"naive{start + i}", "pyav")
             batch.append(fam.build(f"n{start + i}", it, view, "letter", None, 1))

@@ -2,7 +2,7 @@
 
 On one generated clip (`_long_clip.py`: --minutes long, --width x --height, 30 fps, H.264 with 3 B-frames,
 panning texture, a moving box and colour shifts: every frame carries motion, as footage does), the union
-of budgets 16/32/64/128/256 uniform is decoded in one pass (`decode_union`), at --max-pixels per frame
+of budgets 16/32/64/128/256 uniform is decoded in one pass (`decode_video`), at --max-pixels per frame
 (the audit's 448x448) and at the stored size, alternately with the statistics computed (as a sweep does,
 `engine.frames.stats.frame_stats` inside the decode call) and with them switched off, --repeats rounds
 each, side by side in one process. Reported per size: the median decode seconds with and without, the
@@ -27,7 +27,7 @@ from _long_clip import ensure_long_clip
 
 import engine.frames.decode as decode_mod
 from engine.config import BudgetPoint
-from engine.frames.decode import decode_size, decode_union
+from engine.frames.decode import DecodeRequest, decode_video, sizes_needed
 from engine.frames.plan import plan_budget, union_indices
 from engine.frames.stats import frame_stats
 from engine.runtime.paths import cache_dir
@@ -55,7 +55,7 @@ def _time(path: Path, idx: np.ndarray, size: tuple[int, int] | None, with_stats:
     decode_mod.frame_stats = frame_stats if with_stats else _no_stats  # type: ignore[assignment]
     try:
         t0 = time.perf_counter()
-        video = decode_union(path, idx, "pyav", size)
+        video = decode_video(DecodeRequest(path, idx, "pyav", size))
         seconds = time.perf_counter() - t0
     finally:
         decode_mod.frame_stats = frame_stats  # type: ignore[assignment]
@@ -71,7 +71,7 @@ def _one_size(path: Path, idx: np.ndarray, size: tuple[int, int] | None, repeats
         for with_stats in ((True, False) if r % 2 == 0 else (False, True)):
             (on if with_stats else off).append(_time(path, idx, size, with_stats))
     ratios = [a / b for a, b in zip(on, off, strict=True)]
-    video = decode_union(path, idx, "pyav", size)
+    video = decode_video(DecodeRequest(path, idx, "pyav", size))
     own = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -90,7 +90,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     info = decode_mod.get_decoder("pyav").probe(path)
     budgets = [BudgetPoint(frames=n, max_pixels=args.max_pixels) for n in BUDGETS]
     idx = union_indices(plan_budget(b, info.n_frames, info.fps) for b in budgets)
-    sizes = [decode_size(info, budgets), None]
+    planned = [(b, idx) for b in budgets]
+    sizes = [DecodeRequest.at_sizes(path, "pyav", info, sizes_needed(info, planned)).size, None]
     out = {"clip": f"{args.minutes:g} min {args.width}x{args.height} H.264", "frames_decoded": int(idx.size),
            "sizes": [_one_size(path, idx, s, args.repeats) for s in sizes]}
     line = "; ".join(f"{s['size']}: {s['decode_with_s']}s with vs {s['decode_without_s']}s without "

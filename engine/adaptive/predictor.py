@@ -28,7 +28,7 @@ import polars as pl
 
 from engine.adaptive.predictions import parse_frame_count, write_predictions
 from engine.backends.base import ANSWER_CHOICES
-from engine.backends.prompts import question_text
+from engine.backends.prompts import option_lines, question_text
 from engine.config import BudgetPoint, ModelSpec, SweepSpec
 from engine.datasets import get_adapter, load_items
 from engine.items import Item, Job, option_letters
@@ -79,8 +79,7 @@ def _question(item: Item, frames: list[int]) -> Item:
     """The predictor's question about an item: which of the grid's frame counts it needs. A generated answer is
     held to the options' texts (`ANSWER_CHOICES`: vLLM's structured outputs)."""
     options = tuple(_option(f) for f in frames)
-    lines = "\n".join(f"{lt}. {o}" for lt, o in zip(option_letters(len(options)), options))
-    prompt = PREDICT_TEMPLATE.format(instruction=question_text(item), options=lines)
+    prompt = PREDICT_TEMPLATE.format(instruction=question_text(item), options=option_lines(options))
     return replace(item, prompt=prompt, options=options, answer=None, kind="mcq", response_prefix=None,
                    system_prompt=None, extra={**item.extra, ANSWER_CHOICES: list(options)})
 

@@ -1,5 +1,9 @@
 """What every model family shares: the family protocol and the prompt helpers (the registry is in families.py).
 
+`question_text` is the one builder of a question's text: the adapter's official prompt when it has one,
+else the question and its lettered options (`option_lines`); the families (raw prompt and the HTTP
+backend's chat messages alike) and the predictor's question (`engine.adaptive.predictor`) use it.
+
 The video always comes first and the question after it, so every question over
 the same video and budget shares the prompt prefix (vLLM prefix caching and the
 encoder cache can hit). Text-only budgets send no media at all.
@@ -8,13 +12,15 @@ encoder cache can hit). Text-only budgets send no media at all.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from engine.backends.base import EngineRequest
 from engine.frames.view import MediaView
-from engine.items import Item
+from engine.items import Item, option_letters
 
-__all__ = ["PromptFamily", "prompt_hash", "question_text", "scoring_mode", "system_message", "video_metadata"]
+__all__ = ["PromptFamily", "option_lines", "prompt_hash", "question_text", "scoring_mode", "system_message",
+           "video_metadata"]
 
 
 class PromptFamily(Protocol):
@@ -33,11 +39,16 @@ def prompt_hash(prompt: str, uuid: str | None) -> str:
     return hashlib.sha256(f"{prompt}\x00{uuid or ''}".encode()).hexdigest()[:16]
 
 
+def option_lines(options: Sequence[str]) -> str:
+    """Options one per line, lettered: ``A. first\nB. second``."""
+    return "\n".join(f"{lt}. {o}" for lt, o in zip(option_letters(len(options)), options))
+
+
 def question_text(item: Item) -> str:
-    """The adapter's official prompt, or question + lettered options."""
+    """The adapter's official prompt, or the question and its lettered options."""
     if item.prompt:
         return item.prompt
-    opts = "\n".join(f"{lt}. {o}" for lt, o in zip(item.letters, item.options))
+    opts = option_lines(item.options)
     return f"{item.question}\n{opts}" if opts else item.question
 
 

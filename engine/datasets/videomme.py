@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from engine.datasets._base import BaseAdapter
 from engine.datasets._mcq import lettered_options
@@ -30,7 +30,7 @@ from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.datasets.spec import VIDEO_EXTS, FileDatasetSpec
 from engine.items import Item, option_letters
-from engine.scoring import extract_letter_videomme, extract_letter_videomme_strict
+from engine.scoring import extract_letter_videomme
 
 __all__ = ["INSTRUCTION", "VideoMME", "VideoMMESpec", "build_prompt", "subtitle_prompt"]
 
@@ -60,9 +60,20 @@ class VideoMMESpec(FileDatasetSpec):
     )
     extraction: Literal["official", "strict"] = Field(
         default="official",
-        description="official: Video-MME's extract_characters_regex, quirks included (parity with published "
-        "numbers); strict: a corrected reading (see engine.scoring.extract_letter_videomme_strict).",
+        description="Replaced by `[prompt] extraction`, the one setting of how an answer letter is read. Only "
+        "\"official\" (the default, Video-MME's extract_characters_regex, quirks included) is accepted, so older "
+        "specs keep their answer fingerprints; \"strict\" is refused, naming `[prompt] extraction = \"strict\"`, "
+        "which reads answers the same way.",
     )
+
+    @field_validator("extraction")
+    @classmethod
+    def _one_extraction_setting(cls, value: str) -> str:
+        if value != "official":
+            raise ValueError(f"[dataset] extraction = {value!r} is no longer read: answer extraction has one "
+                             f"setting, [prompt] extraction; remove the dataset's and set [prompt] extraction = "
+                             f"{value!r} (the same reading; rows then record it in `scoring`)")
+        return value
 
     @model_validator(mode="after")
     def _subtitle_root(self) -> VideoMMESpec:
@@ -125,14 +136,12 @@ class VideoMME(BaseAdapter):
     def __init__(self, spec: VideoMMESpec) -> None:
         super().__init__(spec)
         self.spec: VideoMMESpec = spec
-        self.version = VERSION + ("" if spec.extraction == "official" else "-strict") + (
-            SUBTITLES_VERSION if spec.subtitles else "")
+        self.version = VERSION + (SUBTITLES_VERSION if spec.subtitles else "")
         self._cues: dict[Path, list[Cue] | None] = {}
 
     def extract(self, response: str, item: Item | None = None) -> str:
-        """Official `extract_characters_regex` (or the strict reading, as the spec says)."""
-        rule = extract_letter_videomme if self.spec.extraction == "official" else extract_letter_videomme_strict
-        return rule(response, "ABCD")
+        """Official `extract_characters_regex` (another reading: `[prompt] extraction`)."""
+        return extract_letter_videomme(response, "ABCD")
 
     def _load(self, problems: Problems) -> list[Item]:
         problems.extend(check_root(self.spec.media_root, "media_root"))

@@ -2,10 +2,11 @@
 
     plan.py          sampling policies (registry) and per-budget frame plans
     index.py         a video's real frames, pts and keyframes, by demuxing (shared by decoders)
-    base.py          VideoInfo, FrameBatch, DecodeError, the decoder registry
+    base.py          VideoInfo, DecodeRequest (one decode pass, and the decode-size rule), FrameBatch,
+                     DecodeError, the decoder registry
     decode_pyav.py   the PyAV decoder (default)       decode_decord.py  the decord decoder
-    decode.py        decode_union: one pass per video (re-exports the above); the pipeline enters at
-                     cache.decode_video, which reads the frame cache or calls decode_union
+    decode.py        decode_video(request, cache): the one way to decode, one pass per video (re-exports the
+                     above); the pipeline, the decode actors and the benchmarks call it
     video.py         DecodedVideo: decoded frames and their pure per-budget views
     resize.py        target_size (a budget's resolution rule) and the one resize filter
     cache.py         FrameCache: the on-disk frame cache (the "cached" pipeline)

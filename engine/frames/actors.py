@@ -19,12 +19,12 @@ import logging
 import os
 import socket
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from engine.frames.base import DecodeRequest
+from engine.frames.decode import decode_video
 from engine.frames.remote import DecodedPart, RemoteVideo
 from engine.runtime.replicas import NoReplicaError, ReplicaPool, is_actor_death, revive_actor
 
@@ -43,7 +43,7 @@ def _node_id() -> str | None:
 
 
 class DecodeWorker:
-    """The actor body: `decode_union` (or the frame cache) in its own process."""
+    """The actor body: `decode_video` (through the frame cache or not) in its own process."""
 
     def __init__(self, cache_root: str | None = None, cache_format: str = "jpeg") -> None:
         import engine as _fs  # noqa: F401  (installs the torchvision import hook in this process)
@@ -57,8 +57,7 @@ class DecodeWorker:
     def info(self) -> dict[str, Any]:
         return {"worker": self.worker, "videos": self.videos, "node_id": self.node_id}
 
-    def decode(self, path: str, indices: np.ndarray, decoder: str, size: tuple[int, int] | None,
-               also: Mapping[tuple[int, int], np.ndarray] | None, cached: bool = False) -> tuple[DecodedPart, Any]:
+    def decode(self, request: DecodeRequest, cached: bool = False) -> tuple[DecodedPart, Any]:
         """The video's facts for the caller, and a reference to the video itself, put in this node's object store.
 
         Put, not returned: Ray hands a small return value to the caller inline (into the driver's memory),
@@ -66,10 +65,8 @@ class DecodeWorker:
         is lost with it, and the engine's read says so (`FramesLostError`: the driver decodes it again)."""
         import ray
 
-        from engine.frames.cache import decode_video
-
         self.videos += 1
-        decoded = decode_video(self.cache if cached else None, path, indices, decoder, size, also)
+        decoded = decode_video(request, self.cache if cached else None)
         part = DecodedPart(decoded.facts(), decoded.held(), decoded.nbytes, self.node_id, self.worker)
         return part, ray.put(decoded)
 
@@ -169,17 +166,15 @@ class DecodePool:
 
         return RemoteVideo(part, frames, on_release=done)
 
-    async def decode(self, path: Path | str, indices: np.ndarray, decoder: str, size: tuple[int, int] | None,
-                     also: Mapping[tuple[int, int], np.ndarray] | None, cached: bool = False,
-                     near: str | None = None) -> RemoteVideo | None:
-        """The video decoded by some actor (through the frame cache when `cached`), its frames left in that
+    async def decode(self, request: DecodeRequest, cached: bool = False, near: str | None = None) -> RemoteVideo | None:
+        """The `request`'s video decoded by some actor (through the frame cache when `cached`), its frames left in that
         actor's node's object store (`near`: the node preferred, e.g. the one holding the video's earlier
         rounds); None when no actor is left (decode it yourself)."""
         if self._pool is None:
             raise RuntimeError("decode pool not started")
         from ray.exceptions import RayTaskError
 
-        args = (str(path), indices, decoder, size, also, cached)
+        args = (request, cached)
         while self._pool.members:  # none healthy (all restarting): decode here rather than wait
             try:
                 return await self._pool.call(lambda a: self._decode_on(a, args), rank=self._rank(near))
@@ -190,7 +185,7 @@ class DecodePool:
             except Exception as err:
                 if not is_actor_death(err):
                     raise
-                log.warning("%s: its decode actor died; retrying on another", path)
+                log.warning("%s: its decode actor died; retrying on another", request.path)
         self.local_fallbacks += 1
         return None
 

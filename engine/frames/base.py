@@ -1,8 +1,8 @@
 """What every decoder shares: video facts, the decoded batch, errors and the registry.
 
 A decoder is registered by name and implements `Decoder`: `probe` (cheap facts,
-counting the real frames) and `decode_frames` (one forward pass over sorted
-unique frame indices, optionally downscaled while decoding).
+counting the real frames) and `decode_frames` (one forward pass over a
+`DecodeRequest`'s sorted unique frame indices, optionally downscaled while decoding).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ __all__ = [
     "DECODERS",
     "BudgetLike",
     "DecodeError",
+    "DecodeRequest",
     "Decoder",
     "FrameBatch",
     "SourceTooLargeError",
@@ -105,6 +106,65 @@ class VideoInfo:
         return self.declared_frames is not None and self.declared_frames != self.n_frames
 
 
+Size = tuple[int, int]
+
+
+def _sorted_unique(indices: object) -> np.ndarray:
+    return np.unique(np.asarray(indices, dtype=np.int64).ravel())
+
+
+@dataclass(frozen=True, eq=False)
+class DecodeRequest:
+    """One decode pass of one video: which frames, by which decoder, at which sizes.
+
+    Every way into the decoders takes one (`engine.frames.decode.decode_video`, the frame cache, the
+    decode actors, `Decoder.decode_frames`). Its fields are normalised on creation: `indices` and each
+    of `also`'s are sorted unique int64, sizes are int pairs; a negative index is refused.
+
+    Attributes:
+        path: The video file.
+        indices: Frame indices to decode at `size` (the union of every budget's at that size).
+        decoder: A registered decoder name.
+        size: (w, h) to decode at (downscaled while decoding); None: the stored size.
+        also: {(w, h): indices} frames that budgets need at smaller sizes: a decoder that can (pyav)
+            converts them from the decoded picture in the same pass, so a frame at a size never depends
+            on the other sizes of the sweep; else views resize them.
+    """
+
+    path: Path
+    indices: np.ndarray
+    decoder: str = "pyav"
+    size: Size | None = None
+    also: Mapping[Size, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        put = functools.partial(object.__setattr__, self)
+        put("path", Path(self.path))
+        put("indices", _sorted_unique(self.indices))
+        put("size", None if self.size is None else (int(self.size[0]), int(self.size[1])))
+        put("also", {(int(s[0]), int(s[1])): _sorted_unique(ix) for s, ix in (self.also or {}).items()})
+        if any(ix.size and ix[0] < 0 for ix in (self.indices, *self.also.values())):
+            raise ValueError(f"{self.path}: negative frame index")
+
+    @classmethod
+    def at_sizes(cls, path: Path | str, decoder: str, info: VideoInfo, need: Mapping[Size, np.ndarray]) -> DecodeRequest:
+        """The one decode-size rule: `need` ({(w, h): indices}, e.g. `sizes_needed`) decoded in one pass at the
+        largest size any budget needs (`size` None when that is the stored size), the smaller sizes converted in
+        the same pass (`also`)."""
+        if not need:
+            raise ValueError(f"{path}: nothing to decode")
+        main = max(need, key=lambda s: (s[0] * s[1], s))
+        size = None if tuple(main) == (info.width, info.height) else main
+        return cls(Path(path), need[main], decoder, size, {s: ix for s, ix in need.items() if s != main})
+
+    def frames_at(self, stored: Size) -> dict[Size, np.ndarray]:
+        """{(w, h): indices} every frame this request asks for at each size (`stored`: the video's size)."""
+        main = self.size or (int(stored[0]), int(stored[1]))
+        out = {s: ix for s, ix in self.also.items() if s != main}
+        out[main] = np.union1d(self.indices, self.also.get(main, np.empty(0, np.int64)))
+        return out
+
+
 @dataclass
 class FrameBatch:
     """What one decode pass produced.
@@ -139,10 +199,10 @@ class Decoder(Protocol):
         """The video's facts; raises `DecodeError` for unreadable media."""
         ...
 
-    def decode_frames(self, path: Path, indices: np.ndarray, size: tuple[int, int] | None = None,
-                      also: Mapping[tuple[int, int], np.ndarray] | None = None) -> FrameBatch:
-        """Decode sorted unique `indices` in one forward pass, at `size` (w, h) when given; a decoder
-        that can also converts the frames in `also` to those sizes in the same pass (`FrameBatch.extra`)."""
+    def decode_frames(self, request: DecodeRequest) -> FrameBatch:
+        """Decode the request's `indices` in one forward pass, at its `size` (w, h) when given; a decoder
+        that can also converts the frames in `also` to those sizes in the same pass (`FrameBatch.extra`).
+        The request's `decoder` names this decoder (the caller chose it by that name)."""
         ...
 
 

@@ -5,8 +5,8 @@ Decoded frames are stored one file per (video content, decoder, size, frame inde
     <root>/v1-<fmt>/<sha[:2]>/<sha>/info.json                 the video's facts
     <root>/v1-<fmt>/<sha[:2]>/<sha>/<decoder>/<W>x<H>/<index>.fsf
 
-A frame at a size is what `decode_union` gives for it at that size (pyav: converted
-from the decoded picture, whatever other sizes a sweep needs), so raw and cached
+A frame at a size is what a raw decode pass (`decode_video` without a cache) gives for it
+at that size (pyav: converted from the decoded picture, whatever other sizes a sweep needs), so raw and cached
 pipelines differ only by the storage format.
 
 `sha` is the SHA-256 of the video file's bytes, computed once per (path, size,
@@ -32,7 +32,6 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -41,12 +40,12 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from engine.frames.base import VideoInfo, file_key, get_decoder
-from engine.frames.decode import DecodedVideo, decode_union
+from engine.frames.base import DecodeRequest, FrameBatch, VideoInfo, file_key, get_decoder
+from engine.frames.decode import DecodedVideo, decode_video
 from engine.runtime.atomic import atomic_write, file_sha256, fsync_dir
 from engine.runtime.paths import cache_dir
 
-__all__ = ["CACHE_VERSION", "FrameCache", "FrameFormat", "content_hash", "decode_video"]
+__all__ = ["CACHE_VERSION", "FrameCache", "FrameFormat", "content_hash"]
 
 log = logging.getLogger(__name__)
 
@@ -183,26 +182,19 @@ class FrameCache:
             atomic_write(f, json.dumps(asdict(info)).encode())
             return info
 
-    def get_or_decode(self, path: Path | str, indices: np.ndarray, decoder: str = "pyav",
-                      size: tuple[int, int] | None = None,
-                      also: Mapping[tuple[int, int], np.ndarray] | None = None) -> DecodedVideo:
-        """Frames `indices` of `path` at `size` (w, h; None: stored size), and `also` {(w, h): indices}
-        at other sizes, from the cache or decoded once.
+    def get_or_decode(self, request: DecodeRequest) -> DecodedVideo:
+        """The request's frames (`indices` at `size`, `also` at other sizes), from the cache or decoded once.
 
-        Every (frame, size) not in the cache (or whose file fails its checks) is decoded in one
-        `decode_union` pass and written. The result carries `pipeline="cached"` and, for `jpeg`,
-        each frame's JPEG bytes (`DecodedVideo.view_jpeg`).
+        Every (frame, size) not in the cache (or whose file fails its checks) is decoded in one raw
+        pass and written. The result carries `pipeline="cached"` and, for `jpeg`, each frame's JPEG
+        bytes (`DecodedVideo.view_jpeg`). Callers go through `engine.frames.decode.decode_video`.
         """
         t0 = time.perf_counter()
-        p = Path(path)
+        p, decoder = request.path, request.decoder
         digest = content_hash(p, self.dir / "hashes")
         info = self._info(digest, p, decoder)
-        full = (info.width, info.height)
-        main: tuple[int, int] = (int(size[0]), int(size[1])) if size is not None else full
-        want = {main: np.unique(np.asarray(indices, dtype=np.int64))}
-        for s, ix in (also or {}).items():
-            key = (int(s[0]), int(s[1]))
-            want[key] = np.union1d(want.get(key, np.empty(0, np.int64)), np.asarray(ix, dtype=np.int64))
+        main = request.size or (info.width, info.height)
+        want = request.frames_at((info.width, info.height))
         # Frames past the real count do not exist: recorded as missing without a decode pass.
         missing = np.unique(np.concatenate([ix[ix >= info.n_frames] for ix in want.values()]))
         want = {s: ix[ix < info.n_frames] for s, ix in want.items()}
@@ -212,20 +204,16 @@ class FrameCache:
         n_miss = sum(int(t.size) for t in todo.values())
         self.hits, self.misses = self.hits + n_hit, self.misses + n_miss
         if n_miss:
-            missing = np.union1d(missing, self._fill(p, digest, decoder, info, main, todo, found))
+            missing = np.union1d(missing, self._fill(request, digest, info, todo, found))
         got = np.asarray(sorted(found[main]), dtype=np.int64)
         frames = (np.stack([found[main][i][0] for i in got.tolist()]) if got.size
                   else np.empty((0, main[1], main[0], 3), np.uint8))
         stamps = np.asarray([found[main][i][1] for i in got.tolist()], dtype=np.float64)
-        out = DecodedVideo(p, decoder, got, frames, stamps, info, time.perf_counter() - t0, pipeline="cached",
-                           missing=missing, decoded_size=main)
-        for s, f in found.items():
-            out._times.update({i: v[1] for i, v in f.items()})
-            if s != main:
-                out._resized[s] = {i: v[0] for i, v in f.items()}
-            if self.fmt == "jpeg":
-                out.jpeg[s] = {i: v[2] for i, v in f.items()}
-        return out
+        batch = FrameBatch(got, frames, stamps, info, missing,
+                           extra={s: {i: v[0] for i, v in f.items()} for s, f in found.items() if s != main},
+                           times={i: v[1] for f in found.values() for i, v in f.items()})
+        jpeg = {s: {i: v[2] for i, v in f.items()} for s, f in found.items()} if self.fmt == "jpeg" else None
+        return DecodedVideo.from_batch(request, batch, time.perf_counter() - t0, pipeline="cached", jpeg=jpeg)
 
     def _frame_dir(self, digest: str, decoder: str, size: tuple[int, int]) -> Path:
         return self.video_dir(digest) / decoder / f"{size[0]}x{size[1]}"
@@ -242,12 +230,15 @@ class FrameCache:
         got = list(_readers().map(one, wanted)) if len(wanted) > 1 else [one(i) for i in wanted]
         return {i: g for i, g in zip(wanted, got) if g is not None}
 
-    def _fill(self, path: Path, digest: str, decoder: str, info: VideoInfo, main: tuple[int, int],
-              todo: dict[tuple[int, int], np.ndarray], found: dict[tuple[int, int], dict[int, _Entry]]) -> np.ndarray:
-        """Decode every missing (frame, size) in one pass, write each, and add what a read gives back."""
+    def _fill(self, request: DecodeRequest, digest: str, info: VideoInfo, todo: dict[tuple[int, int], np.ndarray],
+              found: dict[tuple[int, int], dict[int, _Entry]]) -> np.ndarray:
+        """Decode every missing (frame, size) in one raw pass, write each, and add what a read gives back."""
         full = (info.width, info.height)
+        main = request.size or full
         also = {s: ix for s, ix in todo.items() if s != main and ix.size}
-        fresh = decode_union(path, todo[main], decoder, None if main == full else main, also=also or None)
+        fresh = decode_video(DecodeRequest(request.path, todo[main], request.decoder, None if main == full else main,
+                                           also))
+        decoder = request.decoder
         for s, ix in todo.items():
             ok = np.setdiff1d(ix, fresh.missing)
             if not ok.size:
@@ -262,11 +253,3 @@ class FrameCache:
             fsync_dir(frame_dir)
         return fresh.missing
 
-
-def decode_video(cache: FrameCache | None, path: Path | str, indices: np.ndarray, decoder: str = "pyav",
-                 size: tuple[int, int] | None = None,
-                 also: Mapping[tuple[int, int], np.ndarray] | None = None) -> DecodedVideo:
-    """A video's union of frames: from the frame cache (the cached pipeline) or decoded (raw)."""
-    if cache is not None:
-        return cache.get_or_decode(path, indices, decoder, size, also)
-    return decode_union(Path(path), indices, decoder, size, also)

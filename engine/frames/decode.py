@@ -1,12 +1,13 @@
-"""Union decoding: one pass per video, then pure per-budget views.
+"""The one way to decode: `decode_video(request, cache)`, one pass per video, then pure per-budget views.
 
-`decode_union` decodes the union of every budget's indices once, at the largest
-size any budget needs (downscaled while decoding), into a `DecodedVideo`
-(`engine.frames.video`); frames that budgets need at smaller sizes are converted
-in the same pass (`also`, from `sizes_needed`). `DecodedVideo.view` then selects
-one budget's frames with no I/O. Decoders are registered by name (`DECODERS`):
-`pyav` and `decord`. This module re-exports what callers need; the pipeline enters at
-`engine.frames.cache.decode_video`, which reads the frame cache or calls `decode_union`.
+A `DecodeRequest` (`engine.frames.base`) names one pass: the union of every budget's indices at the
+largest size any budget needs (`DecodeRequest.at_sizes`, the one decode-size rule, from `sizes_needed`),
+downscaled while decoding, and the frames budgets need at smaller sizes (`also`), converted in the same
+pass. `decode_video` gives a `DecodedVideo` (`engine.frames.video`), through the on-disk frame cache when
+one is given (the cached pipeline, `engine.frames.cache`) else from the file (raw); the pipeline
+(`engine.sweep.decoding`), the decode actors (`engine.frames.actors`) and the benchmarks all call it.
+`DecodedVideo.view` then selects one budget's frames with no I/O. Decoders are registered by name
+(`DECODERS`): `pyav` and `decord`. This module re-exports what callers need.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -25,6 +27,7 @@ from engine.frames.base import (
     BudgetLike,
     DecodeError,
     Decoder,
+    DecodeRequest,
     FrameBatch,
     SourceTooLargeError,
     VideoInfo,
@@ -40,15 +43,16 @@ __all__ = [
     "DECODERS",
     "DECODE_CALLS",
     "DecodeError",
+    "DecodeRequest",
     "DecodedVideo",
     "Decoder",
     "FrameBatch",
+    "FrameSource",
     "PyAVDecoder",
     "SourceTooLargeError",
     "VideoInfo",
     "check_source_size",
-    "decode_size",
-    "decode_union",
+    "decode_video",
     "decoder_version",
     "get_decoder",
     "register_decoder",
@@ -82,15 +86,6 @@ def check_source_size(path: Path | str, info: VideoInfo, max_source_pixels: int 
             "setting, or null, to decode it)")
 
 
-def decode_size(info: VideoInfo, budgets: Iterable[BudgetLike]) -> tuple[int, int] | None:
-    """The size to decode at: the largest any visual budget needs; None when that is the stored size."""
-    sizes = [size_for(info.width, info.height, b) for b in budgets if not b.is_text_only]
-    if not sizes:
-        return None
-    best = max(sizes, key=lambda s: (s[0] * s[1], s))
-    return None if best == (info.width, info.height) else best
-
-
 def sizes_needed(info: VideoInfo,
                  planned: Iterable[tuple[BudgetLike, np.ndarray]]) -> dict[tuple[int, int], np.ndarray]:
     """{(w, h): sorted unique indices} each size's budgets need, from (budget, its planned indices)."""
@@ -101,43 +96,39 @@ def sizes_needed(info: VideoInfo,
     return {s: np.unique(np.concatenate(parts)) for s, parts in acc.items()}
 
 
-def decode_union(path: Path, indices: np.ndarray, decoder: str = "pyav", size: tuple[int, int] | None = None,
-                 also: Mapping[tuple[int, int], np.ndarray] | None = None) -> DecodedVideo:
-    """Decode the `indices` (the union of every budget's) of one video in one pass.
+class FrameSource(Protocol):
+    """Where decoded frames may come from instead of the file: the on-disk frame cache (`FrameCache`)."""
 
-    Args:
-        path: The video file.
-        indices: Frame indices (sorted unique, as `union_indices` gives them).
-        decoder: A registered decoder name.
-        size: (w, h) to decode at (downscaled while decoding; see `decode_size`); None: stored size.
-        also: {(w, h): indices} frames that budgets need at smaller sizes (see `sizes_needed`); a
-            decoder that can (pyav) converts them from the decoded picture in the same pass, so a
-            frame at a size never depends on the other sizes of the sweep; else views resize them.
+    def get_or_decode(self, request: DecodeRequest) -> DecodedVideo: ...
+
+
+def decode_video(request: DecodeRequest, cache: FrameSource | None = None) -> DecodedVideo:
+    """A video's frames for one decode request: from the frame cache when one is given (the cached pipeline:
+    it decodes what it lacks through this function, without a cache), else decoded from the file in one pass.
 
     Raises:
         DecodeError: the file is missing, unreadable, has no video stream, or no asked frame decodes.
     """
-    dec = get_decoder(decoder)
+    if cache is not None:
+        return cache.get_or_decode(request)
+    return _decode_pass(request)
+
+
+def _decode_pass(request: DecodeRequest) -> DecodedVideo:
+    """Decode the request's frames in one pass: the raw pipeline, and the frame cache's misses."""
+    path = request.path
+    dec = get_decoder(request.decoder)
     with _calls_lock:
         DECODE_CALLS[str(path)] += 1
     t0 = time.perf_counter()
-    if not Path(path).exists():
+    if not path.exists():
         raise DecodeError(f"{path}: file not found")
-    asked = np.unique(np.asarray(indices, dtype=np.int64))
-    also = {(int(s[0]), int(s[1])): np.unique(np.asarray(ix, dtype=np.int64)) for s, ix in (also or {}).items()}
-    if any(ix.size and ix[0] < 0 for ix in (asked, *also.values())):
-        raise ValueError(f"{path}: negative frame index")
-    batch = dec.decode_frames(Path(path), asked, size, also) if also else dec.decode_frames(Path(path), asked, size)
+    batch = dec.decode_frames(request)
     if batch.missing.size:
         log.warning("%s: %d planned frames do not exist or do not decode (real frames: %d); "
                     "they are recorded as missing, never replaced", path, batch.missing.size, batch.info.n_frames)
-    w, h = size if size is not None else (batch.info.width, batch.info.height)
-    out = DecodedVideo(Path(path), decoder, batch.indices, batch.frames, batch.timestamps, batch.info,
-                       time.perf_counter() - t0, missing=batch.missing, decoded_size=(int(w), int(h)),
-                       stats=frame_stats(batch.frames, batch.info))  # where the frames are: a few numbers travel
-    out._resized.update(batch.extra)
-    out._times.update(batch.times)
-    return out
+    # where the frames are: a few numbers travel
+    return DecodedVideo.from_batch(request, batch, time.perf_counter() - t0, stats=frame_stats(batch.frames, batch.info))
 
 
 from engine.frames import decode_decord as _decord  # noqa: F401  (registers "decord")

@@ -9,13 +9,12 @@ returns unrotated are turned upright here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engine.frames.base import DecodeError, FrameBatch, VideoInfo, register_decoder
+from engine.frames.base import DecodeError, DecodeRequest, FrameBatch, VideoInfo, register_decoder
 from engine.frames.decode_pyav import stored_size, upright
 from engine.frames.index import StreamIndex, stream_index
 from engine.frames.resize import resize_frame
@@ -63,14 +62,13 @@ class DecordDecoder:
     def probe(self, path: Path) -> VideoInfo:
         return stream_index(path).info
 
-    def decode_frames(self, path: Path, indices: np.ndarray, size: tuple[int, int] | None = None,
-                      also: Mapping[tuple[int, int], np.ndarray] | None = None) -> FrameBatch:
+    def decode_frames(self, request: DecodeRequest) -> FrameBatch:
         """decord scales to one size per reader: frames in `also` are decoded at `size` too and views
         resize them (so, unlike pyav, a smaller size's pixels depend on `size`)."""
+        path, size = request.path, request.size
         index = stream_index(path)
         info = index.info
-        asked = np.unique(np.concatenate([np.asarray(indices, dtype=np.int64).ravel(),
-                                          *(np.asarray(ix, dtype=np.int64).ravel() for ix in (also or {}).values())]))
+        asked = np.unique(np.concatenate([request.indices, *request.also.values()]))
         got = asked[asked < info.n_frames]
         want = (info.width, info.height) if size is None else (int(size[0]), int(size[1]))
         scale = want != (info.width, info.height)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from engine.frames.base import DecodeError, FrameBatch, VideoInfo, register_decoder
+from engine.frames.base import DecodeError, DecodeRequest, FrameBatch, VideoInfo, register_decoder
 from engine.frames.buffers import FRAME_BUFFERS
 from engine.frames.index import StreamIndex, stream_index
 
@@ -247,22 +247,16 @@ class PyAVDecoder:
             self.last_frames_out += one.frames_out
             return one.seeks
 
-    def decode_frames(self, path: Path, indices: np.ndarray, size: tuple[int, int] | None = None,
-                      also: Mapping[tuple[int, int], np.ndarray] | None = None) -> FrameBatch:
-        """Decode `indices` at `size`; frames listed in `also` are converted to those sizes too, each
-        straight from the decoded picture in the same pass (so a frame at a size never depends on
+    def decode_frames(self, request: DecodeRequest) -> FrameBatch:
+        """Decode the request's `indices` at its `size`; frames listed in `also` are converted to those sizes
+        too, each straight from the decoded picture in the same pass (so a frame at a size never depends on
         which other sizes were asked for)."""
+        path, size = request.path, request.size
         index = stream_index(path)
         info = index.info
         w, h = size if size else (info.width, info.height)
-        asked = np.unique(np.asarray(indices, dtype=np.int64))
-        extra_want: dict[tuple[int, int], np.ndarray] = {}
-        for s, ix in (also or {}).items():
-            key = (int(s[0]), int(s[1]))
-            if key == (w, h):
-                asked = np.union1d(asked, ix)
-            else:
-                extra_want[key] = np.unique(np.asarray(ix, dtype=np.int64))
+        extra_want = request.frames_at((w, h))
+        asked = extra_want.pop((w, h))
         wanted = np.unique(np.concatenate([asked, *extra_want.values()]))
         main = asked[asked < info.n_frames]
         # frames land here directly (no stacking copy), in memory recycled from videos already gone

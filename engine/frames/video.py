@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.frames.base import DecodeError, VideoInfo
+from engine.frames.base import DecodeError, DecodeRequest, FrameBatch, VideoInfo
 from engine.frames.resize import resize_frame
 from engine.frames.stats import VideoStats
 
@@ -22,7 +22,7 @@ class DecodedVideo:
 
     Frames live at the decoded size (`frames`, the largest any budget needs) and, for
     budgets at smaller sizes, in a per-size store of index -> frame: filled in the
-    decode pass itself (pyav, `decode_union(also=...)`) or by the first view that asks
+    decode pass itself (pyav, `DecodeRequest.also`) or by the first view that asks
     (resized once per (frame, size), only the frames asked for).
 
     Attributes:
@@ -63,6 +63,18 @@ class DecodedVideo:
     _times: dict[int, float] = field(default_factory=dict, repr=False)
     _views: dict[tuple[Size, bytes], np.ndarray] = field(default_factory=dict, repr=False)
     _released: bool = field(default=False, repr=False)
+
+    @classmethod
+    def from_batch(cls, request: DecodeRequest, batch: FrameBatch, decode_s: float, *, pipeline: str = "raw",
+                   jpeg: dict[Size, dict[int, bytes]] | None = None, stats: VideoStats | None = None) -> DecodedVideo:
+        """The video one decode pass of `request` gave: `batch`'s frames at the request's size (the stored
+        size when it has none), its frames at other sizes (`batch.extra`) and every frame's time
+        (`batch.times`); the frame cache adds each size's JPEG bytes (`jpeg`)."""
+        info = batch.info
+        w, h = request.size or (info.width, info.height)
+        return cls(request.path, request.decoder, batch.indices, batch.frames, batch.timestamps, info, decode_s,
+                   pipeline=pipeline, missing=batch.missing, jpeg=dict(jpeg or {}), decoded_size=(int(w), int(h)),
+                   stats=stats, _resized=dict(batch.extra), _times=dict(batch.times))
 
     @property
     def size(self) -> Size:

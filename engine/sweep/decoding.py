@@ -1,7 +1,8 @@
 """The pipeline's decode step: per round of one video, plan every job and decode the frames nobody holds yet.
 
 One pass per pipeline (raw from the file, cached through the frame cache) over the union of every job's
-frames, at the largest size any job needs (smaller sizes converted in the same pass). The pass runs on a
+frames, at the largest size any job needs (smaller sizes converted in the same pass): a `DecodeRequest`
+(`DecodeRequest.at_sizes`), given to `engine.frames.decode.decode_video`. The pass runs on a
 decode actor when one is alive (`engine.frames.actors`: its frames stay in the object store of its node,
 the node that will answer the video, and the driver gets their facts: a `RemoteVideo`), else in this
 process's threads (the fallback: a `DecodedVideo`, its frames counted in `driver_bytes`).
@@ -10,7 +11,6 @@ process's threads (the fallback: a `DecodedVideo`, its frames counted in `driver
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,8 +21,16 @@ import numpy as np
 from engine.config import BudgetPoint, SweepSpec
 from engine.frames.actors import DecodePool
 from engine.frames.base import VideoInfo
-from engine.frames.cache import FrameCache, decode_video
-from engine.frames.decode import DecodedVideo, DecodeError, check_source_size, get_decoder, sizes_needed
+from engine.frames.cache import FrameCache
+from engine.frames.decode import (
+    DecodedVideo,
+    DecodeError,
+    DecodeRequest,
+    check_source_size,
+    decode_video,
+    get_decoder,
+    sizes_needed,
+)
 from engine.frames.plan import FramePlan
 from engine.frames.remote import RemoteVideo
 from engine.items import Job
@@ -166,19 +174,15 @@ class Decoding:
             need = {s: ix for s, ix in ((s, np.setdiff1d(ix, mine.covered(s))) for s, ix in need.items()) if ix.size}
         if not need:
             return
-        # decode once, at the largest size needed; smaller sizes converted in the same pass
-        main = max(need, key=lambda s: (s[0] * s[1], s))
-        size = None if main == (info.width, info.height) else main
-        also = {s: ix for s, ix in need.items() if s != main}
+        request = DecodeRequest.at_sizes(path, decoder, info, need)
         cached = pipeline == "cached"
         decoded: Video | None = None
         if self.pool is not None:  # a decode actor beside the engines; None: none is left
             near = mine.node_id if isinstance(mine, RemoteVideo) else None
-            decoded = await self.pool.decode(path, need[main], decoder, size, also, cached=cached, near=near)
+            decoded = await self.pool.decode(request, cached=cached, near=near)
         if decoded is None:
-            work = functools.partial(decode_video, self.cache if cached else None, path, need[main], decoder, size,
-                                     also)
-            decoded = await asyncio.get_running_loop().run_in_executor(self.threads, work)
+            cache = self.cache if cached else None
+            decoded = await asyncio.get_running_loop().run_in_executor(self.threads, decode_video, request, cache)
             self.driver_bytes += decoded.nbytes
         self.calls += 1
         self.frames += int(np.unique(np.concatenate(list(need.values()))).size)

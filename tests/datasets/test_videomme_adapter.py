@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 from helpers.dataset_files import VIDEOMME_SCHEMA, touch, videomme_fixture, videomme_row, write_parquet
 from polars.testing import assert_frame_equal
+from pydantic import ValidationError
 
 from engine.datasets import VideoMMESpec, build_adapter
 from engine.datasets._subtitles import read_srt
@@ -15,6 +16,7 @@ from engine.datasets.errors import DatasetError
 from engine.datasets.scoring_rules import videomme_accuracy
 from engine.datasets.videomme import subtitle_prompt
 from engine.results.schema import RESULT_SCHEMA
+from engine.scoring import extract_letter
 
 
 def _spec(ann: Path, media: Path, **over: object) -> VideoMMESpec:
@@ -60,7 +62,17 @@ def test_duration_filter_and_limit(tmp_path: Path) -> None:
 def test_extraction_official_and_strict(tmp_path: Path, response: str, official: str, strict: str) -> None:
     ann, media = videomme_fixture(tmp_path)
     assert build_adapter(_spec(ann, media)).extract(response) == official
-    assert build_adapter(_spec(ann, media, extraction="strict")).extract(response) == strict
+    assert build_adapter(_spec(ann, media, extraction="official")).extract(response) == official
+    assert extract_letter(response, "ABCD", "strict") == strict  # the strict reading: `[prompt] extraction`
+
+
+def test_the_dataset_extraction_setting_is_refused_naming_the_prompt_one(tmp_path: Path) -> None:
+    """Answer extraction has one setting, `[prompt] extraction`: the dataset's older one is refused unless official
+    (the default, kept so the answer fingerprints of specs that wrote it stay the same)."""
+    ann, media = videomme_fixture(tmp_path)
+    with pytest.raises(ValidationError, match=r"\[dataset\] extraction = 'strict'.*\[prompt\] extraction = 'strict'"):
+        _spec(ann, media, extraction="strict")
+    assert _spec(ann, media, extraction="official").extraction == "official"
 
 
 def test_score_one_response(tmp_path: Path) -> None:

@@ -73,8 +73,6 @@ def test_without_subtitles_every_job_keeps_the_items_prompt_and_the_version_says
     assert plain.version == "videomme-v1.fs1"  # unchanged: runs without subtitles resume
     adapter, _ = _adapter(tmp_path / "s")
     assert adapter.version == "videomme-v1.fs1-subs-at-frames"
-    strict, _ = _adapter(tmp_path / "t", extraction="strict")
-    assert strict.version == "videomme-v1.fs1-strict-subs-at-frames"
 
 
 def test_frames_not_seconds_decide_as_lmms_eval_does() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -26,7 +26,7 @@ from engine.backends.families import FAMILIES, Qwen25VL, register_family
 from engine.config import SpecError, parse_spec, register_dataset_spec, unregister_dataset_spec
 from engine.datasets._base import ItemScore
 from engine.datasets.registry import ADAPTERS, register_adapter
-from engine.frames.base import DECODERS, FrameBatch, register_decoder
+from engine.frames.base import DECODERS, DecodeRequest, FrameBatch, register_decoder
 from engine.frames.decode_pyav import PyAVDecoder
 from engine.frames.plan import POLICIES, register_policy
 from engine.items import Item
@@ -88,9 +88,8 @@ class GreyDecoder(PyAVDecoder):
 
     name = "grey"
 
-    def decode_frames(self, path: Path, indices: np.ndarray, size: tuple[int, int] | None = None,
-                      also: Mapping[tuple[int, int], np.ndarray] | None = None) -> FrameBatch:
-        batch = super().decode_frames(path, indices, size, also)
+    def decode_frames(self, request: DecodeRequest) -> FrameBatch:
+        batch = super().decode_frames(request)
         batch.frames[...] = 7
         for by_index in batch.extra.values():
             for frame in by_index.values():

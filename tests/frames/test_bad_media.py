@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine.frames.cache import FrameCache
-from engine.frames.decode import DecodeError, decode_union, get_decoder
+from engine.frames.decode import DecodeError, DecodeRequest, decode_video, get_decoder
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 BAD = {
@@ -28,13 +28,13 @@ def test_bad_media_raises_decode_error(name: str, decoder: str) -> None:
         get_decoder(decoder).probe(path)
     assert str(path) in str(probe_err.value)
     with pytest.raises(DecodeError, match=BAD[name]):
-        decode_union(path, np.array([0, 1]), decoder)
+        decode_video(DecodeRequest(path, np.array([0, 1]), decoder))
 
 
 @pytest.mark.parametrize("name", ["truncated.mp4", "random.mp4", "audio_only.mp4"])
 def test_bad_media_through_the_frame_cache(name: str, tmp_path: Path) -> None:
     with pytest.raises(DecodeError, match=BAD[name]):
-        FrameCache(tmp_path, "npy").get_or_decode(ASSETS / name, np.array([0]))
+        decode_video(DecodeRequest(ASSETS / name, np.array([0])), FrameCache(tmp_path, "npy"))
 
 
 def test_the_assets_are_small() -> None:

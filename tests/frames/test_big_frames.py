@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine.config import DecodeSpec
-from engine.frames.decode import SourceTooLargeError, check_source_size, decode_union, get_decoder
+from engine.frames.decode import DecodeRequest, SourceTooLargeError, check_source_size, decode_video, get_decoder
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TINY = ASSETS / "tiny.mp4"  # 48 frames, 96x64
@@ -27,7 +27,7 @@ def test_the_cap_refuses_a_frame_over_it_naming_file_and_size() -> None:
 
 def test_views_that_step_evenly_through_the_held_frames_are_no_copy() -> None:
     held = np.arange(0, 48, 2)
-    d = decode_union(TINY, held, "pyav")
+    d = decode_video(DecodeRequest(TINY, held, "pyav"))
     cases = {
         "all held": held,
         "every other held": held[::2],

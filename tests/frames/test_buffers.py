@@ -10,7 +10,7 @@ import pytest
 
 from engine.frames import buffers as buffers_mod
 from engine.frames.buffers import FrameBuffers
-from engine.frames.decode import decode_union
+from engine.frames.decode import DecodeRequest, decode_video
 
 TINY = Path(__file__).resolve().parents[1] / "assets" / "tiny.mp4"
 SHAPE = (4, 64, 96, 3)
@@ -74,13 +74,13 @@ def test_a_decode_reuses_memory_of_frames_gone_and_leaves_live_frames_alone(monk
     monkeypatch.setattr("engine.frames.decode_pyav.FRAME_BUFFERS", pool)
     assert buffers_mod.FRAME_BUFFERS is not pool  # only the decoder's pool is replaced
     idx = np.arange(0, 48, 3)
-    first = decode_union(TINY, idx, "pyav")
+    first = decode_video(DecodeRequest(TINY, idx, "pyav"))
     kept = first.frames.copy()
-    second = decode_union(TINY, idx[::-1].copy(), "pyav")  # first is alive: fresh memory
+    second = decode_video(DecodeRequest(TINY, idx[::-1].copy(), "pyav"))  # first is alive: fresh memory
     assert pool.reused == 0 and not np.shares_memory(first.frames, second.frames)
     assert np.array_equal(second.frames, kept) and np.array_equal(first.frames, kept)
     del first, second
     gc.collect()
-    third = decode_union(TINY, idx, "pyav")  # the memory of the frames gone is reused
+    third = decode_video(DecodeRequest(TINY, idx, "pyav"))  # the memory of the frames gone is reused
     assert pool.reused == 1
     assert np.array_equal(third.frames, kept)

@@ -13,7 +13,7 @@ import pytest
 
 from engine.frames.actors import DecodePool
 from engine.frames.base import DecodeError
-from engine.frames.decode import decode_union
+from engine.frames.decode import DecodeRequest, decode_video
 from engine.frames.remote import FrameResolver, FramesLostError
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
@@ -37,16 +37,16 @@ def test_decode_actors_match_local_decode_and_survive_a_kill(ray_local) -> None:
     video = ASSETS / "tiny.mp4"
     idx = np.array([0, 3, 7, 11], dtype=np.int64)
     also = {(32, 24): np.array([0, 7], dtype=np.int64)}
-    local = decode_union(video, idx, "pyav", None, also)
+    local = decode_video(DecodeRequest(video, idx, "pyav", None, also))
 
     async def go():
         pool = DecodePool(2, cpus=0.25, revive_timeout_s=120)
         workers = await pool.start()
         assert len(workers) == 2 and len(set(workers)) == 2
-        first = await pool.decode(video, idx, "pyav", None, also)
+        first = await pool.decode(DecodeRequest(video, idx, "pyav", None, also))
         victim = pool._pool.members[0]  # the one that decoded `first` (the first in rotation)
         ray.kill(victim, no_restart=False)  # the actor process dies; Ray restarts it
-        after = [await pool.decode(video, idx, "pyav", None, also) for _ in range(4)]
+        after = [await pool.decode(DecodeRequest(video, idx, "pyav", None, also)) for _ in range(4)]
         for v in after:
             v.fetch()  # read here for the comparison (counted as frames entering this process)
         with pytest.raises(FramesLostError):  # the frames it put in the store died with it: decode them again
@@ -58,7 +58,7 @@ def test_decode_actors_match_local_decode_and_survive_a_kill(ray_local) -> None:
             await asyncio.sleep(0.5)
         healthy = pool.healthy
         with pytest.raises(DecodeError) as bad:
-            await pool.decode(ASSETS / "truncated.mp4", idx, "pyav", None, None)
+            await pool.decode(DecodeRequest(ASSETS / "truncated.mp4", idx))
         await pool.close()
         return after, deaths, healthy, pool.local_fallbacks, bad.value
 
@@ -96,8 +96,8 @@ def test_frames_stay_in_the_store_and_each_budget_is_read_where_the_engine_runs(
         pool = DecodePool(1, cpus=0.25)
         await pool.start()
         with FrameMeter() as meter:
-            remote = await pool.decode(video, first_idx, "pyav", None, {small: first_idx[:2]})
-            later = await pool.decode(video, later_idx, "pyav", None, None, near=remote.node_id)
+            remote = await pool.decode(DecodeRequest(video, first_idx, "pyav", None, {small: first_idx[:2]}))
+            later = await pool.decode(DecodeRequest(video, later_idx), near=remote.node_id)
             remote.absorb(later)
             refs = [remote.frames(np.array([0, 2, 4, 6, 8]), (remote.info.width, remote.info.height)),
                     remote.frames(first_idx[:2], small)]
@@ -116,7 +116,7 @@ def test_frames_stay_in_the_store_and_each_budget_is_read_where_the_engine_runs(
     refs, got, pulled, (arrays, nbytes, driver_bytes, node, healthy) = asyncio.run(go())
     assert (arrays, nbytes, driver_bytes) == (0, 0, 0), "no frame was deserialised in (or kept by) the driver"
     assert node == ray.get_runtime_context().get_node_id() and healthy == 1
-    local = decode_union(video, np.array([0, 2, 4, 6, 8]), "pyav", None, {small: first_idx[:2]})
+    local = decode_video(DecodeRequest(video, np.array([0, 2, 4, 6, 8]), "pyav", None, {small: first_idx[:2]}))
     assert np.array_equal(got[0], local.view(np.array([0, 2, 4, 6, 8])))  # frames of both parts, in order
     assert np.array_equal(got[1], local.view(first_idx[:2], small))
     assert np.array_equal(got[2], local.view(np.array([6]))[0]) and got[2].shape == refs[2].shape

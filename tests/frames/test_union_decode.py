@@ -1,5 +1,7 @@
 """Union decoding: one pass per video, pixel-equal to decoding each budget on its own."""
 
+import ast
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 from engine.config import BudgetPoint
 from engine.datasets import SyntheticDatasetSpec
 from engine.datasets.synthetic import SyntheticBenchmark
-from engine.frames.decode import DECODE_CALLS, decode_union, get_decoder
+from engine.frames.decode import DECODE_CALLS, DecodedVideo, DecodeRequest, decode_video, get_decoder
 from engine.frames.plan import plan_budget, union_indices
 
 
@@ -28,11 +30,11 @@ def test_union_views_equal_direct_decodes(video: Path, decoder: str) -> None:
     plans = [plan_budget(b, info.n_frames, info.fps) for b in budgets]
     union = union_indices(plans)
     before = DECODE_CALLS[str(video)]
-    decoded = decode_union(video, union, decoder)
+    decoded = decode_video(DecodeRequest(video, union, decoder))
     assert DECODE_CALLS[str(video)] == before + 1
     assert decoded.frames.shape == (union.size, 64, 96, 3)
     for plan in plans:
-        direct = decode_union(video, np.unique(plan.indices), decoder)
+        direct = decode_video(DecodeRequest(video, np.unique(plan.indices), decoder))
         view = decoded.view(plan.indices)
         # the view is in the plan's order and equals a direct decode of exactly those frames
         expected = direct.frames[np.searchsorted(np.unique(plan.indices), plan.indices)]
@@ -41,13 +43,13 @@ def test_union_views_equal_direct_decodes(video: Path, decoder: str) -> None:
 
 
 def test_view_of_undecoded_frame_fails(video: Path) -> None:
-    decoded = decode_union(video, np.array([0, 10, 20]))
+    decoded = decode_video(DecodeRequest(video, np.array([0, 10, 20])))
     with pytest.raises(KeyError):
         decoded.view(np.array([0, 11]))
 
 
 def test_resized_view_keeps_aspect_and_is_cached(video: Path) -> None:
-    decoded = decode_union(video, np.array([0, 25, 49]))
+    decoded = decode_video(DecodeRequest(video, np.array([0, 25, 49])))
     a = decoded.view(np.array([0, 49]), (48, 32))
     b = decoded.view(np.array([49]), (48, 32))
     assert a.shape == (2, 32, 48, 3)
@@ -63,11 +65,36 @@ def test_pipelined_colour_conversion_equals_serial(video: Path, asset: str) -> N
     info = PyAVDecoder().probe(path)
     idx = np.arange(0, info.n_frames, 2, dtype=np.int64)
     also = {(32, 24): idx[::3]}
-    piped = PyAVDecoder(pipeline_min_frames=1).decode_frames(path, idx, None, also)
-    serial = PyAVDecoder(pipeline_min_frames=1 << 30).decode_frames(path, idx, None, also)
+    piped = PyAVDecoder(pipeline_min_frames=1).decode_frames(DecodeRequest(path, idx, also=also))
+    serial = PyAVDecoder(pipeline_min_frames=1 << 30).decode_frames(DecodeRequest(path, idx, also=also))
     assert piped.frames.shape[0] == idx.size and np.array_equal(piped.indices, serial.indices)
     assert np.array_equal(piped.frames, serial.frames)
     assert piped.extra.keys() == serial.extra.keys()
     for size, frames in serial.extra.items():
         assert frames.keys() == piped.extra[size].keys()
         assert all(np.array_equal(frames[i], piped.extra[size][i]) for i in frames)
+
+
+ENGINE = Path(__file__).resolve().parents[2] / "engine"
+
+
+def _uses(path: Path, names: set[str]) -> set[str]:
+    """The `names` a module reads or sets as an attribute or passes as a keyword."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            found.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg in names:
+            found.add(node.arg)
+    return found
+
+
+def test_one_way_in_and_a_decoded_video_is_built_by_its_own_class() -> None:
+    """Only `frames/video.py` touches a `DecodedVideo`'s private fields (others build one with `from_batch`), and
+    only `decode_video` asks the frame cache for frames (every caller goes through it)."""
+    private = {f.name for f in dataclasses.fields(DecodedVideo) if f.name.startswith("_")}
+    assert {"_resized", "_times"} <= private
+    poking = {str(p.relative_to(ENGINE)): _uses(p, private) for p in ENGINE.rglob("*.py")}
+    assert {p: got for p, got in poking.items() if got and p != "frames/video.py"} == {}
+    asking = {str(p.relative_to(ENGINE)) for p in ENGINE.rglob("*.py") if _uses(p, {"get_or_decode"})}
+    assert asking == {"frames/decode.py"}  # (frames/cache.py defines it)

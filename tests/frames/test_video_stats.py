@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine.frames.base import VideoInfo
-from engine.frames.decode import DECODE_CALLS, decode_union
+from engine.frames.decode import DECODE_CALLS, DecodeRequest, decode_video
 from engine.frames.stats import VideoStats, frame_stats, luma, stats_of
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -55,12 +55,12 @@ def test_one_frame_has_no_pairwise_statistics_and_large_frames_are_reduced() -> 
 
 
 def test_a_decode_pass_carries_the_statistics_of_its_frames() -> None:
-    """decode_union computes them from the frames it decoded (the same pass: one decode call), and a decoded video's
+    """A raw decode pass computes them from the frames it decoded (the same pass: one decode call), and a decoded video's
     facts (what a decode actor sends the driver instead of pixels) keep them."""
     path = ASSETS / "tiny.mp4"
     before = DECODE_CALLS[str(path)]
     idx = np.arange(0, 48, 4)
-    video = decode_union(path, idx)
+    video = decode_video(DecodeRequest(path, idx))
     assert DECODE_CALLS[str(path)] == before + 1
     s = stats_of(video)
     assert isinstance(s, VideoStats) and s.frames_used == idx.size
@@ -155,7 +155,7 @@ def test_a_remote_video_keeps_the_statistics_of_its_largest_pass() -> None:
     from engine.frames.remote import DecodedPart, RemoteVideo
 
     path = ASSETS / "tiny.mp4"
-    small, large = decode_union(path, np.arange(0, 48, 16)), decode_union(path, np.arange(1, 48, 4))
+    small, large = decode_video(DecodeRequest(path, np.arange(0, 48, 16))), decode_video(DecodeRequest(path, np.arange(1, 48, 4)))
 
     def remote(video):  # type: ignore[no-untyped-def]
         return RemoteVideo(DecodedPart(video.facts(), video.held(), video.nbytes, None, "w"), object())

@@ -17,7 +17,7 @@ from helpers.specs import small_spec_dict
 from engine.config import SweepSpec, parse_spec
 from engine.datasets import load_items
 from engine.datasets.synthetic import write_h264
-from engine.frames.cache import decode_video
+from engine.frames.decode import DecodeRequest, decode_video
 from engine.items import Job
 from engine.sweep.jobs import plan_item
 from engine.sweep.prepare import _load
@@ -79,7 +79,7 @@ def test_each_budget_is_asked_with_the_subtitles_at_its_frames(tmp_path: Path) -
     got = {}
     for budget in spec.budgets_for(spec.models[0], "videomme"):
         plan = plan_item(item, budget, 80, 10.0)
-        decoded = decode_video(None, item.video_path, plan.indices) if plan.indices.size else None
+        decoded = decode_video(DecodeRequest(item.video_path, plan.indices)) if plan.indices.size else None
         ctx = builder.context(Job("tiny", item, budget), decoded, plan)
         (ready,), failed = builder.build("tiny", [ctx], {"raw": decoded} if decoded else {}, by_ref=False)
         assert not failed
@@ -99,7 +99,7 @@ def test_without_a_job_prompt_the_item_is_asked_as_loaded(tmp_path: Path) -> Non
     (_, items) = load_items(spec.dataset_specs()[0])
     budget = spec.budgets_for(spec.models[0], "videomme")[1]
     plan = plan_item(items[0], budget, 80, 10.0)
-    decoded = decode_video(None, items[0].video_path, plan.indices)
+    decoded = decode_video(DecodeRequest(items[0].video_path, plan.indices))
     (ready,), _ = builder.build("tiny", [builder.context(Job("tiny", items[0], budget), decoded, plan)],
                                 {"raw": decoded}, by_ref=False)
     assert _chat_text(ready.request.messages) == items[0].prompt
