@@ -72,7 +72,7 @@ def cross_model_matched(rows: pl.LazyFrame, models: Sequence[str] | None = None)
     pairs = grids.explode("models").rename({"models": "model_id"})
     cells = pairs.select("model_id", "dataset", "budget_id").unique()
     m = matched(rows.join(cells, on=["model_id", "dataset", "budget_id"], how="semi"))
-    m = m.join(pairs, on=[*GROUP, "budget_id"], how="semi")
+    m = m.join(pairs, on=[*GROUP, "budget_id"], how="semi").cache()  # read twice below
     n_models = grids.select(*_CHAIN, pl.col("models").list.len().alias("_n")).unique()
     common = (
         m.group_by([*_CHAIN, "item_id"]).agg(pl.col("model_id").n_unique().alias("_nm"))

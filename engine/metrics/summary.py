@@ -80,9 +80,10 @@ def _inputs(rows: pl.LazyFrame, opts: SummaryOptions) -> Inputs:
                   alt=alt.collect(engine=engine).lazy(), opts=opts)
 
 
-def _shared_tables(snap: pl.LazyFrame) -> dict[str, pl.LazyFrame]:
+def _shared_tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
     """The chains every group of the document is built on (not a metric's: read by all)."""
-    return {"grid": grid_summary(snap), "grid_score": grid_summary(snap, track="score"),
+    snap = inputs.snapshot
+    return {"grid": grid_summary(snap, m=inputs.m), "grid_score": grid_summary(snap, track="score", m=inputs.m_score),
             "budgets": budget_table(snap), "off_chain": off_chain_budgets(snap)}
 
 
@@ -99,7 +100,7 @@ def summary_tables(rows: pl.LazyFrame, opts: SummaryOptions | None = None) -> di
     """
     opts = opts or SummaryOptions()
     inputs = _inputs(rows, opts)
-    plans = _shared_tables(inputs.snapshot)
+    plans = _shared_tables(inputs)
     for metric in registered_metrics():
         plans.update({registered_table(metric.name, k): v for k, v in metric.tables(inputs).items()})
     # one table at a time: collected together, every table's intermediates would be alive at once (on 1.6M
