@@ -60,18 +60,15 @@ def cascade_prefixes(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame
         .explode("rank", "_seen")
     )
 
-    def running(e: pl.Expr) -> pl.Expr:
-        return e.cum_sum().over(keys, order_by="rank")
-
     return (
         m.select([*keys, "_k", "rank", "budget_id", "c", "n_frames", known.alias("_known")])
         .join(seen, on=["_k", "rank"], how="left")
-        .with_columns(
+        .with_columns(  # windows over the item's integer key: the same partitions as over `keys`
             pl.col("budget_id").alias("stop_budget"), pl.col("c").alias("correct"),
-            running(pl.col("n_frames")).cast(pl.Int64).alias("frames"),
-            pl.when(pl.col("_known").cum_min().over(keys, order_by="rank") == 1)
+            pl.col("n_frames").cum_sum().over("_k", order_by="rank").cast(pl.Int64).alias("frames"),
+            pl.when(pl.col("_known").cum_min().over("_k", order_by="rank") == 1)
             .then(pl.col("_seen")).cast(pl.Int64).alias("unique_frames"),
-            pl.col("rank").rank("ordinal").over(keys).cast(pl.Int64).alias("stages"),
+            pl.col("rank").rank("ordinal").over("_k").cast(pl.Int64).alias("stages"),
         )
         .select([*keys, "rank", "stop_budget", "correct", "frames", "unique_frames", "stages"])
     )
