@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from engine.spec.toml_out import write_spec_toml
+from engine.config.toml_out import write_spec_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 

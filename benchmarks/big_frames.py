@@ -114,8 +114,8 @@ def _child(args: argparse.Namespace) -> dict[str, Any]:
     """One size, in this (fresh) process: the sweep, then this process's peak RSS."""
     import polars as pl
 
+    from engine.config import parse_spec
     from engine.results.store import scan_results
-    from engine.spec import parse_spec
     from engine.sweep import Sweep
 
     w, h = _size(args.child)

@@ -82,7 +82,7 @@ class BenchmarkInstantEngine(BackendBase):
 
 
 def _spec(args: argparse.Namespace, out: Path, n_videos: int, n_models: int) -> Any:
-    from engine.spec import parse_spec
+    from engine.config import parse_spec
 
     w, h = (int(x) for x in args.size.split("x"))
     budgets = [int(b) for b in args.budgets.split(",")]

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.config import BudgetPoint
 from engine.datasets.synthetic import write_h264
 from engine.frames import decode_pyav
 from engine.frames.buffers import FrameBuffers
@@ -51,7 +52,6 @@ from engine.frames.cache import FrameCache
 from engine.frames.decode import DECODE_CALLS, DECODERS, DecodedVideo, decode_union, get_decoder
 from engine.frames.plan import FramePlan, plan_budget, union_indices
 from engine.runtime.paths import cache_dir
-from engine.spec import BudgetPoint
 
 GRID = (16, 32, 64, 128, 256)
 

@@ -44,13 +44,13 @@ from typing import Any
 import numpy as np
 from _long_clip import ensure_long_clip
 
+from engine.config import BudgetPoint
 from engine.frames.buffers import FRAME_BUFFERS
 from engine.frames.cache import FrameCache
 from engine.frames.decode_pyav import PyAVDecoder, _Converter, _frames
 from engine.frames.index import StreamIndex, stream_index
 from engine.frames.plan import plan_budget, union_indices
 from engine.runtime.paths import cache_dir
-from engine.spec import BudgetPoint
 
 GRID = (16, 32, 64, 128, 256)
 KEYS = ("long_union_vs_floor", "long_naive_vs_union", "long_getbatch_vs_union", "cached_vs_raw")

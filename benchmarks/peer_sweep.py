@@ -102,9 +102,9 @@ def _lmms_version(python: Path | None) -> str | None:
 
 def _items_file(spec_doc: dict[str, Any], path: Path) -> int:
     """The sweep's items as the lmms-eval task reads them (one JSON object a line); their number."""
+    from engine.config import parse_spec
     from engine.datasets import load_items
     from engine.items import option_letters
-    from engine.spec import parse_spec
 
     (ds,) = parse_spec(spec_doc).dataset_specs()
     _, items = load_items(ds)

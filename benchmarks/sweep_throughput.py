@@ -71,7 +71,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
 
 
 def _spec(args: argparse.Namespace, out: Path, n_videos: int) -> Any:
-    from engine.spec import parse_spec
+    from engine.config import parse_spec
 
     return parse_spec(_spec_dict(args, out, n_videos))
 

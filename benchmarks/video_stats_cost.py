@@ -26,11 +26,11 @@ import numpy as np
 from _long_clip import ensure_long_clip
 
 import engine.frames.decode as decode_mod
+from engine.config import BudgetPoint
 from engine.frames.decode import decode_size, decode_union
 from engine.frames.plan import plan_budget, union_indices
 from engine.frames.stats import frame_stats
 from engine.runtime.paths import cache_dir
-from engine.spec import BudgetPoint
 
 KEYS = ("clip", "frames_decoded", "sizes")
 BUDGETS = (16, 32, 64, 128, 256)

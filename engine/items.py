@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from engine.spec import BudgetPoint
+from engine.config import BudgetPoint
 
 __all__ = ["Item", "Job", "JobKey", "MediaKind", "TaskKind", "option_letters"]
 

@@ -44,7 +44,7 @@ def small_spec_dict(out_dir: Path, **over: object) -> dict:
 
 def write_toml(path: Path, data: dict) -> Path:
     """A test spec as TOML (the project's own writer)."""
-    from engine.spec.toml_out import write_spec_toml
+    from engine.config.toml_out import write_spec_toml
 
     return write_spec_toml(data, path)
 

@@ -18,9 +18,9 @@ from conftest import small_spec_dict
 
 from engine.adaptive.cascade import CascadeSweep, cascade_budget_id, run_cascade
 from engine.adaptive.cascade_report import online_decisions
+from engine.config import parse_spec
 from engine.datasets import registry as registry_module
 from engine.results.store import scan_results
-from engine.spec import parse_spec
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)

@@ -13,8 +13,8 @@ from conftest import small_spec_dict
 
 from engine.adaptive.cascade import CascadeSweep, cascade_budget_id
 from engine.adaptive.predictor import QuestionPolicy, predict_frames
+from engine.config import SweepSpec, parse_spec
 from engine.results.store import scan_results
-from engine.spec import SweepSpec, parse_spec
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)

@@ -17,7 +17,7 @@ LAYERS: dict[str, float] = {
     "engine.runtime": 0,
     "engine": 0.5,  # the package root: installs compat's torchvision import hook, nothing else
     "engine.frames": 1,
-    "engine.spec": 2,
+    "engine.config": 2,
     "engine.items": 3,
     "engine.scoring": 3,
     "engine.datasets": 4,
@@ -118,9 +118,9 @@ def test_no_import_against_the_layers() -> None:
 
 def test_the_checks_catch_what_they_should(tmp_path: Path) -> None:
     """The walker itself: an upward import and a circle are found (so the checks above can fail)."""
-    graph = {"engine.frames.plan": {"engine.spec"}, "engine.spec": {"engine.frames.plan"}}
-    assert violations(graph) == ["engine.frames.plan (layer 1) imports engine.spec (layer 2)"]
-    assert _cycles(graph) == [["engine.frames.plan", "engine.spec", "engine.frames.plan"]]
+    graph = {"engine.frames.plan": {"engine.config"}, "engine.config": {"engine.frames.plan"}}
+    assert violations(graph) == ["engine.frames.plan (layer 1) imports engine.config (layer 2)"]
+    assert _cycles(graph) == [["engine.config", "engine.frames.plan", "engine.config"]]
     pkg = tmp_path / "engine"
     (pkg / "sweep").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.config import BudgetPoint
 from engine.frames.plan import plan_budget, union_indices
-from engine.spec import BudgetPoint
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 

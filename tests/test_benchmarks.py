@@ -110,8 +110,8 @@ def test_frame_sharing_writes_its_json(tmp_path: Path) -> None:
     (by_round,) = clip["ratio_union_over_full_pass_by_round"]  # one round
     assert clip["ratio_union_over_full_pass_median_round"] == by_round
     # the union of uniform 16/32/64/128/256 over 1,800 frames, and 15 jobs' worth of frame requests
+    from engine.config import BudgetPoint
     from engine.frames.plan import plan_budget, union_indices
-    from engine.spec import BudgetPoint
 
     plans = [plan_budget(BudgetPoint(frames=n), 1800, 30.0) for n in (16, 32, 64, 128, 256)]
     assert data["frames_decoded"] == union_indices(plans).size

@@ -16,10 +16,10 @@ from metrics.metric_rows import row
 
 from engine.adaptive.cascade import CascadePolicy, run_cascade
 from engine.adaptive.cascade_report import TimedRound, cascade_budget_id, cascade_report
+from engine.config import parse_spec
 from engine.items import Item
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
-from engine.spec import parse_spec
 
 STAGES = ["f2", "f4", "f8"]
 

@@ -25,9 +25,9 @@ from typer.testing import CliRunner
 
 from engine.backends.tiny import build_tiny_checkpoint
 from engine.cli import app
+from engine.config import parse_spec
 from engine.datasets.mme import COGNITION, PERCEPTION
 from engine.results.store import scan_results
-from engine.spec import parse_spec
 from engine.sweep import Sweep
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.cli.app import app
+from engine.config import parse_spec
 from engine.metrics.status import sweep_status
 from engine.results.store import ForeignSweepError, scan_results
-from engine.spec import parse_spec
 from engine.sweep import Sweep
 
 runner = CliRunner()

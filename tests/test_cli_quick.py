@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from engine.cli import app
 from engine.cli.quick import load_with_overrides, quick_spec
+from engine.config import SpecError, dataset_spec_classes
 from engine.datasets.sources import SOURCES
-from engine.spec import SpecError, dataset_spec_classes
 
 runner = CliRunner()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import small_spec_dict, write_toml
 
-from engine.spec import load_spec
+from engine.config import load_spec
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 

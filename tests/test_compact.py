@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.cli.app import app
+from engine.config import parse_spec
 from engine.metrics.status import sweep_status
 from engine.results import compact as compact_module
 from engine.results.compact import compact, compact_dir
@@ -31,7 +32,6 @@ from engine.results.pages import encode_shard
 from engine.results.schema import ResultRow, rows_to_frame
 from engine.results.shards import COMPACTED_FROM, is_compacted, live_shards
 from engine.results.store import ResultStore, own_rows, scan_results
-from engine.spec import parse_spec
 from engine.sweep.scheduler import Sweep
 
 ROOT = Path(__file__).resolve().parents[1]

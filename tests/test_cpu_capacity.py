@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import small_spec_dict, write_toml
 
+from engine.config import parse_spec
 from engine.runtime.placement import Placement, PlacementError, check_cpu_capacity
-from engine.spec import parse_spec
 
 FRAMESWEEP = [sys.executable, "-m", "engine.cli"]
 

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 from conftest import small_spec_dict
 
+from engine.config import parse_spec
 from engine.results.store import scan_results
-from engine.spec import parse_spec
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 

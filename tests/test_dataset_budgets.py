@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from conftest import small_spec_dict
 
+from engine.config import SpecError, SweepSpec, parse_spec
 from engine.frames.resize import size_for
 from engine.items import Item, Job
-from engine.spec import SpecError, SweepSpec, parse_spec
 from engine.sweep.fingerprint import AnswerPrints
 from engine.sweep.jobs import plan_jobs
 from engine.sweep.policy import GridPolicy

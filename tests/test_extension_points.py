@@ -23,14 +23,14 @@ from pydantic import Field
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.backends.families import FAMILIES, Qwen25VL, register_family
+from engine.config import SpecError, parse_spec, register_dataset_spec, unregister_dataset_spec
+from engine.config.datasets import StrictModel
 from engine.datasets import registry as dataset_registry
 from engine.datasets._base import ItemScore
 from engine.datasets.registry import register_adapter
 from engine.frames.plan import POLICIES, register_policy
 from engine.items import Item
 from engine.results.store import scan_results
-from engine.spec import SpecError, parse_spec, register_dataset_spec, unregister_dataset_spec
-from engine.spec.datasets import StrictModel
 from engine.sweep import Sweep
 
 ASSETS = Path(__file__).parent / "assets"

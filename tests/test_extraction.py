@@ -21,9 +21,9 @@ import pytest
 from conftest import small_spec_dict
 
 from engine.backends.base import EngineRequest, EngineResult
+from engine.config import BudgetPoint, SpecError, parse_spec
 from engine.items import Item, Job
 from engine.scoring import extract_letter, letter_logprobs, score_at_answer
-from engine.spec import BudgetPoint, SpecError, parse_spec
 from engine.sweep.rows import JobContext, scored_row
 
 # response, official, strict, lmms_eval (letters A-D)

@@ -27,8 +27,8 @@ import yaml
 
 from engine.backends.pool import EnginePool
 from engine.backends.vllm_actor import VLLMActorBackend
+from engine.config import EngineSpec
 from engine.runtime.placement import Placement, PlacementError, check_feasible, resolve_gpus
-from engine.spec import EngineSpec
 
 RAY = str(Path(sys.executable).with_name("ray"))
 DECLARED_GPUS = 4

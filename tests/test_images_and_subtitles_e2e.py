@@ -22,10 +22,10 @@ from test_job_prompts import VIDEO, videomme_with_subtitles, with_subtitles
 
 from engine.backends.families import get_family
 from engine.backends.prompts import prompt_hash
+from engine.config import parse_spec
 from engine.frames.view import MediaView
 from engine.items import Item
 from engine.results.store import scan_results
-from engine.spec import parse_spec
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)

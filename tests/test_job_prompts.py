@@ -14,11 +14,11 @@ import numpy as np
 import polars as pl
 from conftest import small_spec_dict
 
+from engine.config import SweepSpec, parse_spec
 from engine.datasets import load_items
 from engine.datasets.synthetic import write_h264
 from engine.frames.cache import decode_video
 from engine.items import Job
-from engine.spec import SweepSpec, parse_spec
 from engine.sweep.jobs import plan_item
 from engine.sweep.prepare import _load
 from engine.sweep.requests import RequestBuilder

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from engine.adaptive.predictions import export_manifest, scan_predictions
 from engine.adaptive.predictor import QuestionPolicy, predict_frames, predictor_options
+from engine.config import BudgetPoint, SweepSpec, parse_spec
 from engine.datasets import build_adapter
 from engine.results.store import scan_results
-from engine.spec import BudgetPoint, SweepSpec, parse_spec
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 

@@ -11,8 +11,8 @@ from conftest import small_spec_dict
 
 from engine.adaptive.predictor import _prediction, _question, predict_frames
 from engine.backends.families import get_family
+from engine.config import parse_spec
 from engine.items import Item
-from engine.spec import parse_spec
 from engine.sweep import start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)

@@ -12,8 +12,8 @@ from conftest import small_spec_dict
 
 from engine.adaptive.predictions import evaluate_predictor, export_manifest, scan_predictions
 from engine.adaptive.predictor import predict_frames, predicted_budget_id, run_predicted
+from engine.config import parse_spec
 from engine.results.store import latest_rows, scan_results
-from engine.spec import parse_spec
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)

@@ -19,10 +19,10 @@ from conftest import small_spec_dict, write_toml
 from typer.testing import CliRunner
 
 from engine.cli.app import app
+from engine.config import SweepSpec, parse_spec
 from engine.datasets import load_items
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore, scan_results
-from engine.spec import SweepSpec, parse_spec
 from engine.sweep import Sweep
 from engine.sweep.fingerprint import AnswerPrints
 from engine.sweep.jobs import plan_jobs

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 from conftest import small_spec_dict
 
+from engine.config import BudgetPoint, parse_spec
 from engine.items import Item, Job
 from engine.results.schema import rows_to_frame
-from engine.spec import BudgetPoint, parse_spec
 from engine.sweep.rows import JobContext, error_row
 
 

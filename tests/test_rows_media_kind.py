@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from conftest import small_spec_dict
 
+from engine.config import BudgetPoint, parse_spec
 from engine.items import Item, Job
-from engine.spec import BudgetPoint, parse_spec
 from engine.sweep.rows import JobContext, error_row
 
 

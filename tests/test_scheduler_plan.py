@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 from conftest import small_spec_dict
 
+from engine.config import BudgetPoint, parse_spec
 from engine.items import Item, Job
-from engine.spec import BudgetPoint, parse_spec
 from engine.sweep import plan_item, plan_jobs
 
 

@@ -36,8 +36,8 @@ def test_a_secret_straddling_the_length_cut_leaves_no_prefix(tmp_path: Path) -> 
 
     from engine.backends.base import EngineRequest
     from engine.backends.openai_http import OpenAIHTTPBackend
+    from engine.config import BudgetPoint, HTTPSpec, parse_spec
     from engine.items import Item, Job
-    from engine.spec import BudgetPoint, HTTPSpec, parse_spec
     from engine.sweep.rows import JobContext, error_row
 
     key = "sk-straddle-0123456789abcdef"
@@ -108,8 +108,8 @@ def _ctx(item, tmp_path: Path):  # type: ignore[no-untyped-def]
     import numpy as np
     from conftest import small_spec_dict
 
+    from engine.config import BudgetPoint, parse_spec
     from engine.items import Job
-    from engine.spec import BudgetPoint, parse_spec
     from engine.sweep.rows import JobContext
 
     ctx = JobContext(job=Job("tiny", item, BudgetPoint(frames=0)), model_family="qwen2_5_vl",

@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 from conftest import small_spec_dict
 
+from engine.config import SpecError, parse_spec
 from engine.metrics.document import summary_document
 from engine.metrics.status import sweep_status
 from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
 from engine.results.store import scan_results
-from engine.spec import SpecError, parse_spec
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from conftest import small_spec_dict, write_toml
 
-from engine.spec import BudgetPoint, SpecError, load_spec, parse_spec
+from engine.config import BudgetPoint, SpecError, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -111,7 +111,7 @@ def test_bad_policy_parameter_exits_2_before_any_work(tmp_path: Path) -> None:
 
 
 def test_spec_reference_in_docs_is_current() -> None:
-    from engine.spec.reference import reference_markdown
+    from engine.config.reference import reference_markdown
 
     doc = REPO / "docs" / "spec-reference.md"
     assert doc.read_text() == reference_markdown(), \

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from conftest import small_spec_dict
 
-from engine.spec import SpecError, parse_spec
+from engine.config import SpecError, parse_spec
 
 
 def _models(*extra: dict) -> list[dict]:

@@ -11,8 +11,8 @@ from conftest import small_spec_dict, write_toml
 from typer.testing import CliRunner
 
 from engine.cli import app
-from engine.spec import SpecError, load_spec
-from engine.spec.vllm_args import vllm_engine_args
+from engine.config import SpecError, load_spec
+from engine.config.vllm_args import vllm_engine_args
 
 runner = CliRunner()
 

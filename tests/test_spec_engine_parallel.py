@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import small_spec_dict
 
+from engine.config import EngineSpec, SpecError, parse_spec
 from engine.items import Item, Job
 from engine.runtime.placement import resolve_gpus
-from engine.spec import EngineSpec, SpecError, parse_spec
 from engine.sweep.fingerprint import AnswerPrints
 
 

@@ -19,10 +19,10 @@ from study_fixtures import study_files
 from typer.testing import CliRunner
 
 from engine.cli import app
+from engine.config import BudgetPoint, SweepSpec, load_spec
+from engine.config.grid import realised_pixels
 from engine.frames.plan import plan_budget
 from engine.metrics.checkpoint_study import families, study_from_spec
-from engine.spec import BudgetPoint, SweepSpec, load_spec
-from engine.spec.grid import realised_pixels
 
 GRIDS = Path(__file__).resolve().parents[1] / "grids"
 README = Path(__file__).resolve().parents[1] / "README.md"

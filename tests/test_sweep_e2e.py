@@ -20,9 +20,9 @@ import psutil
 import pytest
 from conftest import small_spec_dict, write_toml
 
+from engine.config import parse_spec
 from engine.results.schema import KEY_COLUMNS
 from engine.results.store import scan_results
-from engine.spec import parse_spec
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 

@@ -1,4 +1,4 @@
-"""The one TOML writer (`engine.spec.toml_out`, over tomli-w): what it writes reads back as the same spec, a
+"""The one TOML writer (`engine.config.toml_out`, over tomli-w): what it writes reads back as the same spec, a
 None field is left out (TOML has no null), and the other places that show TOML use it."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from engine.spec import load_spec, parse_spec
-from engine.spec.toml_out import write_spec_toml
+from engine.config import load_spec, parse_spec
+from engine.config.toml_out import write_spec_toml
 
 
 def _spec() -> dict:
@@ -31,14 +31,14 @@ def test_a_spec_with_none_fields_round_trips(tmp_path: Path) -> None:
 
 
 def test_a_dumped_spec_round_trips() -> None:
-    from engine.spec.toml_out import spec_toml
+    from engine.config.toml_out import spec_toml
 
     spec = parse_spec(_spec())
     assert parse_spec(tomllib.loads(spec_toml(spec.model_dump(mode="json")))) == spec
 
 
 def test_one_line_values() -> None:
-    from engine.spec.toml_out import toml_value
+    from engine.config.toml_out import toml_value
 
     assert toml_value(None) is None
     assert toml_value([1, "a b", {"k": 2.5, "x y": True}]) == '[1, "a b", { k = 2.5, "x y" = true }]'
@@ -57,7 +57,7 @@ def test_the_dataset_catalog_shows_no_null_defaults() -> None:
 
 
 def test_the_example_spec_is_toml() -> None:
-    from engine.spec.reference import example_toml
+    from engine.config.reference import example_toml
 
     parsed = tomllib.loads(example_toml())
     assert parsed["sweep_id"] == "my-audit"

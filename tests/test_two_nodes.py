@@ -28,10 +28,10 @@ import psutil
 import pytest
 from conftest import small_spec_dict, write_toml
 
+from engine.config import parse_spec
 from engine.datasets import build_adapter
 from engine.results.schema import KEY_COLUMNS
 from engine.results.store import scan_results
-from engine.spec import parse_spec
 
 RAY = str(Path(sys.executable).with_name("ray"))
 FRAMESWEEP = [sys.executable, "-m", "engine.cli"]

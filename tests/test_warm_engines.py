@@ -18,8 +18,8 @@ import pytest
 from conftest import small_spec_dict, write_toml
 
 from engine.backends.warm import engine_key, engine_settings, warm_name
+from engine.config import EngineSpec
 from engine.results.store import scan_results
-from engine.spec import EngineSpec
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 

@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from engine.adaptive.cascade_report import CascadeReport, TimedRound, cascade_budget_id, cascade_report
+from engine.config import BudgetPoint, ModelSpec, SweepSpec
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
-from engine.spec import BudgetPoint, ModelSpec, SweepSpec
 from engine.sweep import Sweep, start_backends
 from engine.sweep.policy import Key
 

@@ -29,11 +29,11 @@ import polars as pl
 from engine.adaptive.predictions import parse_frame_count, write_predictions
 from engine.backends.base import ANSWER_CHOICES
 from engine.backends.prompts import question_text
+from engine.config import BudgetPoint, ModelSpec, SweepSpec
 from engine.datasets import get_adapter, load_items
 from engine.items import Item, Job, option_letters
 from engine.results.schema import ResultRow
 from engine.results.store import latest_rows, scan_results
-from engine.spec import BudgetPoint, ModelSpec, SweepSpec
 from engine.sweep import Sweep, SweepSummary
 from engine.sweep.policy import Key
 

@@ -33,9 +33,9 @@ import numpy as np
 from PIL import Image
 
 from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT, BackendBase, EngineRequest, EngineResult
+from engine.config import HTTPSpec, SpecError
 from engine.runtime.secrets import redact, register_secret
 from engine.scoring import letter_logprobs
-from engine.spec import HTTPSpec, SpecError
 
 __all__ = ["FrameEncoder", "MalformedReply", "OpenAIHTTPBackend"]
 

@@ -23,11 +23,11 @@ from typing import Any
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.backends.warm import NAMESPACE, WarmEngineStoppedError, engine_key, engine_settings, find_engine
+from engine.config import EngineSpec
 from engine.frames.remote import FRAMES_LOST, FrameResolver, FramesLostError
 from engine.runtime.placement import Placement, actor_options, place, release, resolve_gpus
 from engine.runtime.replicas import EngineHungError
 from engine.scoring import letter_logprobs
-from engine.spec import EngineSpec
 
 __all__ = ["VLLMActorBackend", "VLLMWorker", "batch_deadline_s", "engine_env", "in_process_core"]
 

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.backends.checkpoint import checkpoint_fingerprint
+from engine.config import EngineSpec
 from engine.runtime.atomic import file_sha256
 from engine.runtime.secrets import redact
-from engine.spec import EngineSpec
 
 __all__ = ["NAMESPACE", "WarmEngineStoppedError", "checkpoint_fingerprint", "engine_key", "engine_settings",
            "engines_down", "find_engine", "join_engines_cluster", "list_engines", "stop_engines", "warm_name"]

@@ -34,9 +34,9 @@ from engine.cli.run import (
     leave,
 )
 from engine.cli.run import register as register_run_commands
+from engine.config import SpecError, SweepSpec, load_spec
 from engine.results.store import CorruptShardError, StoreLockedError
 from engine.runtime.atomic import atomic_write
-from engine.spec import SpecError, SweepSpec, load_spec
 
 if TYPE_CHECKING:
     from engine.metrics.status import SweepStatus
@@ -181,7 +181,7 @@ def spec(
     reference: Annotated[bool, typer.Option("--reference", help="Print the spec reference (Markdown).")] = False,
 ) -> None:
     """The sweep spec: a commented full example (--example) or the field reference (--reference)."""
-    from engine.spec.reference import example_toml, reference_markdown
+    from engine.config.reference import example_toml, reference_markdown
 
     if example == reference:
         fail("give one of --example or --reference")

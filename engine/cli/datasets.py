@@ -109,9 +109,9 @@ def inspect(
 ) -> None:
     """Before running: item counts, media found / missing, and the job count the grid implies. Runs `run`'s
     preflight (families, model paths, decoder, ...): exit 2 where `run` would stop, 6 when media are missing."""
+    from engine.config import SpecError, load_spec
     from engine.datasets.errors import DatasetError
     from engine.datasets.survey import survey
-    from engine.spec import SpecError, load_spec
     from engine.sweep.preflight import preflight
 
     try:

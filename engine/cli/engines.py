@@ -20,8 +20,8 @@ import typer
 from rich.table import Table
 
 from engine.cli._console import console, fail, setup_logging, warn
+from engine.config import SpecError, load_spec
 from engine.runtime.placement import PlacementError
-from engine.spec import SpecError, load_spec
 
 __all__ = ["register"]
 

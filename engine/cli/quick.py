@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from engine.spec import SpecError, SweepSpec, dataset_spec_classes, parse_spec
-from engine.spec.source import SpecFileError, read_spec_file
+from engine.config import SpecError, SweepSpec, dataset_spec_classes, parse_spec
+from engine.config.source import SpecFileError, read_spec_file
 
 __all__ = ["QUICK_FLAGS", "load_with_overrides", "quick_spec"]
 

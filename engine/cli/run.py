@@ -26,11 +26,11 @@ from engine.cli.progress import RunProgress
 from engine.cli.quick import QUICK_FLAGS, load_with_overrides, quick_spec
 from engine.cli.runlog import run_log
 from engine.cli.summary import print_tables, write_summary
+from engine.config import SpecError, SweepSpec, load_spec
 from engine.datasets.errors import DatasetError
 from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
 from engine.runtime.placement import PlacementError
 from engine.runtime.secrets import redact
-from engine.spec import SpecError, SweepSpec, load_spec
 
 if TYPE_CHECKING:
     from engine.sweep import SweepSummary
@@ -118,7 +118,7 @@ def _failed_jobs(failed: int, permanent: int, out_dir: Path) -> int:
 def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None) -> SweepSummary:
     """Run the sweep under its progress display; a quick path's spec is written to OUT/spec.toml once the run holds
     the directory (its plan recorded)."""
-    from engine.spec.toml_out import write_spec_toml
+    from engine.config.toml_out import write_spec_toml
     from engine.sweep import Sweep
 
     uses_ray = any(m.backend != "openai" for m in spec.models)

@@ -23,7 +23,7 @@ from engine.cli._console import console, heading, shards_named
 from engine.runtime.atomic import atomic_write
 
 if TYPE_CHECKING:
-    from engine.spec import SweepSpec
+    from engine.config import SweepSpec
     from engine.sweep import SweepSummary
 
 __all__ = ["print_tables", "versions", "write_summary"]

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.config.datasets import AVSDSpec
 from engine.datasets._base import BaseAdapter
 from engine.datasets._paths import check_root, resolve_under
 from engine.datasets._tables import collect_rows, need, optional, read_json
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import AVSDSpec
 
 __all__ = ["AVSD", "UNDISCLOSED", "build_prompt"]
 

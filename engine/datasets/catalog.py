@@ -13,9 +13,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import PydanticUndefined
 
+from engine.config import dataset_spec_classes
+from engine.config.toml_out import toml_value
 from engine.datasets.registry import get_adapter, registered_adapters
-from engine.spec import dataset_spec_classes
-from engine.spec.toml_out import toml_value
 
 __all__ = ["AdapterInfo", "FieldInfo", "describe_adapters", "spec_classes"]
 

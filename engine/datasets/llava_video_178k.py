@@ -20,13 +20,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from engine.config.datasets import LlavaVideo178KSpec
 from engine.datasets._base import BaseAdapter, ItemScore
 from engine.datasets._paths import check_root, resolve_under
 from engine.datasets._tables import collect_rows, json_list, need
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import LlavaVideo178KSpec
 
 __all__ = ["LlavaVideo178K", "instruction_of"]
 

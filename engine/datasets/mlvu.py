@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from engine.config.datasets import MLVUSpec
 from engine.datasets._base import BaseAdapter, Occurrences
 from engine.datasets._mcq import answer_letter, check_option_count, paren_block
 from engine.datasets._paths import check_root, resolve_under
@@ -21,7 +22,6 @@ from engine.datasets._tables import collect_rows, json_list, need, optional
 from engine.datasets.errors import Problems
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import MLVUSpec
 
 __all__ = ["GENERATION_TASKS", "MLVU", "extract_letter_mlvu"]
 

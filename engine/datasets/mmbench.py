@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from engine.config.datasets import MMBenchSpec
 from engine.datasets._base import first_groups
 from engine.datasets._image_table import ImageTableAdapter
 from engine.datasets._images import image_cache_dir, image_media
@@ -41,7 +42,6 @@ from engine.datasets._tables import Kind, collect_rows, need, read_parquet, read
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
-from engine.spec.datasets import MMBenchSpec
 
 __all__ = ["CIRCULAR_STEP", "MMBench", "extract_letter_mmbench", "mmbench_prompt", "rotate"]
 

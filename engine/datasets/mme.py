@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, ClassVar
 
+from engine.config.datasets import MMESpec
 from engine.datasets._base import Occurrences, whole_groups
 from engine.datasets._image_table import ImageTableAdapter
 from engine.datasets._mcq import yes_no_answer
@@ -24,7 +25,6 @@ from engine.datasets._tables import Kind, need
 from engine.datasets.errors import Problems
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import MMESpec
 
 __all__ = ["COGNITION", "MME", "PERCEPTION", "QUESTIONS_PER_IMAGE", "extract_yes_no_mme"]
 

@@ -10,12 +10,12 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+from engine.config.datasets import MMStarSpec
 from engine.datasets._image_table import ImageTableAdapter
 from engine.datasets._tables import Kind, need
 from engine.datasets.errors import RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
-from engine.spec.datasets import MMStarSpec
 
 __all__ = ["MMStar", "extract_letter_mmstar", "split_options"]
 

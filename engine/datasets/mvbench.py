@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from engine.config.datasets import MVBenchSpec
 from engine.datasets._base import BaseAdapter, Occurrences
 from engine.datasets._mcq import answer_letter, check_option_count, paren_block
 from engine.datasets._paths import check_root, resolve_under
@@ -19,7 +20,6 @@ from engine.datasets._tables import collect_rows, json_list, need
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import MVBenchSpec
 
 __all__ = ["TASKS", "MVBench", "extract_letter_mvbench"]
 

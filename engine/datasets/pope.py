@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from engine.config.datasets import POPESpec
 from engine.datasets._image_table import ImageTableAdapter
 from engine.datasets._mcq import yes_no_answer
 from engine.datasets._tables import Kind, need
 from engine.datasets.errors import RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item
-from engine.spec.datasets import POPESpec
 
 __all__ = ["POPE", "extract_yes_no_pope"]
 

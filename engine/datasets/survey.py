@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.config import SweepSpec
 from engine.datasets.errors import Problem
 from engine.datasets.registry import DatasetAdapter, build_adapter
 from engine.items import Item
-from engine.spec import SweepSpec
 
 __all__ = ["DatasetSurvey", "survey"]
 

@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
+from engine.config import SyntheticDatasetSpec
 from engine.datasets._base import ItemScore, default_score
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
 from engine.runtime.atomic import atomic_write
 from engine.runtime.paths import cache_dir
-from engine.spec import SyntheticDatasetSpec
 
 __all__ = ["SyntheticBenchmark", "VideoScript", "render_frames", "write_h264"]
 

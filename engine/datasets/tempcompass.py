@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from engine.config.datasets import TempCompassSpec
 from engine.datasets._base import BaseAdapter, Occurrences
 from engine.datasets._mcq import yes_no_answer
 from engine.datasets._paths import check_root, find_media
@@ -21,7 +22,6 @@ from engine.datasets._tables import Kind, collect_rows, need, read_parquet
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
-from engine.spec.datasets import TempCompassSpec
 
 __all__ = ["POST_PROMPTS", "TempCompass", "extract_caption_matching", "extract_multi_choice", "extract_yes_no"]
 

@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from engine.config.datasets import VideoMMMUSpec
 from engine.datasets._base import BaseAdapter, ItemScore
 from engine.datasets._mcq import check_option_count
 from engine.datasets._paths import check_root, resolve_under
@@ -32,7 +33,6 @@ from engine.datasets._tables import Kind, collect_rows, need, read_parquet
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
-from engine.spec.datasets import VideoMMMUSpec
 
 __all__ = ["DISCIPLINES", "VideoMMMU", "eval_open", "parse_multi_choice_response", "parse_open_response",
            "video_mmmu_prompt"]

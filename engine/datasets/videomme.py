@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.config.datasets import VideoMMESpec
 from engine.datasets._base import BaseAdapter
 from engine.datasets._mcq import lettered_options
 from engine.datasets._paths import check_root, find_media, resolve_under
@@ -29,7 +30,6 @@ from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
 from engine.scoring import extract_letter_videomme, extract_letter_videomme_strict
-from engine.spec.datasets import VideoMMESpec
 
 __all__ = ["INSTRUCTION", "VideoMME", "build_prompt", "subtitle_prompt"]
 

@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from engine.config.datasets import VideoMMEv2Spec
 from engine.datasets._base import BaseAdapter, whole_groups
 from engine.datasets._mcq import lettered_options
 from engine.datasets._paths import check_root, find_media, resolve_under
@@ -26,7 +27,6 @@ from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.items import Item, option_letters
 from engine.scoring import VIDEOMME_V2_PREFIXES, extract_letter_videomme
-from engine.spec.datasets import VideoMMEv2Spec
 
 __all__ = ["LOGIC_STRUCTURES", "VideoMMEv2", "build_prompt", "extract_letter_v2"]
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import polars as pl
 
+from engine.config.datasets import IMAGE_BUDGETS
 from engine.metrics.benchmark_scores import FULL_SCALE
-from engine.spec.datasets import IMAGE_BUDGETS
 
 __all__ = ["STUDY_SCHEMA", "Checkpoint", "families", "resolve_study", "score_budget", "score_deltas", "score_rows",
            "study_frame", "study_from_models", "study_from_spec", "study_records", "train_frames_view"]
@@ -41,7 +41,7 @@ __all__ = ["STUDY_SCHEMA", "Checkpoint", "families", "resolve_study", "score_bud
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """One model of a checkpoint study (`engine.spec.CheckpointSpec` as a plain value)."""
+    """One model of a checkpoint study (`engine.config.CheckpointSpec` as a plain value)."""
 
     model_id: str
     base: str | None = None

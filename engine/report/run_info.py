@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.config.toml_out import spec_toml
 from engine.report.html import e, table
-from engine.spec.toml_out import spec_toml
 
 __all__ = ["run_section"]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.config import BudgetPoint, SweepSpec
 from engine.frames.actors import DecodePool
 from engine.frames.base import VideoInfo
 from engine.frames.cache import FrameCache, decode_video
@@ -25,7 +26,6 @@ from engine.frames.decode import DecodedVideo, DecodeError, check_source_size, g
 from engine.frames.plan import FramePlan
 from engine.frames.remote import RemoteVideo
 from engine.items import Job
-from engine.spec import BudgetPoint, SweepSpec
 from engine.sweep.fingerprint import item_decoder
 from engine.sweep.jobs import plan_item
 

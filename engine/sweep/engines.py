@@ -26,9 +26,9 @@ from engine.backends.pool import EnginePool
 from engine.backends.tiny import resolve_model_path
 from engine.backends.vllm_actor import VLLMActorBackend
 from engine.backends.warm import engine_key, engine_settings, list_engines, warm_name
+from engine.config import ModelSpec, SweepSpec
 from engine.runtime.cluster import ensure_ray
 from engine.runtime.placement import Placement, check_cpu_capacity, resolve_gpus
-from engine.spec import ModelSpec, SweepSpec
 
 __all__ = ["EngineStartError", "engine_nodes", "start_backends"]
 

@@ -38,9 +38,9 @@ import numpy as np
 from engine.backends.checkpoint import checkpoint_fingerprint, model_folder
 from engine.backends.families import get_family
 from engine.backends.tiny import resolve_model_path
+from engine.config import BudgetPoint, ModelSpec, SweepSpec, dataset_id
 from engine.frames.view import MediaView
 from engine.items import Item, Job
-from engine.spec import BudgetPoint, ModelSpec, SweepSpec, dataset_id
 
 __all__ = ["DATASET_SELECTORS", "EXTRA_THROUGHPUT_ONLY", "HTTP_FIELDS", "IMAGE_SIZE_FIELDS", "LATER_BUDGET_FIELDS",
            "THROUGHPUT_ONLY",

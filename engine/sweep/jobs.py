@@ -7,9 +7,9 @@ from collections import defaultdict
 
 import numpy as np
 
+from engine.config import BudgetPoint, SweepSpec
 from engine.frames.plan import FramePlan, plan_budget
 from engine.items import Item, Job
-from engine.spec import BudgetPoint, SweepSpec
 
 __all__ = ["plan_item", "plan_jobs"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Protocol
 
+from engine.config import SweepSpec
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
-from engine.spec import SweepSpec
 from engine.sweep.jobs import plan_jobs
 
 __all__ = ["GridPolicy", "JobPolicy", "Key"]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from engine.backends.families import get_family
 from engine.backends.tiny import BUILDERS
+from engine.config import SpecError, SweepSpec
 from engine.frames.decode import get_decoder
-from engine.spec import SpecError, SweepSpec
 
 __all__ = ["preflight"]
 

@@ -13,12 +13,12 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.config import SweepSpec, dataset_id
 from engine.datasets import load_items
 from engine.datasets.registry import JobPrompt
 from engine.items import Item, Job
 from engine.results.committed import Key, read_committed
 from engine.results.store import ResultStore
-from engine.spec import SweepSpec, dataset_id
 from engine.sweep.fingerprint import AnswerPrints
 from engine.sweep.policy import GridPolicy, JobPolicy
 from engine.sweep.record import manifest_doc

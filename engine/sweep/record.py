@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine import __version__ as framesweep_version
-from engine.spec import BudgetPoint, SweepSpec
+from engine.config import BudgetPoint, SweepSpec
 from engine.sweep.resume import Cell
 
 __all__ = ["ExpectedJobs", "manifest_doc"]

@@ -13,6 +13,7 @@ import dataclasses
 import numpy as np
 
 from engine.backends.families import get_family
+from engine.config import ModelSpec, SweepSpec
 from engine.datasets.registry import JobPrompt
 from engine.frames.decode import DecodeError
 from engine.frames.plan import FramePlan
@@ -21,7 +22,6 @@ from engine.frames.resize import size_for
 from engine.frames.view import MediaView, media_fingerprint, media_uuid
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
-from engine.spec import ModelSpec, SweepSpec
 from engine.sweep.decoding import Held, Video
 from engine.sweep.fingerprint import AnswerPrints, item_decoder
 from engine.sweep.rows import JobContext, error_row

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.config import SpecError, dataset_id, parse_spec
 from engine.items import Job
 from engine.runtime.secrets import redact
-from engine.spec import SpecError, dataset_id, parse_spec
 from engine.sweep.fingerprint import AnswerPrints, item_decoder
 
 __all__ = ["AnswerMismatchError", "Cell", "check_resume"]

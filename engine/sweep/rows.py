@@ -10,13 +10,13 @@ import numpy as np
 
 from engine.backends.base import EngineRequest, EngineResult
 from engine.backends.prompts import prompt_hash
+from engine.config import SweepSpec
 from engine.frames.base import is_media_fault
 from engine.frames.decode import decoder_version
 from engine.items import Job
 from engine.results.schema import ResultRow
 from engine.runtime.secrets import redact
 from engine.scoring import extract_letter, score_at_answer, score_letters
-from engine.spec import SweepSpec
 
 __all__ = ["ErrorKind", "JobContext", "error_kind", "error_row", "scored_row"]
 

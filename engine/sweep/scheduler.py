@@ -26,6 +26,7 @@ from typing import Any
 from engine.backends.base import Backend, EngineResult
 from engine.backends.coalesce import CoalescingBackend
 from engine.backends.warm import WarmEngineStoppedError
+from engine.config import SweepSpec
 from engine.datasets._base import default_score
 from engine.frames.cache import FrameCache
 from engine.frames.decode import DecodeError
@@ -36,7 +37,6 @@ from engine.results.compact import compact_if_due
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
 from engine.results.video_stats import VideoStatsLog, stats_row
-from engine.spec import SweepSpec
 from engine.sweep.decoding import Decoding, Held, Plans, pkey, text_plans
 from engine.sweep.engines import engine_nodes, start_backends
 from engine.sweep.policy import GridPolicy, JobPolicy

@@ -21,8 +21,8 @@ from urllib.parse import quote
 import polars as pl
 import pytest
 
+from engine.config import parse_spec
 from engine.results.store import latest_rows, scan_results
-from engine.spec import parse_spec
 from engine.sweep import Sweep
 
 

@@ -12,9 +12,9 @@ import pytest
 
 from engine.backends.families import get_family
 from engine.backends.vllm_actor import VLLMActorBackend
+from engine.config import EngineSpec
 from engine.frames.view import MediaView
 from engine.items import Item
-from engine.spec import EngineSpec
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 

@@ -21,9 +21,9 @@ from PIL import Image
 from engine.backends.families import get_family
 from engine.backends.openai_http import OpenAIHTTPBackend
 from engine.backends.vllm_actor import VLLMActorBackend
+from engine.config import EngineSpec, HTTPSpec
 from engine.frames.view import MediaView
 from engine.items import Item
-from engine.spec import EngineSpec, HTTPSpec
 
 pytestmark = pytest.mark.engine  # every test asks the module's vllm server (a process)
 
@@ -182,8 +182,8 @@ def test_a_sweep_encodes_each_frame_once_per_video_whatever_the_budget(server: s
     import polars as pl
     from conftest import small_spec_dict
 
+    from engine.config import parse_spec
     from engine.results.store import own_rows
-    from engine.spec import parse_spec
     from engine.sweep.scheduler import Sweep
 
     d = small_spec_dict(tmp_path / "out")

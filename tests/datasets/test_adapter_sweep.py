@@ -17,9 +17,9 @@ import polars as pl
 from ds_fixtures import videomme_fixture
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
+from engine.config import parse_spec
 from engine.datasets.synthetic import write_h264
 from engine.results.store import scan_results
-from engine.spec import parse_spec
 from engine.sweep import Sweep
 
 

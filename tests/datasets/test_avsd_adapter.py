@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from ds_fixtures import touch, write_json
 
+from engine.config.datasets import AVSDSpec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
-from engine.spec.datasets import AVSDSpec
 
 
 def _dialog(vid: str, last: str) -> dict[str, object]:

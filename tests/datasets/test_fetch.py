@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from ds_fixtures import videomme_fixture
 
+from engine.config.datasets import VideoMMESpec
 from engine.datasets import build_adapter
 from engine.datasets.sources import layout_fields
-from engine.spec.datasets import VideoMMESpec
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

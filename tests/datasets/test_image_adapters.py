@@ -10,6 +10,7 @@ from ds_fixtures import png_bytes, write_parquet
 from PIL import Image
 from polars.testing import assert_frame_equal
 
+from engine.config.datasets import MMESpec, MMStarSpec, POPESpec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.mme import extract_yes_no_mme
@@ -17,7 +18,6 @@ from engine.datasets.mmstar import extract_letter_mmstar
 from engine.datasets.pope import extract_yes_no_pope
 from engine.datasets.scoring_rules import group_table, mme_scores, mme_totals, pope_metrics
 from engine.results.schema import RESULT_SCHEMA
-from engine.spec.datasets import MMESpec, MMStarSpec, POPESpec
 
 IMAGE = pl.Struct({"bytes": pl.Binary(), "path": pl.String()})
 MMSTAR_SCHEMA = {"index": pl.Int64(), "question": pl.String(), "image": IMAGE, "answer": pl.String(),

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from ds_fixtures import write_json
 
+from engine.config.datasets import LlavaVideo178KSpec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.llava_video_178k import instruction_of
-from engine.spec.datasets import LlavaVideo178KSpec
 
 
 def sample(sid: str, video: str, *turns: tuple[str, str], **over: Any) -> dict[str, Any]:

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from ds_fixtures import touch, write_json
 
+from engine.config.datasets import MLVUSpec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.mlvu import extract_letter_mlvu
-from engine.spec.datasets import MLVUSpec
 
 
 def _mc(video: str, q: str, candidates: list[str], answer: str, qtype: str) -> dict[str, object]:

@@ -14,12 +14,12 @@ from ds_fixtures import png_bytes
 from PIL import Image
 from polars.testing import assert_frame_equal
 
+from engine.config.datasets import MMBenchSpec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.mmbench import extract_letter_mmbench, mmbench_prompt, rotate
 from engine.datasets.scoring_rules import group_table, mmbench_circular_accuracy
 from engine.results.schema import RESULT_SCHEMA
-from engine.spec.datasets import MMBenchSpec
 
 HEADER = ["index", "question", "hint", "A", "B", "C", "D", "answer", "category", "image", "source", "l2-category",
           "comment", "split"]
@@ -120,8 +120,8 @@ def test_base64_that_is_no_image_is_a_bad_row_not_media_found(tmp_path: Path) ->
     """Valid base64 of some text was written to the image cache as `<digest>.img` and counted as media found
     by inspect; every run then failed its jobs as error rows. It is a located row problem now: the load stops
     (strict), or the row is skipped and counted (strict = false) and is no media at all."""
+    from engine.config import parse_spec
     from engine.datasets.survey import survey
-    from engine.spec import parse_spec
 
     text = b64(b"this decodes fine as base64, but it is a sentence and no picture at all." * 2)
     rows = [row(0), row(1, image=text), row(2, image="1")]  # row 2 shares row 1's "image"

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from ds_fixtures import touch, write_json
 
+from engine.config.datasets import MVBenchSpec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.mvbench import extract_letter_mvbench
-from engine.spec.datasets import MVBenchSpec
 
 
 def _fixture(tmp_path: Path) -> MVBenchSpec:

@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 from ds_fixtures import touch, write_parquet
 
+from engine.config.datasets import TempCompassSpec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
-from engine.spec.datasets import TempCompassSpec
 
 SCHEMA = {"video_id": pl.String(), "question": pl.String(), "answer": pl.String(), "dim": pl.String()}
 MC_Q = "What is the direction of the car?\nA. left\nB. right\nC. up\nD. down"

@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from ds_fixtures import png_bytes, touch, write_parquet
 
+from engine.config.datasets import VideoMMMUSpec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.video_mmmu import eval_open, parse_multi_choice_response, parse_open_response
-from engine.spec.datasets import VideoMMMUSpec
 
 SCHEMA = {"id": pl.String(), "question": pl.String(), "options": pl.List(pl.String()), "answer": pl.String(),
           "question_type": pl.String()}

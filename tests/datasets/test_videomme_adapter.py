@@ -9,13 +9,13 @@ import pytest
 from ds_fixtures import VIDEOMME_SCHEMA, touch, videomme_fixture, videomme_row, write_parquet
 from polars.testing import assert_frame_equal
 
+from engine.config.datasets import VideoMMESpec
 from engine.datasets import build_adapter
 from engine.datasets._subtitles import read_srt
 from engine.datasets.errors import DatasetError
 from engine.datasets.scoring_rules import videomme_accuracy
 from engine.datasets.videomme import subtitle_prompt
 from engine.results.schema import RESULT_SCHEMA
-from engine.spec.datasets import VideoMMESpec
 
 
 def _spec(ann: Path, media: Path, **over: object) -> VideoMMESpec:

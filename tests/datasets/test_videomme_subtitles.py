@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from ds_fixtures import videomme_fixture
 
+from engine.config.datasets import VideoMMESpec
 from engine.datasets import build_adapter
 from engine.datasets._subtitles import Cue, subtitles_at
-from engine.spec.datasets import VideoMMESpec
 
 SRT = """1
 00:00:00,000 --> 00:00:02,000

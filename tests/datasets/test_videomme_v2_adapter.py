@@ -9,11 +9,11 @@ import pytest
 from ds_fixtures import touch, write_parquet
 from polars.testing import assert_frame_equal
 
+from engine.config.datasets import VideoMMEv2Spec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.scoring_rules import group_table, videomme_v2_group_scores, videomme_v2_summary
 from engine.results.schema import RESULT_SCHEMA
-from engine.spec.datasets import VideoMMEv2Spec
 
 SCHEMA = {
     "video": pl.String(), "question_id": pl.String(), "question": pl.String(), "options": pl.String(),

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.config import DecodeSpec
 from engine.frames.decode import SourceTooLargeError, check_source_size, decode_union, get_decoder
-from engine.spec import DecodeSpec
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TINY = ASSETS / "tiny.mp4"  # 48 frames, 96x64

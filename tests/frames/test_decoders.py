@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.config import BudgetPoint
 from engine.frames.decode import (
     DECODE_CALLS,
     DECODERS,
@@ -20,7 +21,6 @@ from engine.frames.decode import (
 )
 from engine.frames.decode_pyav import PyAVDecoder
 from engine.frames.plan import plan_budget, union_indices
-from engine.spec import BudgetPoint
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 FACTS = json.loads((ASSETS / "assets.json").read_text())

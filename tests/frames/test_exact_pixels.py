@@ -16,11 +16,11 @@ import pytest
 from conftest import small_spec_dict
 from test_scheduler_media import FakeEngine
 
+from engine.config import BudgetPoint, IsoComputeSpec, SpecError, parse_spec
+from engine.config.grid import realised_pixels
 from engine.frames.resize import size_for, target_size
 from engine.metrics.grid import protocol_id
 from engine.results.store import scan_results
-from engine.spec import BudgetPoint, IsoComputeSpec, SpecError, parse_spec
-from engine.spec.grid import realised_pixels
 from engine.sweep import Sweep
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.spec import GridSpec
-from engine.spec.grid import iso_compute, realised_pixels
+from engine.config import GridSpec
+from engine.config.grid import iso_compute, realised_pixels
 
 
 def test_iso_compute_points_have_equal_frames_times_pixels() -> None:
@@ -56,7 +56,7 @@ def test_expand_grid() -> None:
 def test_spec_grids_expand_into_budgets_at_load(tmp_path) -> None:
     from conftest import small_spec_dict
 
-    from engine.spec import SpecError, parse_spec
+    from engine.config import SpecError, parse_spec
 
     d = small_spec_dict(tmp_path)
     d["budgets"] = [{"frames": 4}]
@@ -75,8 +75,8 @@ def test_spec_grids_expand_into_budgets_at_load(tmp_path) -> None:
 def test_min_pixels_enlarges_small_frames_and_names_its_protocol(tmp_path) -> None:
     from conftest import small_spec_dict
 
+    from engine.config import BudgetPoint, SpecError, parse_spec
     from engine.frames.resize import size_for, target_size
-    from engine.spec import BudgetPoint, SpecError, parse_spec
 
     assert target_size(96, 64, None, None, 100_000) == (388, 260)  # 96x64 enlarged to >= 100,000 px, aspect kept
     assert target_size(96, 64, None, None, 1_000) == (96, 64)  # already large enough: unchanged

@@ -7,8 +7,8 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
+from engine.config import BudgetPoint
 from engine.frames.plan import POLICIES, FramePlan, dyadic_order, get_policy, plan_budget, union_indices
-from engine.spec import BudgetPoint
 
 
 def idx(policy: str, n_frames: int, budget: int, fps: float = 30.0, seed: int = 0) -> list[int]:

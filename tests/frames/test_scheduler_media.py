@@ -12,10 +12,10 @@ import polars as pl
 from conftest import small_spec_dict
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
+from engine.config import parse_spec
 from engine.datasets.synthetic import SyntheticBenchmark
 from engine.frames.decode import DECODE_CALLS
 from engine.results.store import scan_results
-from engine.spec import parse_spec
 from engine.sweep import Sweep
 
 

@@ -5,11 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.config import BudgetPoint
+from engine.config.datasets import SyntheticDatasetSpec
 from engine.datasets.synthetic import SyntheticBenchmark
 from engine.frames.decode import DECODE_CALLS, decode_union, get_decoder
 from engine.frames.plan import plan_budget, union_indices
-from engine.spec import BudgetPoint
-from engine.spec.datasets import SyntheticDatasetSpec
 
 
 @pytest.fixture(scope="module")

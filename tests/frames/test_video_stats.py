@@ -76,7 +76,7 @@ def _sweep(tmp_path: Path, budgets: list[dict]) -> None:
     from conftest import small_spec_dict
     from test_scheduler_media import FakeEngine
 
-    from engine.spec import parse_spec
+    from engine.config import parse_spec
     from engine.sweep import Sweep
 
     d = small_spec_dict(tmp_path / "out", budgets=budgets)

@@ -7,12 +7,12 @@ import pytest
 from metric_rows import collect_both, lazy, row
 from polars.testing import assert_frame_equal
 
+from engine.config.grid import iso_compute
 from engine.frames.resize import target_size
 from engine.metrics.generation import generation_oracle, score_regressions
 from engine.metrics.grid import matched
 from engine.metrics.iso_compute import budget_costs, iso_compute_allocations, iso_compute_sets, iso_matched, iso_sets
 from engine.metrics.oracle import fixed_accuracy
-from engine.spec.grid import iso_compute
 
 OPEN_BUDGETS = {"text": 0, "f4": 4, "f8": 8}
 # scores at (text, f4, f8); binary fractions keep every sum exact
@@ -134,7 +134,7 @@ def test_the_same_allocation_twice_is_no_set_but_joins_one() -> None:
 
 @pytest.mark.parametrize("total", [9_700_000, 9_830_400])
 def test_real_short_side_allocations_form_one_set(total: int) -> None:
-    """The allocations engine.spec.grid.iso_compute builds, resized as the pipeline resizes a 1280x720 video."""
+    """The allocations engine.config.grid.iso_compute builds, resized as the pipeline resizes a 1280x720 video."""
     points = iso_compute(total, [32, 64, 128], axis="short_side")
     rows = []
     for p in points:

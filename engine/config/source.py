@@ -2,7 +2,7 @@
 
 Each way a file can be unusable (missing, a directory, unreadable, a name the system refuses,
 bytes that are not UTF-8, TOML that does not parse or nests without end) becomes one sentence
-naming the file (`SpecFileError`); `engine.spec.load_spec` turns it into a `SpecError`.
+naming the file (`SpecFileError`); `engine.config.load_spec` turns it into a `SpecError`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "SpecFileError", "read_spec_file"]
+__all__ = ["MAX_DEPTH", "SpecError", "SpecFileError", "read_spec_file"]
 
 MAX_DEPTH = 32
 """Tables and arrays inside each other a spec may hold (a real one needs about five)."""
+
+
+class SpecError(ValueError):
+    """A sweep spec that cannot be used; the message names the file and field paths."""
 
 
 class SpecFileError(ValueError):

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from engine.spec.datasets import StrictModel
+from engine.config.datasets import StrictModel
 
 __all__ = ["CheckpointSpec"]
 

@@ -2,7 +2,7 @@
 
 Each adapter's settings are typed (unknown fields fail); `name` picks the adapter.
 A new adapter may define its spec class in its own module and register it with
-`engine.spec.register_dataset_spec`; the built-in ones are joined in `DatasetSpec`.
+`engine.config.register_dataset_spec`; the built-in ones are joined in `DatasetSpec`.
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo, PydanticUndefined
 
-from engine.spec import SweepSpec
-from engine.spec.datasets import DatasetSpec
-from engine.spec.toml_out import toml_value
+from engine.config import SweepSpec
+from engine.config.datasets import DatasetSpec
+from engine.config.toml_out import toml_value
 
 __all__ = ["example_toml", "reference_markdown"]
 
@@ -111,7 +111,7 @@ def _fields_toml(model: type[BaseModel], given: dict[str, Any]) -> list[str]:
 
 def example_toml() -> str:
     """A complete spec: every field at its default (required ones filled in), each with its description."""
-    from engine.spec import (
+    from engine.config import (
         BudgetPoint,
         DecodeSpec,
         EngineSpec,
@@ -123,8 +123,8 @@ def example_toml() -> str:
         PromptSpec,
         StoreSpec,
     )
-    from engine.spec.checkpoint import CheckpointSpec
-    from engine.spec.datasets import SyntheticDatasetSpec
+    from engine.config.checkpoint import CheckpointSpec
+    from engine.config.datasets import SyntheticDatasetSpec
 
     def commented(lines: list[str]) -> list[str]:
         return ["# " + x if not x.startswith("#") else "#" + x[1:] for x in lines]

@@ -1,5 +1,5 @@
 """Iso-compute allocations, and the pixels a budget realises on a video (the Python API beside
-`[[iso_compute]]`; a spec's `[[grids]]` cross products are `engine.spec.GridSpec`).
+`[[iso_compute]]`; a spec's `[[grids]]` cross products are `engine.config.GridSpec`).
 
 An iso-compute allocation spends one pixel budget P (frames x pixels per frame)
 in different ways: few frames at high resolution or many at low resolution.
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from engine.config import BudgetPoint, IsoComputeSpec
 from engine.frames.resize import size_for
-from engine.spec import BudgetPoint, IsoComputeSpec
 
 __all__ = ["iso_compute", "realised_pixels"]
 
