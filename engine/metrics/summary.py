@@ -112,13 +112,16 @@ def summary_tables(rows: pl.LazyFrame, opts: SummaryOptions | None = None) -> di
     # TABLE_WORKERS tables at a time, not all of them: collected together, every table's intermediates would
     # be alive at once (on 1.6M rows a third more peak memory). Much of a table's plan runs on one core (and
     # the cascade's and the cross-model tables are computed as their plans are built), so two side by side
-    # take about half the time on two cores. Each table is the same whatever runs beside it.
-    with ThreadPoolExecutor(max_workers=TABLE_WORKERS, thread_name_prefix="metrics") as pool:
+    # keep both cores of a small machine busy. Each table is the same whatever runs beside it.
+    pool = ThreadPoolExecutor(max_workers=TABLE_WORKERS, thread_name_prefix="metrics")
+    try:
         built = [pool.submit(metric.tables, inputs) for metric in metrics]
         futures = {name: pool.submit(collect, plan) for name, plan in _shared_tables(inputs).items()}
         for metric, tables in zip(metrics, built, strict=True):
             futures.update({registered_table(metric.name, k): pool.submit(collect, v)
                             for k, v in tables.result().items()})
         frames = {name: f.result() for name, f in futures.items()}
+    finally:  # on an error or an interrupt the tables not started are dropped, not computed
+        pool.shutdown(wait=True, cancel_futures=True)
     log.info("computed %d metric tables", len(frames))
     return frames
