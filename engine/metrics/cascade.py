@@ -37,8 +37,10 @@ __all__ = [
 def cascade_prefixes(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame:
     """What stopping at each stage means for each item: its answer there and the cost so far.
 
-    Unique frames up to stage s = #{frame index whose first stage is <= s}, so each stage's
-    indices are exploded once, not once per tau.
+    Unique frames up to stage s = the number of distinct indices of the stages up to s (one row per item
+    and stage, as `engine.metrics.grid.matched` gives): each item's indices, concatenated in stage order, are
+    marked at their first occurrence once, and the marks counted up to each stage's end, so no index is
+    exploded once per tau nor hashed against every other item's.
 
     Returns:
         *by, item_id, rank, stop_budget, correct, frames (processed up to here), unique_frames
@@ -48,24 +50,25 @@ def cascade_prefixes(m: pl.LazyFrame, by: Sequence[str] = GROUP) -> pl.LazyFrame
     known = ((pl.col("n_frames") == 0) | (pl.col("frame_indices").list.len() > 0).fill_null(False)).cast(pl.Int8)
     # an integer item key: the exploded frame indices are many, the items few
     m = m.with_columns(pl.struct(keys).rank("dense").cast(pl.Int64).alias("_k"))
-    first_seen = (
-        m.select("_k", "rank", "frame_indices").explode("frame_indices").drop_nulls("frame_indices")
-        .group_by(["_k", "frame_indices"]).agg(pl.col("rank").min())
-        .group_by(["_k", "rank"]).agg(pl.len().cast(pl.Int64).alias("_new"))
+    indices = pl.col("_f").list.explode(keep_nulls=False, empty_as_null=False)
+    first = pl.element().is_first_distinct().cast(pl.Int64).cum_sum()  # distinct indices so far, per position
+    seen = (
+        m.select("_k", "rank", pl.col("frame_indices").list.drop_nulls().alias("_f")).sort("_k", "rank")
+        .group_by("_k").agg("rank", indices.alias("_all"), pl.col("_f").list.len().fill_null(0).cum_sum().alias("_end"))
+        .select("_k", "rank", pl.concat_list(pl.lit(0, dtype=pl.Int64), pl.col("_all").list.eval(first))
+                .list.gather(pl.col("_end")).alias("_seen"))  # [0, marks...] at each stage's end
+        .explode("rank", "_seen")
     )
-
-    def running(e: pl.Expr) -> pl.Expr:
-        return e.cum_sum().over(keys, order_by="rank")
 
     return (
         m.select([*keys, "_k", "rank", "budget_id", "c", "n_frames", known.alias("_known")])
-        .join(first_seen, on=["_k", "rank"], how="left")
-        .with_columns(
+        .join(seen, on=["_k", "rank"], how="left")
+        .with_columns(  # windows over the item's integer key: the same partitions as over `keys`
             pl.col("budget_id").alias("stop_budget"), pl.col("c").alias("correct"),
-            running(pl.col("n_frames")).cast(pl.Int64).alias("frames"),
-            pl.when(pl.col("_known").cum_min().over(keys, order_by="rank") == 1)
-            .then(running(pl.col("_new").fill_null(0))).cast(pl.Int64).alias("unique_frames"),
-            pl.col("rank").rank("ordinal").over(keys).cast(pl.Int64).alias("stages"),
+            pl.col("n_frames").cum_sum().over("_k", order_by="rank").cast(pl.Int64).alias("frames"),
+            pl.when(pl.col("_known").cum_min().over("_k", order_by="rank") == 1)
+            .then(pl.col("_seen")).cast(pl.Int64).alias("unique_frames"),
+            pl.col("rank").rank("ordinal").over("_k").cast(pl.Int64).alias("stages"),
         )
         .select([*keys, "rank", "stop_budget", "correct", "frames", "unique_frames", "stages"])
     )

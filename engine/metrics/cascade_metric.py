@@ -50,12 +50,19 @@ def _chunk(stages_m: pl.LazyFrame, all_m: pl.LazyFrame, opts: Any) -> list[pl.Da
                            fixed_cost(all_m, opts.cascade_match)], engine=opts.engine)
 
 
+def _rows_in(df: pl.DataFrame, keys: pl.DataFrame, engine: Any, whole: bool) -> pl.LazyFrame:
+    """The rows of `df` in the groups `keys` (all of them when `whole`), collected."""
+    return df.lazy() if whole else in_groups(df.lazy(), keys).collect(engine=engine).lazy()
+
+
 def _tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
     stages_df, all_df = _stage_frames(inputs)
     parts: dict[str, list[pl.DataFrame]] = {"curve": [], "crossfit": [], "folds": [], "fixed": []}
-    for keys in group_chunks([stages_df], CASCADE_CHUNK_ROWS):
-        stages_m = in_groups(stages_df.lazy(), keys)
-        all_m = stages_m if all_df is stages_df else in_groups(all_df.lazy(), keys)
+    chunks = group_chunks([stages_df], CASCADE_CHUNK_ROWS)
+    for keys in chunks:
+        # each chunk's rows taken once (the plans below read them several times); one chunk is every row
+        stages_m = _rows_in(stages_df, keys, inputs.opts.engine, whole=len(chunks) == 1)
+        all_m = stages_m if all_df is stages_df else _rows_in(all_df, keys, inputs.opts.engine, whole=len(chunks) == 1)
         for name, frame in zip(parts, _chunk(stages_m, all_m, inputs.opts), strict=True):
             parts[name].append(frame)
     curve = pl.concat(parts["curve"]).sort([*GROUP, "tau"]).lazy()

@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from engine.metrics.confusion import visual_confusion
-from engine.metrics.grid import GROUP, budget_table, matched
+from engine.metrics.grid import GROUP, budget_table, grid_budgets, matched
 from engine.metrics.oracle import fixed_accuracy, oracle
 from engine.metrics.registry import DatasetTables, Inputs, Metric, register_metric
 
@@ -57,12 +57,24 @@ def matched_grid(rows: pl.LazyFrame, models: Sequence[str] | None = None) -> pl.
     )
 
 
-def cross_model_matched(rows: pl.LazyFrame, models: Sequence[str] | None = None) -> pl.LazyFrame:
+def _whole_chains(rows: pl.LazyFrame, pairs: pl.LazyFrame) -> bool:
+    """Whether every compared chain's budgets are exactly its matched grid's (`pairs`: GROUP, budget_id)."""
+    chain = grid_budgets(rows).select(*GROUP, "budget_id").join(pairs.select(GROUP).unique(), on=GROUP, how="semi")
+    on = [*GROUP, "budget_id"]
+    return pl.concat([chain.join(pairs.select(on), on=on, how="anti"),
+                      pairs.select(on).join(chain, on=on, how="anti")]).collect().is_empty()
+
+
+def cross_model_matched(rows: pl.LazyFrame, models: Sequence[str] | None = None, *,
+                        m: pl.LazyFrame | None = None) -> pl.LazyFrame:
     """The matched long frame of every compared model on its dataset's matched grid and common items.
 
     Args:
         rows: One row per key.
         models: Models to compare (default: all).
+        m: ``matched(rows)`` when already computed: when every compared chain lies whole on its matched grid
+            (each model ran every budget of the chain), its rows are the chains' rows of `m`, so they are taken
+            from it instead of being matched again.
 
     Returns:
         The columns of `engine.metrics.grid.matched` (correctness track).
@@ -70,9 +82,11 @@ def cross_model_matched(rows: pl.LazyFrame, models: Sequence[str] | None = None)
     grids = matched_grid(rows, models).select(*_CHAIN, "models", pl.col("grid").alias("budget_id")).explode(
         "budget_id").drop_nulls("budget_id").collect().lazy()  # small, and read three times below
     pairs = grids.explode("models").rename({"models": "model_id"})
-    cells = pairs.select("model_id", "dataset", "budget_id").unique()
-    m = matched(rows.join(cells, on=["model_id", "dataset", "budget_id"], how="semi"))
-    m = m.join(pairs, on=[*GROUP, "budget_id"], how="semi")
+    if m is None or not _whole_chains(rows, pairs):
+        # a chain cut by the matched grid: its items are matched over the grid's budgets only
+        cells = pairs.select("model_id", "dataset", "budget_id").unique()
+        m = matched(rows.join(cells, on=["model_id", "dataset", "budget_id"], how="semi"))
+    m = m.join(pairs, on=[*GROUP, "budget_id"], how="semi").cache()  # read twice below
     n_models = grids.select(*_CHAIN, pl.col("models").list.len().alias("_n")).unique()
     common = (
         m.group_by([*_CHAIN, "item_id"]).agg(pl.col("model_id").n_unique().alias("_nm"))
@@ -120,7 +134,7 @@ def checkpoint_flows(rows: pl.LazyFrame, base: str, other: str, by: Sequence[str
 
 
 def _cross_tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
-    cm = cross_model_matched(inputs.snapshot).collect(engine=inputs.opts.engine).lazy()  # type: ignore[call-overload]
+    cm = cross_model_matched(inputs.snapshot, m=inputs.m).collect(engine=inputs.opts.engine).lazy()  # type: ignore[call-overload]
     return {"grid": matched_grid(inputs.snapshot), "fixed": fixed_accuracy(cm), "oracle": oracle(cm),
             "confusion": visual_confusion(cm)}
 

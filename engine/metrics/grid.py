@@ -232,13 +232,19 @@ def matched(rows: pl.LazyFrame, *, track: Track = "correct", budgets: Sequence[s
     ).sort([*GROUP, "item_id", "rank"])
 
 
-def grid_summary(rows: pl.LazyFrame, *, track: Track = "correct",
-                 budgets: Sequence[str] | None = None) -> pl.LazyFrame:
+def grid_summary(rows: pl.LazyFrame, *, track: Track = "correct", budgets: Sequence[str] | None = None,
+                 m: pl.LazyFrame | None = None) -> pl.LazyFrame:
     """Per group: the grid (budget ids in cost order), matched items and excluded items.
 
     An item of the track counts as excluded from a chain when the model has a row for it on the dataset
     (at any budget of any chain) but it lacks a usable result at some budget of the chain, even at all
     of them: so ``n_items + n_excluded`` is the same for every chain of a model and dataset.
+
+    Args:
+        rows: One row per key.
+        track: ``"correct"`` or ``"score"``.
+        budgets: Restrict the grid to these budget ids (see `matched`).
+        m: ``matched(rows, track=track, budgets=budgets)`` when already computed.
 
     Returns:
         model_id, dataset, protocol_id, grid (list of budget ids), n_items, n_excluded.
@@ -246,7 +252,7 @@ def grid_summary(rows: pl.LazyFrame, *, track: Track = "correct",
     grid = grid_budgets(rows, budgets).group_by(GROUP).agg(pl.col("budget_id").sort_by("rank").alias("grid"))
     seen = track_rows(chain_rows(rows), track).group_by(BASE_GROUP).agg(pl.col("item_id").n_unique().alias("_seen"))
     done = (
-        matched(rows, track=track, budgets=budgets)
+        (matched(rows, track=track, budgets=budgets) if m is None else m)
         .group_by(GROUP).agg(pl.col("item_id").n_unique().alias("n_items"))
     )
     return (

@@ -129,11 +129,13 @@ def _figures(mp: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def robustness(m: pl.LazyFrame) -> pl.LazyFrame:
+def robustness(m: pl.LazyFrame, *, engine: str | None = None) -> pl.LazyFrame:
     """Overlap of confused and harmed items between every two chains of a model and dataset.
 
     Args:
         m: Matched long frame, correctness track, every chain (`engine.metrics.grid.matched`).
+        engine: Polars engine: when given, both chains' rows of every pair are collected with it here, once
+            (the figures read them many times); None keeps the whole plan lazy.
 
     Returns:
         model_id, dataset, protocol_a, protocol_b, n_items, frames_common, then confused_a, confused_b,
@@ -144,9 +146,11 @@ def robustness(m: pl.LazyFrame) -> pl.LazyFrame:
         rates.
     """
     m = m.cache()  # read many times below: one node for the optimizer, not copies of m's whole plan
-    mp = pair_rows(m)
     common = common_frames(m)
-    figures = _figures(_scoped(mp, common))
+    scoped = _scoped(pair_rows(m), common)
+    # read many times by the figures: materialised once, or one cached node
+    scoped = scoped.cache() if engine is None else scoped.collect(engine=engine).lazy()  # type: ignore[call-overload]
+    figures = _figures(scoped)
     whole = figures.filter(pl.col(_SCOPE) == "whole").drop(_SCOPE).rename({k: f"{k}_whole" for k in _FIGURES})
     shared = figures.filter(pl.col(_SCOPE) == "common").drop(_SCOPE, "n_items")
     counts = [c for c in _FIGURES if c.startswith(("confused_", "harmed_"))]
@@ -209,7 +213,7 @@ def _terminal(pairs: list[dict[str, Any]]) -> list[Block]:
 register_metric(Metric(
     name="robustness",
     scope="dataset",
-    tables=lambda inputs: {"pairs": robustness(inputs.m)},
+    tables=lambda inputs: {"pairs": robustness(inputs.m, engine=inputs.opts.engine)},
     document=lambda t, opts: [] if (pairs := t.frame("pairs")) is None else pairs.to_dicts(),
     report=_report,
     terminal=_terminal,

@@ -124,6 +124,8 @@ def scan_video_stats(out_dir: str | Path) -> pl.LazyFrame:
 
 def with_video_stats(rows: pl.LazyFrame, stats: pl.LazyFrame) -> pl.LazyFrame:
     """`rows` with each video's statistics as ``video_<name>`` columns (`STAT_COLUMNS`; null where a video
-    has none: text-only datasets, a video never decoded, rows of older sweeps)."""
+    has none: text-only datasets, a video never decoded, rows of older sweeps), in the order of `rows`."""
     cols = [pl.col(c).alias(f"video_{c}") for c in STAT_COLUMNS]
-    return rows.join(stats.select("dataset", "video_id", *cols), on=["dataset", "video_id"], how="left")
+    # the rows' own order kept: the streaming engine's unordered left join is ~3x slower on 200k rows here
+    return rows.join(stats.select("dataset", "video_id", *cols), on=["dataset", "video_id"], how="left",
+                     maintain_order="left")

@@ -121,3 +121,28 @@ def test_stops_match_the_rule_item_by_item_on_random_confidences_with_ties_and_n
             want.append((item, tau, budgets[stop], cells[stop][0] == "1", stop + 1))
     assert got.select("item_id", "tau", "stop_budget", "correct", "stages").rows() == want
     assert collect_both(cascade_items(_m(items), [])).height == 0
+
+
+def test_unique_frames_count_each_items_distinct_indices_up_to_each_stage() -> None:
+    # against sets, on random indices: repeats within and across stages, large indices, items and models
+    # whose indices coincide (each item is counted on its own); a stage without indices makes it unknown
+    import random
+
+    from engine.metrics.cascade import cascade_prefixes
+
+    rnd = random.Random(3)
+    stages = {"f2": 2, "f4": 4, "f8": 8}
+    rows, want = [], {}
+    for model in ("m", "m2"):
+        for i in range(30):
+            seen: set[int] | None = set()
+            for b, n in stages.items():
+                idx = [rnd.choice([rnd.randrange(12), rnd.randrange(10**9)]) for _ in range(n)]
+                if (model, i, b) == ("m", 3, "f4"):
+                    idx = []
+                seen = None if seen is None or not idx else seen | set(idx)
+                want[(model, f"i{i}", b)] = None if seen is None else len(seen)
+                rows.append(row(model, "d", f"i{i}", b, n, "1", frame_indices=idx))
+    for engine in ("streaming", "in-memory"):  # the rows' order is the engine's
+        got = cascade_prefixes(matched(lazy(rows))).collect(engine=engine)
+        assert {(r["model_id"], r["item_id"], r["stop_budget"]): r["unique_frames"] for r in got.to_dicts()} == want

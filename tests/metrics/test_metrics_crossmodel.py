@@ -36,6 +36,22 @@ def test_cross_model_metrics_use_common_items_on_the_matched_grid() -> None:
         ("A", "text", 0.5), ("A", "f4", 1.0), ("B", "text", 0.5), ("B", "f4", 1.0)]
 
 
+def test_cross_model_rows_from_the_matched_frame_equal_matching_again() -> None:
+    # given matched(rows), chains lying whole on the matched grid take their rows from it; a chain the grid
+    # cuts (A's f8 here) is matched again over the grid: both ways give the same frame
+    from engine.metrics.grid import matched
+
+    whole = lazy(frame({"i1": "11", "i2": "01", "i3": "1."}, model="A", dataset="x", budgets={"text": 0, "f4": 4})
+                 + frame({"i1": "01", "i2": "11", "i3": ".1"}, model="B", dataset="x", budgets={"text": 0, "f4": 4}))
+    for rows in (whole, _rows()):
+        again = collect_both(cross_model_matched(rows))
+        assert again.height > 0
+        assert collect_both(cross_model_matched(rows, m=matched(rows))).equals(again, null_equal=True)
+    # the cut chain: A's items matched over text and f4 only (i3 lacks f8 but is no match for B either)
+    cut = collect_both(cross_model_matched(_rows(), m=matched(_rows())))
+    assert cut.filter(pl.col("model_id") == "A")["budget_id"].unique().sort().to_list() == ["f4", "text"]
+
+
 def test_checkpoint_flows_at_each_shared_budget() -> None:
     got = collect_both(checkpoint_flows(_rows(), "A", "B"))
     assert got.rows() == [("x", "text", 0, 1, 1, 2, 0.0, 1.0), ("x", "f4", 4, 1, 0, 3, 1 / 3, 1 / 3)]

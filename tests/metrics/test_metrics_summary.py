@@ -219,3 +219,31 @@ def test_chunked_cascade_and_intervals_equal_one_pass(sweep_dir: Path, monkeypat
     assert whole["confidence_intervals:intervals"]["model_id"].n_unique() > 1 and whole["cascade:curve"].height > 3
     for name, table in whole.items():
         assert table.equals(chunked[name], null_equal=True), name
+
+
+def test_tables_side_by_side_equal_one_at_a_time(sweep_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # summary_tables computes TABLE_WORKERS tables at once: every table must be the one computed alone, under
+    # its own name and in the same order
+    from engine.metrics import summary
+
+    opts = SummaryOptions(n_boot=40, seed=1, taus=(0.0, 0.5, 1.0))
+    together = summary_tables(load_rows(sweep_dir), opts)
+    monkeypatch.setattr(summary, "TABLE_WORKERS", 1)
+    alone = summary_tables(load_rows(sweep_dir), opts)
+    assert list(together) == list(alone) and len(alone) > 40
+    for name, table in alone.items():
+        assert table.equals(together[name], null_equal=True), name
+
+
+def test_a_failing_metric_fails_the_tables(sweep_dir: Path) -> None:
+    from engine.metrics.registry import Metric, register_metric, unregister_metric
+
+    def boom(inputs: object) -> dict:
+        raise RuntimeError("metric tables failed")
+
+    register_metric(Metric(name="failing_metric", tables=boom, document=lambda rows, opts: None))
+    try:
+        with pytest.raises(RuntimeError, match="metric tables failed"):
+            summary_tables(load_rows(sweep_dir), SummaryOptions(n_boot=0))
+    finally:
+        unregister_metric("failing_metric")
