@@ -52,9 +52,10 @@ class TimedRound:
     """Per policy: the engines' reset count (summed) after the reset that preceded it."""
 
     @property
-    def ratio(self) -> float:
-        """Cascade wall time over fixed wall time (below 1: the cascade was faster)."""
-        return self.cascade_wall_s / self.fixed_wall_s if self.fixed_wall_s > 0 else float("nan")
+    def ratio(self) -> float | None:
+        """Cascade wall time over fixed wall time (below 1: the cascade was faster); None when the fixed run took
+        no measurable time (JSON null: there is no ratio, and JSON has no NaN)."""
+        return self.cascade_wall_s / self.fixed_wall_s if self.fixed_wall_s > 0 else None
 
 
 @dataclass
@@ -138,7 +139,7 @@ def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str
     session = Path(session)
     online = online_decisions(session / "round1" / "online", tau).collect()
     fixed = scan_results(session / "round1" / "fixed").filter(pl.col("status") == "ok").collect()
-    ratios = [r.ratio for r in rounds]
+    ratios = [r.ratio for r in rounds if r.ratio is not None]
     skipped_models = skipped_models or {}
     rows = own_rows(out_dir)[0].filter(~pl.col("model_id").is_in(list(skipped_models)))
     sim = cascade_items(matched(rows, budgets=stage_ids), taus=[tau]).collect()
@@ -157,6 +158,7 @@ def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str
         decision_agreement=_mean(agree.with_columns((pl.col("stop_budget") == pl.col("offline_stop")).alias("a")),
                                  "a") if agree.height else None,
         rounds=[{**asdict(r), "ratio": r.ratio} for r in rounds],
-        ratio_median=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
+        ratio_median=statistics.median(ratios) if ratios else None, ratio_min=min(ratios, default=None),
+        ratio_max=max(ratios, default=None),
         skipped_models=skipped_models,
     )

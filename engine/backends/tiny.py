@@ -10,11 +10,11 @@ use it to test the pipeline, never to read answers.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 from engine.runtime.atomic import atomic_dir
+from engine.runtime.output import json_line
 from engine.runtime.paths import cache_dir
 
 __all__ = ["BUILDERS", "build_tiny_checkpoint", "resolve_model_path", "tiny_checkpoint_dir"]
@@ -374,7 +374,7 @@ def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, f
     log.info("building tiny %s checkpoint in %s", family, out)
     with atomic_dir(out) as tmp:
         BUILDERS[family](tmp, seed)
-        (tmp / _MARKER).write_text(json.dumps({"family": family, "seed": seed, "build_version": BUILD_VERSION}))
+        (tmp / _MARKER).write_text(json_line({"family": family, "seed": seed, "build_version": BUILD_VERSION}))
     return out
 
 

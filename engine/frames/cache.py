@@ -44,6 +44,7 @@ import numpy as np
 from engine.frames.base import VideoInfo, file_key, get_decoder
 from engine.frames.decode import DecodedVideo, decode_union
 from engine.runtime.atomic import atomic_write, file_sha256, fsync_dir
+from engine.runtime.output import json_line
 from engine.runtime.paths import cache_dir
 
 __all__ = ["CACHE_VERSION", "FrameCache", "FrameFormat", "content_hash", "decode_video"]
@@ -94,7 +95,7 @@ def content_hash(path: Path | str, memo_dir: Path | None = None) -> str:
         _HASH_MEMO[key] = digest
     if memo is not None:
         rec = {"path": key[0], "size": key[1], "mtime_ns": key[2], "sha256": digest}
-        atomic_write(memo, json.dumps(rec).encode())
+        atomic_write(memo, json_line(rec))
     return digest
 
 
@@ -180,7 +181,7 @@ class FrameCache:
             return VideoInfo(**json.loads(f.read_text()))
         except (OSError, ValueError, TypeError):
             info = get_decoder(decoder).probe(path)
-            atomic_write(f, json.dumps(asdict(info)).encode())
+            atomic_write(f, json_line(asdict(info)))
             return info
 
     def get_or_decode(self, path: Path | str, indices: np.ndarray, decoder: str = "pyav",
