@@ -24,6 +24,7 @@ __all__ = [
     "cascade_report",
     "online_decisions",
     "read_cascade_report",
+    "timing",
 ]
 
 CASCADE_SCHEMA = "framesweep.cascade/1"
@@ -139,7 +140,6 @@ def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str
     session = Path(session)
     online = online_decisions(session / "round1" / "online", tau).collect()
     fixed = scan_results(session / "round1" / "fixed").filter(pl.col("status") == "ok").collect()
-    ratios = [r.ratio for r in rounds if r.ratio is not None]
     skipped_models = skipped_models or {}
     rows = own_rows(out_dir)[0].filter(~pl.col("model_id").is_in(list(skipped_models)))
     sim = cascade_items(matched(rows, budgets=stage_ids), taus=[tau]).collect()
@@ -157,8 +157,14 @@ def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str
                  "mean_unique_frames": _mean(sim, "unique_frames")},
         decision_agreement=_mean(agree.with_columns((pl.col("stop_budget") == pl.col("offline_stop")).alias("a")),
                                  "a") if agree.height else None,
-        rounds=[{**asdict(r), "ratio": r.ratio} for r in rounds],
-        ratio_median=statistics.median(ratios) if ratios else None, ratio_min=min(ratios, default=None),
-        ratio_max=max(ratios, default=None),
-        skipped_models=skipped_models,
+        skipped_models=skipped_models, **timing(rounds),
     )
+
+
+def timing(rounds: list[TimedRound]) -> dict[str, Any]:
+    """The report's timing fields: each round with its ratio, and the ratio's median, min and max over the rounds
+    that have one (None where none has: a fixed run that took no measurable time)."""
+    ratios = [r.ratio for r in rounds if r.ratio is not None]
+    return {"rounds": [{**asdict(r), "ratio": r.ratio} for r in rounds],
+            "ratio_median": statistics.median(ratios) if ratios else None, "ratio_min": min(ratios, default=None),
+            "ratio_max": max(ratios, default=None)}

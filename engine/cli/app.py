@@ -37,7 +37,7 @@ from engine.cli.run import (
 from engine.cli.run import register as register_run_commands
 from engine.config import SpecError, SweepSpec, load_spec
 from engine.results.store import CorruptShardError, StoreLockedError
-from engine.runtime.output import points, write_json
+from engine.runtime.output import JSONValueError, points, write_json
 
 if TYPE_CHECKING:
     from engine.adaptive.cascade_report import CascadeReport
@@ -251,7 +251,11 @@ def cascade(
     for model_id, ids in rep.skipped_models.items():
         warn(f"{model_id} left out of the cascade: {', '.join(ids)} above its max_frames")
     doc = rep.to_dict()
-    write_json(session / "report.json", doc)  # `framesweep report` shows it
+    try:
+        write_json(session / "report.json", doc)  # `framesweep report` shows it
+    except JSONValueError as err:  # a value JSON has no form for: named, and no report.json that is not JSON
+        fail(err)
+        raise typer.Exit(1) from None
     if not to_stdout(json_out):
         _print_cascade(rep, session)
     emit_json(json_out, doc)
