@@ -11,7 +11,7 @@ Reported: jobs/s sustained (from 10% to 100% of the jobs, so start-up is left ou
 10%, 50% and 100% of the jobs and its growth from 10% to 100%, and the frame bytes that entered the
 driver per job: those the run itself counts (`SweepSummary.driver_frame_bytes`) and frame arrays
 deserialised in the driver (`engine.frames.meter.FrameMeter`). Frame bytes between nodes need two
-nodes: `internode_frame_bytes_per_job` is null here (tests/test_two_nodes.py measures it).
+nodes: `internode_frame_bytes_per_job` is null here (tests/e2e/test_two_nodes.py measures it).
 
     python benchmarks/driver_ceiling.py --quick --output-json out.json
 """
@@ -165,7 +165,7 @@ def _report(args: argparse.Namespace, summary: Any, marks: _Marks, meter: Any, e
         "driver_rss_growth": rss100 / rss10 - 1.0,
         "driver_frame_bytes_per_job": (summary.driver_frame_bytes + meter.bytes) / jobs,
         "internode_frame_bytes_per_job": None,
-        "internode_note": "needs two nodes: tests/test_two_nodes.py measures it",
+        "internode_note": "needs two nodes: tests/e2e/test_two_nodes.py measures it",
         "jobs": jobs, "jobs_ok": summary.jobs_ok, "videos": summary.videos, "models": args.models,
         "wall_s": summary.wall_s, "jobs_per_s_whole_run": jobs / summary.wall_s,
         "rss_mb": {"10%": rss10, "50%": rss50, "100%": rss100}, "seconds_at": {"10%": t10, "50%": t50, "100%": t100},

@@ -9,13 +9,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from helpers.metric_rows import frame
 from typer.testing import CliRunner
 
 from engine.cli import app
 from engine.results.store import ResultStore
-
-sys.path.insert(0, str(Path(__file__).parent / "metrics"))
-from metric_rows import frame
 
 BUDGETS = {"text": 0, "f4": 4, "f8": 8}
 

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
+from helpers.metric_rows import frame
 from huggingface_hub import DatasetCard
 from typer.testing import CliRunner
-
-sys.path.insert(0, str(Path(__file__).parent / "metrics"))
-
-from metric_rows import frame
 
 from engine.cli import app
 from engine.results.store import ResultStore

@@ -3,19 +3,16 @@ the Video-MME v2 group score at each budget: values by hand."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+from helpers.metric_rows import row
 from typer.testing import CliRunner
 
 from engine.cli import app
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
-
-sys.path.insert(0, str(Path(__file__).parent / "metrics"))
-from metric_rows import row
 
 GROUPS = {  # video: (type, structure, marks at text, marks at f8)
     "001": ("relevance", "[1,2,3,4]", "0000", "1011"),  # f8: 3 right -> 900/16 = 56.25

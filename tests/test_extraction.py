@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import small_spec_dict
+from helpers.specs import small_spec_dict
 
 from engine.backends.base import EngineRequest, EngineResult
 from engine.config import BudgetPoint, SpecError, parse_spec

@@ -179,7 +179,7 @@ class ModelSpec(StrictModel):
     """A frozen model to audit."""
 
     id: str = Field(pattern=r"^[A-Za-z0-9_.:@+-]+$", description="Model id used as a result key.")
-    family: str = Field(description="Model family (prompt and media packing); see `engine.backends.prompts`.")
+    family: str = Field(description="Model family (prompt and media packing); see `engine.backends.families`.")
     path: str = Field(
         description="Checkpoint directory, or `tiny:<family>` for the locally built tiny random checkpoint."
     )

@@ -180,7 +180,7 @@ def test_a_sweep_encodes_each_frame_once_per_video_whatever_the_budget(server: s
     a budget's media name carried a digest of its own frames, so each budget encoded its frames again (28 per
     video)."""
     import polars as pl
-    from conftest import small_spec_dict
+    from helpers.specs import small_spec_dict
 
     from engine.config import parse_spec
     from engine.results.store import own_rows

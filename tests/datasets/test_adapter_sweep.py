@@ -2,7 +2,7 @@
 
 The engine here is a stand-in that always answers "B": this test is about the scheduler's
 handling of a media fault (a video file that is not there), not about generation, which
-tests/test_sweep_e2e.py and tests/backends cover with the real vLLM engine.
+tests/e2e/test_sweep_e2e.py and tests/backends cover with the real vLLM engine.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from ds_fixtures import videomme_fixture
+from helpers.dataset_files import videomme_fixture
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.config import parse_spec

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ds_fixtures import videomme_fixture, videomme_row
+from helpers.dataset_files import videomme_fixture, videomme_row
 from typer.testing import CliRunner
 
 from engine.cli import app

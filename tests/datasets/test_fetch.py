@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from ds_fixtures import videomme_fixture
+from helpers.dataset_files import videomme_fixture
 
 from engine.config.datasets import VideoMMESpec
 from engine.datasets import build_adapter

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from ds_fixtures import png_bytes, write_parquet
+from helpers.dataset_files import png_bytes, write_parquet
 from PIL import Image
 from polars.testing import assert_frame_equal
 

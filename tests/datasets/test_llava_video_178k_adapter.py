@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ds_fixtures import write_json
+from helpers.dataset_files import write_json
 
 from engine.config.datasets import LlavaVideo178KSpec
 from engine.datasets import build_adapter

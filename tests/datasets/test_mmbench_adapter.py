@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from ds_fixtures import png_bytes
+from helpers.dataset_files import png_bytes
 from PIL import Image
 from polars.testing import assert_frame_equal
 

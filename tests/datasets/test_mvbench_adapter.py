@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ds_fixtures import touch, write_json
+from helpers.dataset_files import touch, write_json
 
 from engine.config.datasets import MVBenchSpec
 from engine.datasets import build_adapter

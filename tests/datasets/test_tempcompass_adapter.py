@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from ds_fixtures import touch, write_parquet
+from helpers.dataset_files import touch, write_parquet
 
 from engine.config.datasets import TempCompassSpec
 from engine.datasets import build_adapter

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from ds_fixtures import png_bytes, touch, write_parquet
+from helpers.dataset_files import png_bytes, touch, write_parquet
 
 from engine.config.datasets import VideoMMMUSpec
 from engine.datasets import build_adapter

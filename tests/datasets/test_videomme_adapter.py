@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from ds_fixtures import VIDEOMME_SCHEMA, touch, videomme_fixture, videomme_row, write_parquet
+from helpers.dataset_files import VIDEOMME_SCHEMA, touch, videomme_fixture, videomme_row, write_parquet
 from polars.testing import assert_frame_equal
 
 from engine.config.datasets import VideoMMESpec

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ds_fixtures import videomme_fixture
+from helpers.dataset_files import videomme_fixture
 
 from engine.config.datasets import VideoMMESpec
 from engine.datasets import build_adapter

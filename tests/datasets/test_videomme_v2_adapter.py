@@ -6,42 +6,21 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from ds_fixtures import touch, write_parquet
+from helpers.dataset_files import (
+    VIDEOMME_V2_OPTIONS,
+    videomme_v2_fixture,
+    videomme_v2_row,
+)
 from polars.testing import assert_frame_equal
 
-from engine.config.datasets import VideoMMEv2Spec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.scoring_rules import group_table, videomme_v2_group_scores, videomme_v2_summary
 from engine.results.schema import RESULT_SCHEMA
 
-SCHEMA = {
-    "video": pl.String(), "question_id": pl.String(), "question": pl.String(), "options": pl.String(),
-    "answer": pl.String(), "group_type": pl.String(), "group_structure": pl.String(), "level": pl.Int64(),
-    "second_head": pl.String(), "third_head": pl.String(),
-}
-OPTIONS = "\n".join(f"{chr(65 + i)}. choice {i}" for i in range(8))
-
-
-def _row(video: str, q: int, gtype: str, structure: str, answer: str = "C") -> dict[str, object]:
-    return {"video": video, "question_id": f"{video}-{q}", "question": f"What happens ({q})?", "options": OPTIONS,
-            "answer": answer, "group_type": gtype, "group_structure": structure, "level": 2,
-            "second_head": "Temporal Dynamics", "third_head": "Causality"}
-
-
-def _fixture(tmp_path: Path, rows: list[dict[str, object]] | None = None) -> VideoMMEv2Spec:
-    rows = rows if rows is not None else (
-        [_row("001", q, "relevance", "[1, 2, 3, 4]") for q in (1, 2, 3, 4)]
-        + [_row("002", q, "logic", "[1, [2, 3], 4]") for q in (1, 2, 3, 4)]
-        + [_row("003", q, "logic", "[[1, 2], 3, 4]") for q in (1, 2, 3, 4)]
-    )
-    ann = write_parquet(tmp_path / "test.parquet", rows, SCHEMA)
-    touch(tmp_path / "videos" / "001.mp4")
-    return VideoMMEv2Spec(name="videomme_v2", annotations=ann, media_root=tmp_path / "videos")
-
 
 def test_items_and_prompt(tmp_path: Path) -> None:
-    items = list(build_adapter(_fixture(tmp_path)).items())
+    items = list(build_adapter(videomme_v2_fixture(tmp_path)).items())
     assert len(items) == 12
     it = items[0]
     assert it.item_id == "001-1" and it.group_id == "001" and it.video_path == (tmp_path / "videos/001.mp4").resolve()
@@ -49,7 +28,7 @@ def test_items_and_prompt(tmp_path: Path) -> None:
     assert it.prompt == (
         "Select the best answer to the following multiple-choice question based on the video. "
         "Respond with only the letter (A, B, C, D, E, F, G, or H) of the correct option.\n"
-        f"What happens (1)?\n{OPTIONS}\nThe best answer is:"
+        f"What happens (1)?\n{VIDEOMME_V2_OPTIONS}\nThe best answer is:"
     )
     assert items[4].extra == {"position": 1, "group_type": "logic", "group_structure": "[1,[2,3],4]", "level": 2,
                               "row": 4, "group_size": 4}
@@ -60,16 +39,16 @@ def test_items_and_prompt(tmp_path: Path) -> None:
     ("G", "G"), ("Final Answer: F", "F"), ("Answer: H", "H"), ("Option: E", "E"), ("The answer is (B)", "B"),
 ])
 def test_extraction_a_to_h(tmp_path: Path, response: str, want: str) -> None:
-    adapter = build_adapter(_fixture(tmp_path))
+    adapter = build_adapter(videomme_v2_fixture(tmp_path))
     assert adapter.extract(response) == want
 
 
 def test_bad_groups_and_rows(tmp_path: Path) -> None:
-    rows = [_row("001", q, "relevance", "[1, 2, 3, 4]") for q in (1, 2, 3)]  # incomplete group
-    rows += [_row("002", 1, "logic", "[1, [2, 3]]"), _row("002", 2, "sideways", "[1, 2, 3, 4]"),
-             _row("002", 3, "logic", "[1, 2, 3, 4]", answer="Z")]
+    rows = [videomme_v2_row("001", q, "relevance", "[1, 2, 3, 4]") for q in (1, 2, 3)]  # incomplete group
+    rows += [videomme_v2_row("002", 1, "logic", "[1, [2, 3]]"), videomme_v2_row("002", 2, "sideways", "[1, 2, 3, 4]"),
+             videomme_v2_row("002", 3, "logic", "[1, 2, 3, 4]", answer="Z")]
     with pytest.raises(DatasetError) as err:
-        list(build_adapter(_fixture(tmp_path, rows)).items())
+        list(build_adapter(videomme_v2_fixture(tmp_path, rows)).items())
     msg = str(err.value)
     assert "group 001: expected questions at positions 1-4, got [1, 2, 3]" in msg
     assert "row 3: group_structure: expected positions 1-4 once each" in msg
@@ -88,7 +67,7 @@ def _results(correct: dict[str, list[bool]]) -> pl.LazyFrame:
 
 
 def test_group_scores_by_hand(tmp_path: Path) -> None:
-    groups = group_table(build_adapter(_fixture(tmp_path)).items())
+    groups = group_table(build_adapter(videomme_v2_fixture(tmp_path)).items())
     rows = _results({
         "001": [True, False, True, True],   # relevance: 3 right -> 900/16
         "002": [True, True, False, True],   # logic [1,[2,3],4]: leading run 2 -> 400/12
@@ -107,7 +86,7 @@ def test_group_scores_by_hand(tmp_path: Path) -> None:
 
 
 def test_logic_maps_and_incomplete_group(tmp_path: Path) -> None:
-    groups = group_table(build_adapter(_fixture(tmp_path)).items())
+    groups = group_table(build_adapter(videomme_v2_fixture(tmp_path)).items())
     rows = _results({"001": [True, True, True, True], "003": [True, True, True, False], "002": [True, True]})
     got = videomme_v2_group_scores(rows, groups).collect()
     by_group = dict(zip(got["group_id"], got["score"], strict=True))
@@ -124,7 +103,7 @@ def test_logic_maps_and_incomplete_group(tmp_path: Path) -> None:
 def test_limit_keeps_whole_groups(tmp_path: Path) -> None:
     """limit 6 stops after 2 questions of group 002: its other two come with them (8 items, 2 whole groups);
     limit 1 gives group 001 whole."""
-    spec = _fixture(tmp_path)
+    spec = videomme_v2_fixture(tmp_path)
     assert [it.item_id for it in build_adapter(spec.model_copy(update={"limit": 6})).items()] == [
         "001-1", "001-2", "001-3", "001-4", "002-1", "002-2", "002-3", "002-4"]
     assert [it.item_id for it in build_adapter(spec.model_copy(update={"limit": 1})).items()] == [

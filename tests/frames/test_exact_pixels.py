@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import small_spec_dict
+from helpers.specs import small_spec_dict
 from test_scheduler_media import FakeEngine
 
 from engine.config import BudgetPoint, IsoComputeSpec, SpecError, parse_spec

@@ -54,7 +54,7 @@ def test_expand_grid() -> None:
 
 
 def test_spec_grids_expand_into_budgets_at_load(tmp_path) -> None:
-    from conftest import small_spec_dict
+    from helpers.specs import small_spec_dict
 
     from engine.config import SpecError, parse_spec
 
@@ -73,7 +73,7 @@ def test_spec_grids_expand_into_budgets_at_load(tmp_path) -> None:
 
 
 def test_min_pixels_enlarges_small_frames_and_names_its_protocol(tmp_path) -> None:
-    from conftest import small_spec_dict
+    from helpers.specs import small_spec_dict
 
     from engine.config import BudgetPoint, SpecError, parse_spec
     from engine.frames.resize import size_for, target_size

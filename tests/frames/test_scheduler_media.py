@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from conftest import small_spec_dict
+from helpers.specs import small_spec_dict
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.config import parse_spec

@@ -73,7 +73,7 @@ def test_a_decode_pass_carries_the_statistics_of_its_frames() -> None:
 def _sweep(tmp_path: Path, budgets: list[dict]) -> None:
     import asyncio
 
-    from conftest import small_spec_dict
+    from helpers.specs import small_spec_dict
     from test_scheduler_media import FakeEngine
 
     from engine.config import parse_spec

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from metric_rows import collect_both, lazy, row
+from helpers.metric_rows import collect_both, lazy, row
 
 from engine.datasets.mme import COGNITION, PERCEPTION
 from engine.metrics.benchmark_scores import BENCHMARK_SCORE_SCHEMA, benchmark_column, benchmark_scores

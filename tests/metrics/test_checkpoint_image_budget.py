@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from metric_rows import collect_both, lazy, row
+from helpers.metric_rows import collect_both, lazy, row
 
 from engine.metrics.checkpoint_study import Checkpoint
 from engine.metrics.checkpoints import checkpoint_document, checkpoint_tables
@@ -100,7 +100,7 @@ def test_tables_mark_the_score_budget_and_the_report_reads_categories_there() ->
 
 
 def test_the_cli_names_the_budget_each_image_score_comes_from(tmp_path) -> None:
-    from metric_rows import write_sweep
+    from helpers.metric_rows import write_sweep
     from typer.testing import CliRunner
 
     from engine.cli import app

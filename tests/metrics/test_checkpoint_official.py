@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from metric_rows import collect_both, lazy, row
+from helpers.metric_rows import collect_both, lazy, row
 from polars.testing import assert_frame_equal
 
 from engine.datasets.mme import COGNITION, PERCEPTION

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from metric_rows import collect_both, frame, lazy
+from helpers.metric_rows import collect_both, frame, lazy
 from test_benchmark_scores import mme_rows
 from typer.testing import CliRunner
 

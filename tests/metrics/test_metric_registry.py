@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from metric_rows import frame, lazy
+from helpers.metric_rows import frame, lazy
 from typer.testing import CliRunner
 
 from engine.cli import app

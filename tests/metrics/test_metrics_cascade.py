@@ -9,7 +9,7 @@ Stages f2 [0, 8], f4 [0, 4, 8, 12], f8 [0, 2, ..., 14]: unions hold 2, 4 and 8 f
 from __future__ import annotations
 
 import polars as pl
-from metric_rows import collect_both, lazy, row
+from helpers.metric_rows import collect_both, lazy, row
 from polars.testing import assert_frame_equal
 
 from engine.metrics.cascade import cascade_curve, cascade_items, fixed_cost, match_fixed, pareto_front

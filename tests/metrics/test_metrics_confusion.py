@@ -7,7 +7,7 @@ alternate policy at f16: a right, c wrong, e right, b missing.
 from __future__ import annotations
 
 import polars as pl
-from metric_rows import collect_both, frame, lazy, row, sweep_a
+from helpers.metric_rows import collect_both, frame, lazy, row, sweep_a
 from polars.testing import assert_frame_equal
 
 from engine.metrics.confusion import visual_confusion

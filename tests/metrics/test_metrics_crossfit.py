@@ -18,7 +18,7 @@ so the honest accuracy is .5 at 4 frames processed (3 unique): the in-sample cho
 from __future__ import annotations
 
 import polars as pl
-from metric_rows import collect_both, lazy, row
+from helpers.metric_rows import collect_both, lazy, row
 
 from engine.metrics.bootstrap import splitmix64
 from engine.metrics.cascade import cascade_curve, crossfit_folds, crossfit_match, fixed_cost, match_fixed

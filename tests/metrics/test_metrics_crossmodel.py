@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
-from metric_rows import collect_both, frame, lazy
+from helpers.metric_rows import collect_both, frame, lazy
 
 from engine.metrics.crossmodel import checkpoint_flows, cross_model_matched, matched_grid
 from engine.metrics.oracle import fixed_accuracy

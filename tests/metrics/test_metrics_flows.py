@@ -6,7 +6,7 @@ Matched trajectories (text, f4, f8, f16): a 0110, b 1100, c 1011, e 0000.
 from __future__ import annotations
 
 import polars as pl
-from metric_rows import collect_both, frame, lazy, sweep_a
+from helpers.metric_rows import collect_both, frame, lazy, sweep_a
 from polars.testing import assert_frame_equal
 
 from engine.metrics.flows import all_pair_flows, pair_flows, state_flows, transitions

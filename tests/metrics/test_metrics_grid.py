@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
-from metric_rows import BUDGETS, collect_both, frame, lazy, row, sweep_a
+from helpers.metric_rows import BUDGETS, collect_both, frame, lazy, row, sweep_a
 from polars.testing import assert_frame_equal
 
 from engine.metrics.basic import budget_order, fixed_accuracy, transitions

@@ -13,7 +13,7 @@ f4: predictions A x2, B, C, none -> dominant A (.4); always A: .4; accuracy .4; 
 from __future__ import annotations
 
 import polars as pl
-from metric_rows import collect_both, frame, lazy
+from helpers.metric_rows import collect_both, frame, lazy
 
 from engine.metrics.document import summary_document
 from engine.metrics.grid import matched

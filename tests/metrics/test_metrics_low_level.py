@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from metric_rows import lazy, row
+from helpers.metric_rows import lazy, row
 
 from engine.metrics.document import summary_document
 from engine.metrics.grid import matched

@@ -22,7 +22,7 @@ import json
 
 import polars as pl
 import pytest
-from metric_rows import collect_both, lazy, row
+from helpers.metric_rows import collect_both, lazy, row
 
 from engine.metrics.document import summary_document
 from engine.metrics.grid import matched

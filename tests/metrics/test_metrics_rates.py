@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from metric_rows import collect_both, frame, lazy, row, sweep_a
+from helpers.metric_rows import collect_both, frame, lazy, row, sweep_a
 from polars.testing import assert_frame_equal
 
 from engine.metrics.bootstrap import REP, draws, percentile_interval, resample, splitmix64

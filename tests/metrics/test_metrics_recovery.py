@@ -16,7 +16,7 @@ have some alternate, p and q are recovered: 2/4 and 2/3.
 from __future__ import annotations
 
 import polars as pl
-from metric_rows import collect_both, frame, lazy, row
+from helpers.metric_rows import collect_both, frame, lazy, row
 
 from engine.metrics.document import summary_document
 from engine.metrics.grid import matched

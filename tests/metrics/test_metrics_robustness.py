@@ -19,7 +19,7 @@ confused both {q} with jaccard 1 / 4, harmed both {}; headroom a 1/4 (f64 is 3/4
 from __future__ import annotations
 
 import pytest
-from metric_rows import collect_both, lazy, row
+from helpers.metric_rows import collect_both, lazy, row
 
 from engine.metrics.grid import matched
 from engine.metrics.robustness import robustness
@@ -85,7 +85,7 @@ def test_the_report_shows_the_common_frame_figures_with_the_whole_chains_beside(
 
 
 def test_the_metrics_command_prints_the_common_frames_and_the_whole_chains(tmp_path) -> None:
-    from metric_rows import write_sweep
+    from helpers.metric_rows import write_sweep
     from typer.testing import CliRunner
 
     from engine.cli import app

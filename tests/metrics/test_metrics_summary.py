@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from metric_rows import audit_rows, write_sweep
+from helpers.metric_rows import audit_rows, write_sweep
 from typer.testing import CliRunner
 
 from engine.cli import app
@@ -157,7 +157,7 @@ def test_metrics_command_rejects_a_non_results_directory(tmp_path: Path) -> None
 
 
 def test_metrics_follow_a_sweep_that_is_still_writing(tmp_path: Path) -> None:
-    from metric_rows import frame
+    from helpers.metric_rows import frame
 
     from engine.results.store import ResultStore
 

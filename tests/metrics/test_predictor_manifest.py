@@ -7,9 +7,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from metric_rows import write_sweep
+from helpers.metric_rows import write_sweep
+from helpers.predictor_rows import T0, all_predictions, predictions, predictor_rows
 from polars.testing import assert_frame_equal
-from test_predictor_eval import T0, all_predictions, predictions, predictor_rows
 from typer.testing import CliRunner
 
 from engine.adaptive.predictions import PREDICTION_SCHEMA, export_manifest, scan_predictions, write_predictions

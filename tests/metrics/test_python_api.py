@@ -8,7 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
-from metric_rows import frame
+from helpers.metric_rows import frame
 from typer.testing import CliRunner
 
 from engine.cli import app

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from metric_rows import frame
+from helpers.metric_rows import frame
 
 from engine.metrics.status import sweep_status
 from engine.results.store import ResultStore

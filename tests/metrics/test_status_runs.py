@@ -7,7 +7,7 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from metric_rows import frame
+from helpers.metric_rows import frame
 from typer.testing import CliRunner
 
 from engine.cli import app

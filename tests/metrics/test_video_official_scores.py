@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from metric_rows import collect_both, lazy, row
+from helpers.metric_rows import collect_both, lazy, row
 
 from engine.metrics.benchmark_scores import benchmark_scores
 from engine.results.schema import ResultRow

@@ -1,0 +1,85 @@
+"""`framesweep run` without a spec file, and the overrides a spec file takes on the command line (no engine
+starts here: the quick path's real run is in test_cli_run_observed.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers.specs import small_spec_dict, write_toml
+from typer.testing import CliRunner
+
+from engine.cli import app
+from engine.cli.quick import load_with_overrides, quick_spec
+from engine.config import SpecError, dataset_spec_classes
+from engine.datasets.sources import SOURCES
+
+runner = CliRunner()
+
+
+def test_the_quick_flags_build_a_spec_with_the_data_folders_layout(tmp_path: Path) -> None:
+    spec, doc = quick_spec(model="tiny:qwen2_5_vl", family=None, dataset="videomme", data=tmp_path / "vmme",
+                           frames="32,0,8", limit=20, out=tmp_path / "out")
+    ds = spec.dataset_specs()[0]
+    assert ds.annotations == tmp_path / "vmme" / "videomme" / "test-00000-of-00001.parquet"
+    assert ds.media_root == tmp_path / "vmme" / "data" and ds.limit == 20
+    assert [b.budget_id for b in spec.budgets] == ["text", "f8", "f32"]
+    assert spec.models[0].family == "qwen2_5_vl" and spec.store.out_dir == tmp_path / "out"
+    assert doc["dataset"]["name"] == "videomme"
+
+
+def test_the_family_comes_from_the_checkpoints_config(tmp_path: Path) -> None:
+    ckpt = tmp_path / "Qwen3-VL-2B"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text(json.dumps({"model_type": "qwen3_vl"}))
+    spec, _ = quick_spec(model=str(ckpt), family=None, dataset="synthetic", data=None, frames="0,4", limit=None,
+                         out=tmp_path / "out")
+    assert spec.models[0].family == "qwen3_vl" and spec.models[0].id == "Qwen3-VL-2B"
+    (ckpt / "config.json").write_text(json.dumps({"model_type": "opt"}))
+    with pytest.raises(SpecError, match=r"--family: give the model family of .*model_type 'opt'"):
+        quick_spec(model=str(ckpt), family=None, dataset="synthetic", data=None, frames="0", limit=None,
+                   out=tmp_path / "out")
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--model", "tiny:qwen2_5_vl", "--dataset", "synthetic"], "or --out for a run without one"),
+    (["--dataset", "synthetic", "--out", "o"], "or --model for a run without one"),
+    (["--model", "tiny:qwen2_5_vl", "--dataset", "nope", "--out", "o"], "--dataset: unknown dataset 'nope'"),
+    (["--model", "tiny:qwen2_5_vl", "--dataset", "synthetic", "--frames", "0,x", "--out", "o"], "--frames: give"),
+    (["--model", "tiny:qwen2_5_vl", "--dataset", "synthetic", "--models", "a", "--out", "o"],
+     "--models and --budgets choose from a spec file"),
+])
+def test_quick_path_mistakes_are_one_sentence(tmp_path: Path, args: list[str], said: str) -> None:
+    res = runner.invoke(app, ["run", *args])
+    assert res.exit_code == 2 and said in res.output, res.output
+
+
+def test_quick_flags_do_not_go_with_a_spec_file(tmp_path: Path) -> None:
+    path = write_toml(tmp_path / "s.toml", small_spec_dict(tmp_path / "out"))
+    res = runner.invoke(app, ["run", str(path), "--frames", "0,8"])
+    assert res.exit_code == 2 and "--frames builds a spec without a file" in res.output
+
+
+def test_overrides_narrow_a_spec_file(tmp_path: Path) -> None:
+    d = small_spec_dict(tmp_path / "out")
+    d["models"].append({**d["models"][0], "id": "other"})
+    path = write_toml(tmp_path / "s.toml", d)
+    spec = load_with_overrides(path, tmp_path / "elsewhere", limit=4, models=["other"], budgets=["text", "f4"])
+    assert [m.id for m in spec.models] == ["other"] and spec.store.out_dir == tmp_path / "elsewhere"
+    ds = spec.dataset_specs()[0]
+    assert ds.n_videos == 2  # the synthetic set: 3 questions a video, 4 questions need 2 videos
+    assert [b.budget_id for b in spec.dataset_budgets(ds)] == ["text", "f4"]
+    with pytest.raises(SpecError, match=r"--models: no model 'x' in the spec; known: tiny, other"):
+        load_with_overrides(path, None, models=["x"])
+    with pytest.raises(SpecError, match=r"names 'f99', no budget of this sweep"):
+        load_with_overrides(path, None, budgets=["f99"])
+
+
+def test_every_source_names_a_dataset_and_its_spec_fields() -> None:
+    classes = dataset_spec_classes()
+    for name, src in SOURCES.items():
+        assert name in classes, name
+        fields = classes[name].model_fields
+        assert src.layout and set(src.layout) <= set(fields), (name, src.layout)
+        assert not src.on_hub or "/" in src.where
