@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from metric_rows import frame
+from helpers.metric_rows import frame
 from typer.testing import CliRunner
 
 from engine.cli.app import app

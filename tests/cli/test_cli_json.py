@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import small_spec_dict, write_toml
+from helpers.specs import small_spec_dict, write_toml
 from typer.testing import CliRunner
 
 from engine.adaptive.cascade_report import CASCADE_SCHEMA, CascadeReport, TimedRound, timing
