@@ -56,8 +56,8 @@ from engine.metrics.official import chain_scores
 from engine.metrics.overwrite import text_items
 from engine.metrics.registry import registered_metrics
 from engine.metrics.regression import terminal_items
+from engine.results.directory import ResultsDir
 from engine.results.provenance import model_hash, reader_versions, run_provenance
-from engine.results.store import own_rows
 from engine.results.video_stats import scan_video_stats
 from engine.runtime.atomic import fsync_dir, is_own_temp, temp_name
 from engine.runtime.output import write_json
@@ -163,10 +163,9 @@ def _metric_annotations(rows: pl.LazyFrame, frame: pl.LazyFrame) -> tuple[pl.Laz
     return frame, columns
 
 
-def _provenance(out_dir: Path) -> dict[str, Any]:
-    """`engine.results.provenance.run_provenance` (a damaged manifest is named: ManifestError, exit 2), with when
-    and by which versions the artifact was exported."""
-    record = run_provenance(out_dir)
+def _provenance(results: ResultsDir) -> dict[str, Any]:
+    """`engine.results.provenance.run_provenance`, with when and by which versions the artifact was exported."""
+    record = run_provenance(results)
     return {**record, "exported_at": datetime.now(UTC).isoformat(), "exported_by": reader_versions()}
 
 
@@ -239,18 +238,22 @@ def _register_secrets(spec: dict[str, Any]) -> None:
     register_secret_env("RAY_AUTH_TOKEN", *[n for n in names if n])
 
 
-def export(out_dir: Path | str, to: Path | str) -> dict[str, Any]:
+def export(out_dir: Path | str | ResultsDir, to: Path | str) -> dict[str, Any]:
     """Write the artifact of the results in `out_dir` to the folder `to` (see the module docstring).
 
     Returns:
         {"rows": n, "path": items.parquet path, "chains": n}.
+
+    Raises:
+        ResultsDirError: `out_dir` cannot be read (named: no results/, a damaged manifest, an unreadable shard).
     """
-    out_dir, to = Path(out_dir), Path(to)
+    results = ResultsDir.of(out_dir)  # its manifest and each shard's footer read once, here
+    out_dir, to = results.path, Path(to)
     check_target(out_dir, to)
     to = to.resolve()  # a link to a folder: the folder it names is replaced, not the link
-    prov = _provenance(out_dir)
+    prov = _provenance(results)
     _register_secrets(prov["spec"])
-    rows = own_rows(out_dir)[0].collect().lazy()
+    rows = results.rows().collect().lazy()
     on_chain = chain_rows(rows).join(grid_budgets(rows), on=[*GROUP, "budget_id"], how="semi")
     models = pl.LazyFrame({"model_id": list(prov["models"]) or [""],
                            "model_path": [v["path"] for v in prov["models"].values()] or [None],

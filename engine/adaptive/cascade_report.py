@@ -13,7 +13,7 @@ import polars as pl
 from engine import __version__
 from engine.metrics.cascade import cascade_items
 from engine.metrics.grid import matched
-from engine.results.store import own_rows, scan_results
+from engine.results.directory import ResultsDir
 
 __all__ = [
     "CASCADE_SCHEMA",
@@ -117,7 +117,7 @@ def read_cascade_report(path: Path | str) -> dict[str, Any]:
 def online_decisions(online_dir: Path | str, tau: float) -> pl.LazyFrame:
     """One row per (model, dataset, item): where the online cascade stopped and what it cost."""
     return (
-        scan_results(online_dir)
+        ResultsDir.open(online_dir).scan()
         .filter((pl.col("budget_id") == cascade_budget_id(tau)) & (pl.col("status") == "ok"))
         .select("model_id", "dataset", "item_id", pl.col("stage_path").list.last().alias("stop_budget"),
                 "correct", "frames_processed", "frames_decoded", "confidence")
@@ -139,9 +139,9 @@ def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str
     """
     session = Path(session)
     online = online_decisions(session / "round1" / "online", tau).collect()
-    fixed = scan_results(session / "round1" / "fixed").filter(pl.col("status") == "ok").collect()
+    fixed = ResultsDir.open(session / "round1" / "fixed").scan().filter(pl.col("status") == "ok").collect()
     skipped_models = skipped_models or {}
-    rows = own_rows(out_dir)[0].filter(~pl.col("model_id").is_in(list(skipped_models)))
+    rows = ResultsDir.open(out_dir).rows().filter(~pl.col("model_id").is_in(list(skipped_models)))
     sim = cascade_items(matched(rows, budgets=stage_ids), taus=[tau]).collect()
     agree = online.join(sim.select("model_id", "dataset", "item_id", pl.col("stop_budget").alias("offline_stop")),
                         on=["model_id", "dataset", "item_id"], how="inner")

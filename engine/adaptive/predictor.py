@@ -32,8 +32,8 @@ from engine.backends.prompts import question_text
 from engine.config import BudgetPoint, ModelSpec, SweepSpec
 from engine.datasets import get_adapter, load_items
 from engine.items import Item, Job, option_letters
+from engine.results.directory import ResultsDir
 from engine.results.schema import ResultRow
-from engine.results.store import latest_rows, scan_results
 from engine.sweep import Sweep, SweepSummary
 from engine.sweep.policy import Key
 
@@ -136,7 +136,7 @@ async def predict_frames(spec: SweepSpec, predictor_id: str, backends: dict[str,
                 policy=QuestionPolicy(predictor_id, frames, budget)).run()
     mine = (pl.col("model_id") == predictor_id) & (pl.col("budget_id") == budget.budget_id)
     answered = {(r["dataset"], r["item_id"]): r
-                for r in latest_rows(scan_results(asked)).filter(mine).collect().iter_rows(named=True)}
+                for r in ResultsDir.open(asked).rows().filter(mine).collect().iter_rows(named=True)}
     rows = []
     for item in (it for ds in spec.dataset_specs() for it in load_items(ds)[1]):
         got = answered.get((item.dataset, item.item_id))

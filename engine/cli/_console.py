@@ -68,12 +68,13 @@ def shards_named(out_dir: Path) -> Iterator[None]:
     """Inside: reading the results of OUT. An unreadable shard (a bad footer, or corrupt data pages that fail
     a collect: `engine.results.store.naming_corrupt_shards`) is named and the command exits 2, instead of a
     Polars traceback naming no file."""
-    from engine.results.store import CorruptShardError, naming_corrupt_shards
+    from engine.results.errors import ResultsDirError
+    from engine.results.store import naming_corrupt_shards
 
     try:
         with naming_corrupt_shards(out_dir):
             yield
-    except CorruptShardError as err:
+    except ResultsDirError as err:  # an unreadable shard, a damaged manifest, no results directory
         fail(err)
         raise typer.Exit(2) from None
 

@@ -14,11 +14,13 @@ from rich.table import Table
 from engine.cli._checks import PolarsEngine, check_output, known_ids, refuse, summary_problems, unknown
 from engine.cli._console import console, fail, heading, shards_named, warn
 from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
+from engine.cli._results import open_results
 from engine.cli.checkpoints import checkpoint_doc, checkpoints, manifest_spec
 from engine.runtime.output import points
 
 if TYPE_CHECKING:
     from engine.metrics.summary import SummaryOptions
+    from engine.results.directory import ResultsDir
 
 __all__ = ["register"]
 
@@ -64,38 +66,34 @@ def _options(n_boot: int, seed: int, pair: list[str] | None, stages: str | None,
     )
 
 
-def _primary_protocol(out_dir: Path) -> str | None:
+def _primary_protocol(results: ResultsDir) -> str | None:
     """The spec's primary_protocol, from the results directory's manifest (None when it names none)."""
-    return manifest_spec(out_dir).get("primary_protocol")
+    return manifest_spec(results).get("primary_protocol")
 
 
-def _document(out_dir: Path, opts: SummaryOptions) -> dict[str, Any]:
+def _document(out_dir: Path | ResultsDir, opts: SummaryOptions) -> dict[str, Any]:
     from engine.metrics.document import summary_document
     from engine.metrics.summary import summary_tables
 
-    if not (out_dir / "results").is_dir():
-        fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
-        raise typer.Exit(2)
+    results = open_results(out_dir)
     if opts.primary_protocol is None:
-        opts = dataclasses.replace(opts, primary_protocol=_primary_protocol(out_dir))
+        opts = dataclasses.replace(opts, primary_protocol=_primary_protocol(results))
     from engine.results.video_stats import scan_video_stats, with_video_stats
 
-    rows = with_video_stats(_rows(out_dir), scan_video_stats(out_dir))  # each video's statistics (low_level)
-    with shards_named(out_dir):
+    rows = with_video_stats(_rows(results), scan_video_stats(results.path))  # each video's statistics (low_level)
+    with shards_named(results.path):
         if opts.protocols or opts.pairs or opts.cascade_stages or opts.cascade_match or opts.compare:
-            refuse(out_dir, summary_problems(opts, known_ids(rows, opts.engine)))  # type: ignore[arg-type]
-        return summary_document(summary_tables(rows, opts), opts, source=str(out_dir))
+            refuse(results.path, summary_problems(opts, known_ids(rows, opts.engine)))  # type: ignore[arg-type]
+        return summary_document(summary_tables(rows, opts), opts, source=str(results.path))
 
 
-def _rows(out_dir: Path, warn_foreign: bool = True) -> Any:
+def _rows(results: ResultsDir, warn_foreign: bool = True) -> Any:
     """The results of OUT (one row per key); an unreadable shard is named (exit 2) instead of a Polars traceback.
 
-    Rows of another sweep (a shard copied into results/) are left out (`engine.results.store.own_rows`), as
-    `status` leaves them out, and (with `warn_foreign`) each such shard is named on stderr."""
-    from engine.results.store import own_rows
-
-    with shards_named(out_dir):
-        rows, foreign = own_rows(out_dir)
+    Rows of another sweep (a shard copied into results/) are left out (`ResultsDir.rows`), as `status` leaves
+    them out, and (with `warn_foreign`) each such shard is named on stderr."""
+    with shards_named(results.path):
+        rows, foreign = results.rows(), results.foreign
     if foreign and warn_foreign:
         warn(f"{len(foreign)} shard(s) hold rows of another sweep and are not counted: "
              + ", ".join(p.name for p in foreign))
@@ -207,20 +205,21 @@ def report_document(out_dir: Path, opts: SummaryOptions, *, predictions: Path | 
     from engine.adaptive.predictions import scan_predictions
     from engine.results.provenance import run_provenance
 
-    doc = _document(out_dir, opts)
+    results = open_results(out_dir)  # once: every part below reads this value
+    doc = _document(results, opts)
     pred_dir = predictions or out_dir
     if predictions is not None or scan_predictions(pred_dir).head(1).collect().height:
-        doc["predictor"] = _predictor_doc(out_dir, pred_dir, None, fallback, opts.engine,
+        doc["predictor"] = _predictor_doc(results, pred_dir, None, fallback, opts.engine,
                                           warn_foreign=False)["groups"]
-    if checkpoint_models or any((m.get("checkpoint") or {}).get("base") for m in manifest_spec(out_dir).get("models") or []
+    if checkpoint_models or any((m.get("checkpoint") or {}).get("base") for m in manifest_spec(results).get("models") or []
                                 if isinstance(m, dict)):
-        doc["checkpoints"] = checkpoint_doc(out_dir, _split(checkpoint_models), _split(image_datasets), opts.engine,
+        doc["checkpoints"] = checkpoint_doc(results, _split(checkpoint_models), _split(image_datasets), opts.engine,
                                             "--checkpoint-models")
     sessions = _cascade_sessions(out_dir)
     if sessions:
         doc["cascade_online"] = sessions
     with shards_named(out_dir):
-        doc["run"] = run_provenance(out_dir)
+        doc["run"] = run_provenance(results)
     return doc
 
 
@@ -242,14 +241,12 @@ def _split(text: str | None) -> list[str] | None:
     return [s.strip() for s in text.split(",") if s.strip()] if text else None
 
 
-def _snapshot(out_dir: Path, engine: Any, warn_foreign: bool = True) -> Any:
+def _snapshot(out_dir: Path | ResultsDir, engine: Any, warn_foreign: bool = True) -> Any:
     from engine.metrics.summary import SNAPSHOT_COLUMNS
 
-    if not (out_dir / "results").is_dir():
-        fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
-        raise typer.Exit(2)
-    rows = _rows(out_dir, warn_foreign)
-    with shards_named(out_dir):
+    results = open_results(out_dir)
+    rows = _rows(results, warn_foreign)
+    with shards_named(results.path):
         return rows.select(SNAPSHOT_COLUMNS).collect(engine=engine).lazy()
 
 
@@ -260,17 +257,18 @@ def _collect(tables: dict[str, Any], engine: Any) -> dict[str, Any]:
     return dict(zip(tables, frames, strict=True))
 
 
-def _predictor_doc(out_dir: Path, pred_dir: Path, model_id: str | None, fallback: str | None,
+def _predictor_doc(out_dir: Path | ResultsDir, pred_dir: Path, model_id: str | None, fallback: str | None,
                    engine: str, warn_foreign: bool = True) -> dict[str, Any]:
     from engine.adaptive.predictions import evaluate_predictor, predictor_document, scan_predictions
 
-    rows = _snapshot(out_dir, engine, warn_foreign)
+    results = open_results(out_dir)
+    rows = _snapshot(results, engine, warn_foreign)
     if model_id is not None or fallback is not None:
         known = known_ids(rows, engine)  # type: ignore[arg-type]
-        refuse(out_dir, unknown("--model-id", [model_id] if model_id else [], known.models, "model")
+        refuse(results.path, unknown("--model-id", [model_id] if model_id else [], known.models, "model")
                + unknown("--fallback", [fallback] if fallback else [], known.budgets, "budget"))
     tables = _collect(evaluate_predictor(rows, scan_predictions(pred_dir), model_id, fallback=fallback), engine)
-    return {"schema": "framesweep.predictor/1", "source": str(out_dir), "predictions": str(pred_dir),
+    return {"schema": "framesweep.predictor/1", "source": str(results.path), "predictions": str(pred_dir),
             "fallback": fallback, "groups": predictor_document(tables)}
 
 

@@ -36,7 +36,8 @@ from engine.cli.run import (
 )
 from engine.cli.run import register as register_run_commands
 from engine.config import SpecError, SweepSpec, load_spec
-from engine.results.store import CorruptShardError, StoreLockedError
+from engine.results.errors import ResultsDirError
+from engine.results.store import StoreLockedError
 from engine.runtime.output import JSONValueError, points, write_json
 
 if TYPE_CHECKING:
@@ -95,16 +96,18 @@ def _preflight(spec: SweepSpec, source: str) -> None:
 def status(out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results directory.")]) -> None:
     """Jobs done / failed / pending per model and budget, throughput, ETA and the live churn summary
     (safe while a sweep runs)."""
+    from engine.cli._results import open_results
     from engine.metrics.status import sweep_starting, sweep_status
 
-    if (holder := sweep_starting(out_dir)) is not None:
+    results = open_results(out_dir)  # read once: the manifest here, each shard's footer below
+    if (holder := sweep_starting(results)) is not None:
         console.print(f"{out_dir}: a run is starting ({holder} holds the directory; it reads its items and the "
                       "committed rows, and records its plan before any engine starts)", soft_wrap=True)
-        if not (out_dir / "manifest.json").exists():
+        if not results.has_manifest:
             return
     try:
-        st = sweep_status(out_dir)
-    except CorruptShardError as err:  # a damaged or missing manifest too (ManifestError)
+        st = sweep_status(results)
+    except ResultsDirError as err:  # no manifest, an unreadable shard
         fail(err)
         raise typer.Exit(2) from None
     t = Table(title=f"{st.sweep_id}: {st.done} done, {st.failed} failed, {st.pending} pending")
@@ -194,11 +197,10 @@ def spec(
 def doctor(out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results directory.")]) -> None:
     """Read every result shard whole; move unreadable ones to OUT/quarantine/ (the next run recomputes
     their keys). Takes the directory's lock: no sweep may be writing to it."""
+    from engine.cli._results import need_results_dir
     from engine.results.store import doctor as run_doctor
 
-    if not (out_dir / "results").is_dir():
-        fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
-        raise typer.Exit(2)
+    need_results_dir(out_dir)
     try:
         moved = run_doctor(out_dir)
     except StoreLockedError as err:

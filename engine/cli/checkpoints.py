@@ -16,11 +16,12 @@ from rich.table import Table
 from engine.cli._checks import PolarsEngine, known_ids, refuse, unknown
 from engine.cli._console import console, fail, shards_named
 from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
-from engine.results.manifest import read_manifest
+from engine.cli._results import open_results
 from engine.runtime.output import points
 
 if TYPE_CHECKING:
     from engine.metrics.checkpoint_study import Checkpoint
+    from engine.results.directory import ResultsDir
 
 __all__ = ["checkpoint_doc", "checkpoints", "manifest_spec"]
 
@@ -31,10 +32,9 @@ _ImageDs = Annotated[str | None, typer.Option(
     "--image-datasets", help="Comma-separated image benchmarks (default: from the items' media).")]
 
 
-def manifest_spec(out_dir: Path) -> dict[str, Any]:
+def manifest_spec(out_dir: Path | ResultsDir) -> dict[str, Any]:
     """The spec stored in OUT's manifest ({} when there is none); a damaged manifest is named (exit 2)."""
-    with shards_named(out_dir):
-        return read_manifest(out_dir).get("spec") or {}
+    return open_results(out_dir).manifest.get("spec") or {}
 
 
 def _benchmarks(spec: dict[str, Any]) -> dict[str, str]:
@@ -55,26 +55,25 @@ def _study(spec: dict[str, Any], models: list[str] | None) -> list[Checkpoint]:
         if (k := known.get(c.model_id)) else {})) for c in order]
 
 
-def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list[str] | None,
+def checkpoint_doc(out_dir: Path | ResultsDir, models: list[str] | None, image_datasets: list[str] | None,
                    engine: PolarsEngine, models_option: str = "--models") -> dict[str, Any]:
     """The checkpoint document of OUT (`engine.metrics.checkpoints.checkpoint_document`); exits 2 on a bad study
     or on a model or dataset named (`models_option`, --image-datasets) that the results do not hold."""
     from engine.metrics.checkpoints import CHECKPOINT_COLUMNS, checkpoint_document, checkpoint_tables
     from engine.metrics.summary import load_rows
-    if not (out_dir / "results").is_dir():
-        fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
-        raise typer.Exit(2)
-    spec = manifest_spec(out_dir)
+
+    results = open_results(out_dir)
+    spec = manifest_spec(results)
     polars_engine: Any = engine  # auto, streaming or in-memory, as the CLI option gives it
     try:
         study = _study(spec, models)
         if not study:
             raise ValueError("the run's spec has no [models.checkpoint] tables: give --models BASE,CHECKPOINT,...")
-        with shards_named(out_dir):
-            rows = load_rows(out_dir).select(CHECKPOINT_COLUMNS).collect(engine=polars_engine).lazy()
+        with shards_named(results.path):
+            rows = load_rows(results).select(CHECKPOINT_COLUMNS).collect(engine=polars_engine).lazy()
         if models or image_datasets:
             known = known_ids(rows, engine)
-            refuse(out_dir, unknown(models_option, models or [], known.models, "model")
+            refuse(results.path, unknown(models_option, models or [], known.models, "model")
                    + unknown("--image-datasets", image_datasets or [], known.datasets, "dataset"))
         tables = checkpoint_tables(rows, study, image_datasets, benchmarks=_benchmarks(spec))
     except ValueError as err:
@@ -83,7 +82,7 @@ def checkpoint_doc(out_dir: Path, models: list[str] | None, image_datasets: list
     # one table at a time: the rows are in memory already, and Polars' collect_all over these plans spends
     # minutes finding their common subplans (28 s against 5.6 s one by one on a 52-row study)
     frames = [t.collect(engine=polars_engine) for t in tables.values()]
-    return {"schema": "framesweep.checkpoints/3", "source": str(out_dir),
+    return {"schema": "framesweep.checkpoints/3", "source": str(results.path),
             **checkpoint_document(dict(zip(tables, frames, strict=True)), study)}
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from engine.cli._console import console, fail, warn
-from engine.results.errors import CorruptShardError, StoreFullError, StoreLockedError
+from engine.results.errors import ResultsDirError, StoreFullError, StoreLockedError
 from engine.results.shards import GRACE_S
 
 __all__ = ["register"]
@@ -30,17 +30,16 @@ def compact(
 
     Exit codes: 0 done; 2 OUT is not a results directory or its manifest is damaged; 3 a sweep holds OUT;
     5 the disk is full (every shard is intact)."""
+    from engine.cli._results import need_results_dir
     from engine.results.compact import compact_dir
 
-    if not (out_dir / "results").is_dir():
-        fail(f"{out_dir}: no results/ directory (not a framesweep results directory?)")
-        raise typer.Exit(2)
+    need_results_dir(out_dir)
     try:
         done = compact_dir(out_dir, grace_s=grace_s)
     except StoreLockedError as err:
         fail(err)
         raise typer.Exit(3) from None
-    except CorruptShardError as err:  # the manifest
+    except ResultsDirError as err:  # the manifest
         fail(err)
         raise typer.Exit(2) from None
     except StoreFullError as err:

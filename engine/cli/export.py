@@ -30,11 +30,11 @@ def export(
     Exit codes: 0 written; 2 OUT is not a results directory, holds an unreadable shard, or --to cannot
     take the artifact (inside OUT, a file, a folder of other files); 1 the artifact could not be written
     (the OS error named; nothing is left half-written)."""
+    from engine.cli._results import open_results
     from engine.export import ExportTargetError, check_target
     from engine.export import export as run_export
-    if not (out_dir / "results").is_dir():
-        fail(f"{out_dir}: no results folder (not a framesweep results directory)")
-        raise typer.Exit(2)
+
+    results = open_results(out_dir)
     try:
         check_target(out_dir, to)
     except ExportTargetError as err:
@@ -43,7 +43,7 @@ def export(
     before = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         with shards_named(out_dir):
-            done = run_export(out_dir, to)
+            done = run_export(results, to)
     except OSError as err:
         fail(f"could not write the artifact to {to}: {err.strerror or err} ({err.filename or to})")
         raise typer.Exit(1) from None

@@ -45,10 +45,10 @@ def _tables(out_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     from engine.metrics.basic import fixed_accuracy, transitions
     from engine.metrics.grid import matched
     from engine.metrics.oracle import oracle
-    from engine.results.store import own_rows
+    from engine.results.directory import ResultsDir
 
     with shards_named(out_dir):
-        rows = own_rows(out_dir)[0]
+        rows = ResultsDir.open(out_dir).rows()
         return fixed_accuracy(rows).collect(), transitions(rows).collect(), oracle(matched(rows)).collect()
 
 

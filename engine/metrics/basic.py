@@ -1,7 +1,7 @@
 """Fixed accuracy per budget and rescue/harm flows between budgets (matched items only).
 
 The compact entry points used by the demo table. Each function takes a LazyFrame of
-result rows (one per key, e.g. `store.latest_rows(store.scan_results(dir))`) and
+result rows (one per key, e.g. `engine.results.ResultsDir.open(dir).rows()`) and
 returns a LazyFrame; the definitions live in `engine.metrics.grid` (matched grid),
 `engine.metrics.oracle` and `engine.metrics.flows`.
 """

@@ -206,7 +206,7 @@ def matched(rows: pl.LazyFrame, *, track: Track = "correct", budgets: Sequence[s
     """The matched long frame: complete items only, one row per (group, item, chain budget).
 
     Args:
-        rows: One row per key (e.g. `engine.results.store.latest_rows` of a scan).
+        rows: One row per key (e.g. `engine.results.ResultsDir.rows`).
         track: ``"correct"`` for MCQ/yes-no items, ``"score"`` for open/dialog items.
         budgets: Restrict the grid to these budget ids (kept in cost order); default: each
             group's chain.

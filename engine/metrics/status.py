@@ -22,9 +22,8 @@ import polars as pl
 from engine.metrics.flows import transitions
 from engine.metrics.grid import BASE_GROUP, GROUP, matched
 from engine.metrics.summary import SNAPSHOT_COLUMNS
-from engine.results.errors import ManifestError
-from engine.results.manifest import read_manifest
-from engine.results.store import naming_corrupt_shards, own_rows
+from engine.results.directory import ResultsDir
+from engine.results.errors import ResultsDirError
 from engine.runtime.processes import pid_alive
 
 __all__ = ["SweepStatus", "driver_running", "sweep_starting", "sweep_status"]
@@ -89,20 +88,20 @@ def driver_running(out_dir: str | Path) -> str | None:
     return holder
 
 
-def sweep_starting(out_dir: str | Path) -> str | None:
+def sweep_starting(out_dir: str | Path | ResultsDir) -> str | None:
     """A run that holds the directory but has not recorded its plan yet (items loading, the committed rows
     read): its driver (`pid N on host`); None when no driver runs or the running one has recorded its plan.
 
     A driver signs `OUT/.lock` when it takes it, before it records its run in the manifest's history: a lock
     signed after the last recorded run started is a run whose plan is not recorded yet (a rerun too)."""
-    out = Path(out_dir)
+    out = out_dir.path if isinstance(out_dir, ResultsDir) else Path(out_dir)
     if (driver := driver_running(out)) is None:
         return None
     try:
-        manifest = read_manifest(out)
+        manifest = ResultsDir.of(out_dir).manifest
         signed = datetime.fromtimestamp((out / ".lock").stat().st_mtime, UTC)
-    except (ManifestError, OSError):
-        return None  # `sweep_status` names a damaged manifest
+    except (ResultsDirError, OSError):
+        return None  # `sweep_status` names a directory that cannot be read
     started = _run_started(manifest)
     return driver if not manifest or (started is not None and signed > started) else None
 
@@ -127,20 +126,24 @@ def _expected(manifest: dict) -> pl.DataFrame:
                                        "expected": pl.Int64, "order": pl.Int64})
 
 
-def sweep_status(out_dir: str | Path) -> SweepStatus:
-    """Done/failed/pending per (model, dataset, budget) against the manifest's expected job counts."""
-    out = Path(out_dir)
-    manifest = read_manifest(out, required=True)  # ManifestError (exit 2) when missing or damaged
-    sweep_id = manifest.get("sweep_id") or out.name
-    with naming_corrupt_shards(out):  # a shard with corrupt data pages fails in a collect: named, not a raw error
-        return _status(out, manifest, sweep_id)
+def sweep_status(out_dir: str | Path | ResultsDir) -> SweepStatus:
+    """Done/failed/pending per (model, dataset, budget) against the manifest's expected job counts.
+
+    Raises:
+        ResultsDirError: no such directory, no manifest (or a damaged one), an unreadable shard: named.
+    """
+    results = ResultsDir.of(out_dir)
+    results.need_manifest()  # ManifestError (exit 2) when missing
+    sweep_id = results.manifest.get("sweep_id") or results.path.name
+    with results.reading():  # a shard with corrupt data pages fails in a collect: named, not a raw error
+        return _status(results, sweep_id)
 
 
-def _status(out: Path, manifest: dict, sweep_id: str) -> SweepStatus:
+def _status(results: ResultsDir, sweep_id: str) -> SweepStatus:
+    out, manifest = results.path, results.manifest
     expected = _expected(manifest)
-    latest, shards = own_rows(out)  # rows of another sweep (a shard copied in) count for nothing here
-    latest = _read_once(latest)
-    foreign = [str(p) for p in shards]
+    latest = _read_once(results.rows())  # rows of another sweep (a shard copied in) count for nothing here
+    foreign = [str(p) for p in results.foreign]
     legacy = "expected_by_dataset" not in manifest and expected.height > 0
     if legacy:  # one dataset, counted per (model, budget); its name from the manifest or the rows
         names = latest.select(pl.col("dataset").unique().sort().str.join(", ")).collect().item()

@@ -26,6 +26,7 @@ from engine.metrics.grid import (
 from engine.metrics.options import SummaryOptions
 from engine.metrics.registry import Inputs, registered_metrics, registered_table
 from engine.metrics.regression import alternate_rows
+from engine.results.directory import ResultsDir
 from engine.results.video_stats import STAT_COLUMNS
 
 __all__ = ["BASE_COLUMNS", "SNAPSHOT_COLUMNS", "VIDEO_STAT_COLUMNS", "SummaryOptions", "load_rows",
@@ -57,13 +58,14 @@ SNAPSHOT_COLUMNS: list[str] = snapshot_columns()
 """The snapshot of the built-in metrics (`engine.metrics` registers them before this module loads)."""
 
 
-def load_rows(out_dir: str | Path) -> pl.LazyFrame:
-    """One row per key of a results directory's own sweep (safe while a sweep writes to it), with each video's
-    low-level statistics as ``video_<name>`` columns (`engine.results.video_stats`; null where there are none)."""
-    from engine.results.store import own_rows
+def load_rows(out_dir: str | Path | ResultsDir) -> pl.LazyFrame:
+    """One row per key of a results directory's own sweep (`ResultsDir.rows`; safe while a sweep writes to it),
+    with each video's low-level statistics as ``video_<name>`` columns (`engine.results.video_stats`; null where
+    there are none)."""
     from engine.results.video_stats import scan_video_stats, with_video_stats
 
-    return with_video_stats(own_rows(out_dir)[0], scan_video_stats(out_dir))  # with each video's statistics
+    results = ResultsDir.of(out_dir)
+    return with_video_stats(results.rows(), scan_video_stats(results.path))  # with each video's statistics
 
 
 def _inputs(rows: pl.LazyFrame, opts: SummaryOptions) -> Inputs:

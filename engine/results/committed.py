@@ -7,8 +7,8 @@ from pathlib import Path
 
 import polars as pl
 
+from engine.results.directory import ResultsDir
 from engine.results.schema import KEY_COLUMNS
-from engine.results.store import _foreign, naming_corrupt_shards, scan_results
 
 __all__ = ["Committed", "Key", "read_committed"]
 
@@ -29,23 +29,23 @@ class Committed:
     """Shards holding rows of another sweep (never counted as done)."""
 
 
-def read_committed(out_dir: str | Path, sweep_id: str) -> Committed:
-    """The committed keys of `sweep_id` in `out_dir`: every shard footer checked once, one collect.
+def read_committed(results: ResultsDir) -> Committed:
+    """The committed keys of the directory's own sweep (`results.sweep_id`): each shard footer checked once
+    (by `results`), one collect.
 
     Raises:
         CorruptShardError: naming an unreadable shard.
     """
-    rows = scan_results(out_dir).filter(pl.col("sweep_id") == sweep_id)
     ok = pl.col("status") == "ok"
-    with naming_corrupt_shards(out_dir):
+    with results.reading():
         df = (
-            rows.group_by(KEY_COLUMNS)
+            results.attempts().group_by(KEY_COLUMNS)
             .agg(pl.col("attempt").max().alias("attempt"), ok.any().alias("ok"),
                  pl.col("answer_fingerprint").filter(ok).sort_by(pl.col("finished_at").filter(ok)).last()
                  .alias("fingerprint"))
             .collect()
         )
-    out = Committed(foreign=_foreign(out_dir, sweep_id))  # footers checked above
+    out = Committed(foreign=results.foreign)
     for *key, attempt, is_ok, fp in df.iter_rows():
         k: Key = tuple(key)  # type: ignore[assignment]
         out.attempts[k] = int(attempt or 0)

@@ -1,13 +1,13 @@
 """What reading or writing a results directory can fail with; each message names the file and what to do.
 
-The CLI maps them to `run`'s exit codes: 2 `CorruptShardError` (and `ManifestError`, one of them),
-`ForeignSweepError`; 3 `StoreLockedError` (and `StoreLockLostError`); 5 `StoreFullError`.
+The CLI maps them to `run`'s exit codes: 2 `ResultsDirError` (a directory that cannot be read:
+`NoResultsDirError`, `CorruptShardError` and `ManifestError`, one of them), `ForeignSweepError`; 3 `StoreLockedError` (and `StoreLockLostError`); 5 `StoreFullError`.
 """
 
 from __future__ import annotations
 
-__all__ = ["CorruptShardError", "ForeignSweepError", "ManifestError", "StoreFullError", "StoreLockLostError",
-           "StoreLockedError"]
+__all__ = ["CorruptShardError", "ForeignSweepError", "ManifestError", "NoResultsDirError", "ResultsDirError",
+           "StoreFullError", "StoreLockLostError", "StoreLockedError"]
 
 
 class StoreLockedError(RuntimeError):
@@ -31,7 +31,15 @@ class ForeignSweepError(RuntimeError):
     """The results directory belongs to another sweep."""
 
 
-class CorruptShardError(RuntimeError):
+class ResultsDirError(RuntimeError):
+    """A results directory cannot be read (`engine.results.directory`); the message names what and where."""
+
+
+class NoResultsDirError(ResultsDirError):
+    """No such directory, or no `results/` in it: not a framesweep results directory."""
+
+
+class CorruptShardError(ResultsDirError):
     """A committed shard cannot be read (or not as the result schema); the message names the file."""
 
 

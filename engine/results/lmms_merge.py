@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
-
+from engine.results.directory import ResultsDir
 from engine.results.schema import KEY_COLUMNS, ResultRow
-from engine.results.store import latest_rows, naming_corrupt_shards, scan_results
 from engine.runtime.secrets import redact
 
 __all__ = ["ANSWER_COLUMNS", "Answer", "Held", "answer", "held_answers", "merge_rows", "new_rows"]
@@ -66,8 +64,9 @@ Held = tuple[Answer, str | None]
 
 def held_answers(out_dir: str | Path, sweep_id: str) -> dict[Key, Held]:
     """The answer the directory holds for each key of `sweep_id` (its ok row where it has one), with its scoring."""
-    with naming_corrupt_shards(out_dir):
-        df = (latest_rows(scan_results(out_dir).filter(pl.col("sweep_id") == sweep_id))
+    results = ResultsDir.open(out_dir, sweep_id=sweep_id)
+    with results.reading():
+        df = (results.rows()
               .select(*KEY_COLUMNS, *ANSWER_COLUMNS, "scoring").collect())
     n, m = len(KEY_COLUMNS), len(ANSWER_COLUMNS)
     return {r[:n]: (r[n:n + m], r[n + m]) for r in df.iter_rows()}  # type: ignore[misc]

@@ -18,8 +18,7 @@ import polars as pl
 
 from engine import __version__
 from engine.backends.checkpoint import checkpoint_fingerprint, model_folder
-from engine.results.manifest import read_manifest
-from engine.results.store import naming_corrupt_shards, scan_results
+from engine.results.directory import ResultsDir
 
 __all__ = ["model_hash", "reader_versions", "row_facts", "run_provenance"]
 
@@ -49,10 +48,12 @@ def reader_versions() -> dict[str, str | None]:
             **{name: version(name) for name in _PACKAGES}}
 
 
-def row_facts(out_dir: Path | str) -> dict[str, Any]:
-    """What the rows themselves record: engine and decoder versions, and when the first and last were answered."""
-    with naming_corrupt_shards(out_dir):
-        facts = scan_results(out_dir).select(
+def row_facts(out_dir: Path | str | ResultsDir) -> dict[str, Any]:
+    """What the rows themselves record (every committed row): engine and decoder versions, and when the first and
+    last were answered."""
+    results = ResultsDir.of(out_dir)
+    with results.reading():
+        facts = results.scan().select(
             pl.col("engine_version").drop_nulls().unique().sort().implode().alias("engine_versions"),
             pl.col("decoder_version").drop_nulls().unique().sort().implode().alias("decoder_versions"),
             pl.col("finished_at").min().alias("first_answer"), pl.col("finished_at").max().alias("last_answer"),
@@ -68,23 +69,22 @@ def _models(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
             for m in spec.get("models", []) if isinstance(m, dict) and "id" in m}
 
 
-def run_provenance(out_dir: Path | str) -> dict[str, Any]:
+def run_provenance(out_dir: Path | str | ResultsDir) -> dict[str, Any]:
     """The provenance record of `out_dir` (see the module docstring).
 
     Raises:
-        ManifestError: A damaged manifest (named).
-        CorruptShardError: An unreadable shard (named).
+        ResultsDirError: no results/, a damaged manifest, an unreadable shard (named).
     """
-    manifest = read_manifest(out_dir)
+    results = ResultsDir.of(out_dir)
+    manifest = results.manifest
     spec = manifest.get("spec") or {}
     runs = [{k: h.get(k) for k in ("started_at", "framesweep_version", "policy", "jobs_pending", "jobs_committed")}
             for h in manifest.get("history") or [] if isinstance(h, dict)]
-    has_rows = (Path(out_dir) / "results").is_dir()
     return {
         "sweep_id": manifest.get("sweep_id"), "source": manifest.get("source") or "framesweep run",
         "framesweep_version": manifest.get("framesweep_version"),
         "created_at": manifest.get("created_at"), "updated_at": manifest.get("updated_at"),
         "runs": runs, "imports": manifest.get("imports") or [],
-        "models": _models(spec), "rows": row_facts(out_dir) if has_rows else {},
+        "models": _models(spec), "rows": row_facts(results),
         "read_by": reader_versions(), "spec": spec,
     }

@@ -9,6 +9,9 @@ Layout of a results directory::
     quarantine/             unreadable shards moved aside by `framesweep doctor`
     .lock                   held by the one driver writing here
 
+Commands read a results directory through `engine.results.directory.ResultsDir` (its manifest, the own
+sweep's rows, each footer checked once with `shard_problem`); this module writes it.
+
 A shard is written to a hidden temp file in ``results/``, fsynced, then renamed
 into place, and the directory is fsynced: a reader (or a rerun after SIGKILL)
 sees a shard completely or not at all. A key is done once a shard holding an
@@ -43,7 +46,7 @@ from engine.results.errors import (
     StoreLockLostError,
 )
 from engine.results.lock import DirLock
-from engine.results.manifest import manifest_sweep_id, read_manifest, write_manifest
+from engine.results.manifest import write_manifest
 from engine.results.pages import encode_shard, page_problem
 from engine.results.schema import KEY_COLUMNS, RESULT_SCHEMA, ResultRow, rows_to_frame
 from engine.results.shards import GRACE_S, live_shards, remove_superseded
@@ -57,14 +60,13 @@ __all__ = [
     "StoreFullError",
     "StoreLockLostError",
     "StoreLockedError",
+    "corrupt_shards_error",
     "doctor",
-    "foreign_shards",
     "latest_rows",
-    "manifest_sweep_id",
     "naming_corrupt_shards",
     "not_a_regular_file",
-    "own_rows",
     "scan_results",
+    "scan_shards",
     "shard_problem",
 ]
 
@@ -72,27 +74,6 @@ log = logging.getLogger(__name__)
 
 # the commit's temp name before it was `temp_name`'s (`.part-<stamp>-<pid>-<token>-<seq>.parquet.tmp`): still cleaned
 _LEGACY_SHARD_TEMP = re.compile(r"\.part-.+\.parquet\.tmp")
-
-
-def foreign_shards(out_dir: str | Path, sweep_id: str) -> list[Path]:
-    """Committed shards holding any row whose sweep id is not `sweep_id` (`CorruptShardError` as `scan_results`)."""
-    scan_results(out_dir)  # names an unreadable shard
-    return _foreign(out_dir, sweep_id)
-
-
-def _foreign(out_dir: str | Path, sweep_id: str) -> list[Path]:
-    """`foreign_shards` over footers already checked: one pass over every shard's `sweep_id` column."""
-    paths = _shard_paths(Path(out_dir))
-    if not paths:
-        return []
-    with naming_corrupt_shards(out_dir):
-        found = (
-            pl.scan_parquet(paths, schema=RESULT_SCHEMA, missing_columns="insert", extra_columns="ignore",
-                            cast_options=_CAST, include_file_paths="_shard",
-                            use_statistics=False)  # read the column: a shard's corrupt pages are named here too
-            .filter(pl.col("sweep_id").ne_missing(sweep_id)).select(pl.col("_shard").unique()).collect()
-        )
-    return sorted(Path(p) for p in found["_shard"])
 
 
 def _shard_paths(out_dir: Path) -> list[Path]:
@@ -160,18 +141,24 @@ def shard_problem(path: Path, full: bool = False) -> str | None:
         if full:
             if why := page_problem(path):  # page checksums, where the shard has them
                 return why
-            _scan([path]).collect()
+            scan_shards([path]).collect()
     except _READ_ERRORS as err:
         return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
     return None
 
 
-def _scan(paths: list[Path]) -> pl.LazyFrame:
+def scan_shards(paths: list[Path], *, with_paths: bool = False) -> pl.LazyFrame:
+    """Lazily scan shards whose footers were checked (`shard_problem`) as the result schema; `with_paths` adds
+    each row's shard as ``_shard`` and reads the columns (not their statistics: corrupt pages are found too)."""
+    if not paths:
+        return pl.LazyFrame(schema=RESULT_SCHEMA)
+    extra: dict[str, Any] = {"include_file_paths": "_shard", "use_statistics": False} if with_paths else {}
     return pl.scan_parquet(paths, schema=RESULT_SCHEMA, missing_columns="insert", extra_columns="ignore",
-                           cast_options=_CAST)
+                           cast_options=_CAST, **extra)
 
 
-def _corrupt(out_dir: str | Path, bad: list[tuple[Path, str]]) -> CorruptShardError:
+def corrupt_shards_error(out_dir: str | Path, bad: list[tuple[Path, str]]) -> CorruptShardError:
+    """The one error naming unreadable shards (each with why) and what to do."""
     files = "; ".join(f"{p}: unreadable result shard ({why})" for p, why in bad)
     them, its = ("it", "its") if len(bad) == 1 else ("them", "their")
     return CorruptShardError(f"{files}; run `framesweep doctor {out_dir}` to move {them} to quarantine/ ({its} keys "
@@ -179,18 +166,17 @@ def _corrupt(out_dir: str | Path, bad: list[tuple[Path, str]]) -> CorruptShardEr
 
 
 def scan_results(out_dir: str | Path) -> pl.LazyFrame:
-    """Lazily scan every committed row (all attempts) of a results directory.
+    """Lazily scan every committed row (all attempts, every sweep) of a results directory; commands read
+    through `engine.results.directory.ResultsDir`, which checks each footer once and knows the own sweep.
 
     Every shard's footer is checked first: one that cannot be read raises `CorruptShardError`
     naming it (`framesweep doctor DIR` moves such shards aside). Corrupt data pages behind a valid
     footer only fail when collected: collect inside `naming_corrupt_shards(DIR)` to have them named too."""
     paths = _shard_paths(Path(out_dir))
-    if not paths:
-        return pl.LazyFrame(schema=RESULT_SCHEMA)
     for p in paths:
         if why := shard_problem(p):
-            raise _corrupt(out_dir, [(p, why)])
-    return _scan(paths)
+            raise corrupt_shards_error(out_dir, [(p, why)])
+    return scan_shards(paths)
 
 
 @contextmanager
@@ -207,7 +193,7 @@ def naming_corrupt_shards(out_dir: str | Path) -> Iterator[None]:
         bad = [(p, why) for p in _shard_paths(Path(out_dir)) if (why := shard_problem(p, full=True))]
         if not bad:
             raise
-        raise _corrupt(out_dir, bad) from err
+        raise corrupt_shards_error(out_dir, bad) from err
 
 
 def doctor(out_dir: str | Path) -> list[tuple[Path, str]]:
@@ -237,19 +223,6 @@ def latest_rows(rows: pl.LazyFrame) -> pl.LazyFrame:
         .unique(subset=list(KEY_COLUMNS), keep="first", maintain_order=True)
         .drop("_ok")
     )
-
-
-def own_rows(out_dir: str | Path) -> tuple[pl.LazyFrame, list[Path]]:
-    """One row per key of the directory's own sweep, and the foreign shards left out.
-
-    The manifest's sweep id decides what belongs: rows of another sweep (a shard copied into
-    results/) are never counted, by status, metrics, report, checkpoints, export or the cascade's
-    simulation alike. Without a manifest every row counts."""
-    sweep_id = manifest_sweep_id(out_dir)
-    rows = scan_results(out_dir)  # checks every footer once
-    if sweep_id is None:
-        return latest_rows(rows), []
-    return latest_rows(rows.filter(pl.col("sweep_id") == sweep_id)), _foreign(out_dir, sweep_id)
 
 
 class ResultStore:
@@ -326,43 +299,19 @@ class ResultStore:
         self.close()
 
     # --- manifest ----------------------------------------------------------------
-    def read_manifest(self) -> dict[str, Any]:
-        """manifest.json, or {} when there is none (`ManifestError` when it is damaged)."""
-        return read_manifest(self.out_dir)
-
     def write_manifest(self, info: dict[str, Any]) -> None:
         """Write manifest.json atomically, keeping its first creation time (only while the lock is ours)."""
         self._check_lock(0)
         write_manifest(self.out_dir, info)
 
-    def check_sweep(self, sweep_id: str) -> None:
-        """Refuse a directory whose manifest belongs to another sweep (one directory holds one sweep)."""
-        other = self.read_manifest().get("sweep_id")
+    def check_sweep(self, sweep_id: str, manifest: dict[str, Any]) -> None:
+        """Refuse a directory whose manifest (as `engine.results.directory.ResultsDir` read it) belongs to another
+        sweep (one directory holds one sweep)."""
+        other = manifest.get("sweep_id")
         if other is not None and other != sweep_id:
             raise ForeignSweepError(
                 f"{self.out_dir} holds sweep {other!r}, not {sweep_id!r}; use another --out directory "
                 "(or the spec's sweep_id)")
-
-    # --- reading -----------------------------------------------------------------
-    def _rows(self, sweep_id: str | None) -> pl.LazyFrame:
-        rows = scan_results(self.out_dir)
-        return rows if sweep_id is None else rows.filter(pl.col("sweep_id") == sweep_id)
-
-    def done_keys(self, sweep_id: str | None = None) -> set[tuple[str, str, str, str]]:
-        """Keys that already have an ok row (of `sweep_id` only, when given): a rerun skips them."""
-        with naming_corrupt_shards(self.out_dir):
-            df = self._rows(sweep_id).filter(pl.col("status") == "ok").select(KEY_COLUMNS).unique().collect()
-        return set(df.iter_rows())
-
-    def attempts(self, sweep_id: str | None = None) -> dict[tuple[str, str, str, str], int]:
-        """Highest attempt number recorded per key (errors included; of `sweep_id` only, when given)."""
-        with naming_corrupt_shards(self.out_dir):
-            df = self._rows(sweep_id).group_by(KEY_COLUMNS).agg(pl.col("attempt").max()).collect()
-        return {tuple(r[:4]): int(r[4] or 0) for r in df.iter_rows()}  # type: ignore[misc]
-
-    def foreign_shards(self, sweep_id: str) -> list[Path]:
-        """Shards holding rows of another sweep (copied in by hand): reported, and never counted as done."""
-        return foreign_shards(self.out_dir, sweep_id)
 
     # --- writing -----------------------------------------------------------------
     def add(self, rows: Iterable[ResultRow]) -> None:

@@ -18,6 +18,7 @@ from engine.datasets import load_items
 from engine.datasets.registry import JobPrompt
 from engine.items import Item, Job
 from engine.results.committed import Key, read_committed
+from engine.results.directory import ResultsDir
 from engine.results.store import ResultStore
 from engine.sweep.fingerprint import AnswerPrints
 from engine.sweep.policy import GridPolicy, JobPolicy
@@ -70,13 +71,16 @@ async def prepare(spec: SweepSpec, policy: JobPolicy, store: ResultStore) -> Pre
     """Items, the resume check, the pending jobs, and the manifest written (the store's lock is held).
 
     Raises:
+        ForeignSweepError: the directory holds another sweep.
         AnswerMismatchError: committed keys were answered another way than `spec` asks.
         ManifestError, CorruptShardError: an unreadable manifest or shard, named.
     """
-    manifest = store.read_manifest()
+    results = ResultsDir.open(store.out_dir, sweep_id=spec.sweep_id)  # the one reader: each footer checked once
+    manifest = results.manifest
+    store.check_sweep(spec.sweep_id, manifest)
     per_dataset, versions, scorers, prompts = await _load(spec)
     items = [it for ds_items in per_dataset.values() for it in ds_items]
-    committed = await asyncio.to_thread(read_committed, store.out_dir, spec.sweep_id)
+    committed = await asyncio.to_thread(read_committed, results)
     if committed.foreign:
         log.warning("%d shard(s) in %s hold rows of another sweep; they are ignored (not done): %s",
                     len(committed.foreign), store.results_dir, ", ".join(p.name for p in committed.foreign[:5]))

@@ -126,7 +126,6 @@ class Sweep:
         store: ResultStore | None = None
         try:
             store = ResultStore(self.spec.store.out_dir)  # first: a second driver stops here, before any work
-            store.check_sweep(self.spec.sweep_id)
             ready = await prepare(self.spec, self.policy, store)
             self._adopt(ready)
             if ready.jobs:

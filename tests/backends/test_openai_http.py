@@ -183,7 +183,7 @@ def test_a_sweep_encodes_each_frame_once_per_video_whatever_the_budget(server: s
     from helpers.specs import small_spec_dict
 
     from engine.config import parse_spec
-    from engine.results.store import own_rows
+    from engine.results import own_rows
     from engine.sweep.scheduler import Sweep
 
     d = small_spec_dict(tmp_path / "out")

@@ -80,7 +80,7 @@ def test_user_text_is_not_recoloured_by_the_highlighter(tmp_path: Path) -> None:
     assert res.returncode == 2
     codes = ANSI.findall(res.stderr)
     assert codes and set(codes) <= {"\x1b[31m", "\x1b[0m"}, res.stderr  # red, then reset: one style only
-    assert f"{out}: no manifest.json" in ANSI.sub("", res.stderr)
+    assert f"{out}: no results/ directory" in ANSI.sub("", res.stderr)
 
 
 @pytest.mark.engine

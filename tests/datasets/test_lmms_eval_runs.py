@@ -20,8 +20,9 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.cli import app
+from engine.results import own_rows
 from engine.results.lmms_eval import budget_from_config, find_runs, import_lmms_eval
-from engine.results.store import ResultStore, latest_rows, own_rows, scan_results
+from engine.results.store import ResultStore, latest_rows, scan_results
 
 HUB_ID = "Qwen/Qwen2.5-VL-7B-Instruct"
 PLACEHOLDER = "${MODEL_DIR}"

@@ -34,7 +34,7 @@ def test_the_readme_snippet_counts_what_status_counts(tmp_path: Path) -> None:
             store.commit()
     for shard in (theirs / "results").glob("part-*.parquet"):  # another sweep's shard copied in
         shutil.copy(shard, mine / "results" / shard.name)
-    snippet = next(b for b in re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL) if "own_rows" in b)
+    snippet = next(b for b in re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL) if "ResultsDir" in b)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(snippet.replace('"runs/demo"', repr(str(mine))), {})  # noqa: S102 - the README's own code

@@ -26,12 +26,13 @@ from engine.cli.app import app
 from engine.config import parse_spec
 from engine.metrics.status import sweep_status
 from engine.results import compact as compact_module
+from engine.results import own_rows
 from engine.results.compact import compact, compact_dir
 from engine.results.manifest import write_manifest
 from engine.results.pages import encode_shard
 from engine.results.schema import ResultRow, rows_to_frame
 from engine.results.shards import COMPACTED_FROM, is_compacted, live_shards
-from engine.results.store import ResultStore, own_rows, scan_results
+from engine.results.store import ResultStore, scan_results
 from engine.sweep.scheduler import Sweep
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,6 +15,14 @@ def row(item: str, budget: str, status: str = "ok", attempt: int = 1) -> ResultR
                      seed=0, status=status, attempt=attempt, correct=status == "ok" or None,
                      option_probs=[0.5, None, 0.5], frame_indices=[1, 2])
 
+def _committed(out: Path):  # type: ignore[no-untyped-def]
+    """What a rerun reads as committed (every row counts: these directories have no manifest)."""
+    from engine.results.committed import read_committed
+    from engine.results.directory import ResultsDir
+
+    return read_committed(ResultsDir.open(out))
+
+
 
 def test_schema_round_trip(tmp_path: Path) -> None:
     with ResultStore(tmp_path) as st:
@@ -33,7 +41,7 @@ def test_commit_is_atomic_and_temp_files_are_ignored(tmp_path: Path) -> None:
     # a crash mid-write leaves only a hidden temp file: readers and resume never see it
     (tmp_path / "results" / ".part-x.parquet.tmp").write_bytes(b"PAR1 half a file")
     assert scan_results(tmp_path).collect().height == 1
-    assert st.done_keys() == {("m", "d", "a", "text")}
+    assert _committed(tmp_path).done == {("m", "d", "a", "text")}
     st.close()
 
 
@@ -41,8 +49,8 @@ def test_errors_are_kept_and_retried(tmp_path: Path) -> None:
     with ResultStore(tmp_path) as st:
         st.add([row("a", "text"), row("b", "text", status="error")])
     with ResultStore(tmp_path) as st:
-        assert st.done_keys() == {("m", "d", "a", "text")}  # the error is not done: a rerun retries it
-        assert st.attempts()[("m", "d", "b", "text")] == 1
+        assert _committed(tmp_path).done == {("m", "d", "a", "text")}  # the error is not done: a rerun retries it
+        assert _committed(tmp_path).attempts[("m", "d", "b", "text")] == 1
         st.add([row("b", "text", attempt=2)])
     all_rows = scan_results(tmp_path).collect()
     assert all_rows.height == 3
@@ -78,7 +86,7 @@ def test_stale_temp_files_of_a_killed_commit_are_removed_at_open(tmp_path: Path)
     assert stale.exists()
     with ResultStore(tmp_path) as st:
         assert not stale.exists() and not manifest_tmp.exists()
-        assert st.done_keys() == {("m", "d", "a", "text")}
+        assert _committed(tmp_path).done == {("m", "d", "a", "text")}
 
 
 def test_a_corrupt_shard_is_named_and_doctor_quarantines_it(tmp_path: Path) -> None:
@@ -223,10 +231,16 @@ def test_corrupt_data_pages_behind_a_valid_footer_are_named(tmp_path: Path) -> N
     assert shard_problem(bad) is None and shard_problem(bad, full=True)  # the footer reads, the pages do not
     scan_results(tmp_path)  # the footer check passes
     # what `run` reads before any work
-    with ResultStore(tmp_path, lock=False) as st:
-        for read in (st.done_keys, st.attempts, lambda: st.foreign_shards("s")):
-            with pytest.raises(CorruptShardError, match=rf"{bad.name}: unreadable result shard .*framesweep doctor"):
-                read()
+    from engine.results.directory import ResultsDir
+
+    def rows() -> None:
+        results = ResultsDir.open(tmp_path)
+        with results.reading():
+            results.rows().collect()
+
+    for read in (lambda: _committed(tmp_path), lambda: ResultsDir.open(tmp_path).foreign, rows):
+        with pytest.raises(CorruptShardError, match=rf"{bad.name}: unreadable result shard .*framesweep doctor"):
+            read()
     runner = CliRunner()
     for cmd in (["status", str(tmp_path)], ["metrics", str(tmp_path), "--n-boot", "0"],
                 ["report", str(tmp_path), "--n-boot", "0", "-o", str(tmp_path / "r.html")]):
