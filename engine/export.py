@@ -38,7 +38,6 @@ question, its group's score at that budget (``group_score``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -61,6 +60,7 @@ from engine.results.directory import ResultsDir
 from engine.results.provenance import model_hash, reader_versions, run_provenance
 from engine.results.video_stats import scan_video_stats
 from engine.runtime.atomic import fsync_dir, is_own_temp, temp_name
+from engine.runtime.output import write_json
 from engine.runtime.processes import pid_alive
 from engine.runtime.secrets import redact, redact_columns, register_secret_env
 
@@ -279,7 +279,7 @@ def export(out_dir: Path | str | ResultsDir, to: Path | str) -> dict[str, Any]:
         frame.write_parquet(tmp / "items.parquet", compression="zstd")
         scores.write_parquet(tmp / "scores.parquet", compression="zstd")
         videos.write_parquet(tmp / "videos.parquet", compression="zstd")
-        (tmp / "provenance.json").write_text(redact(json.dumps(prov, indent=2, default=str)))
+        write_json(tmp / "provenance.json", prov, redacted=True, durable=False)  # the folder is synced whole
         (tmp / "README.md").write_text(redact(_datacard(frame, prov, videos.height, columns)))
     return {"rows": frame.height, "path": str(to / "items.parquet"), "chains": frame.select(GROUP).n_unique()}
 

@@ -24,6 +24,7 @@ __all__ = [
     "cascade_report",
     "online_decisions",
     "read_cascade_report",
+    "timing",
 ]
 
 CASCADE_SCHEMA = "framesweep.cascade/1"
@@ -52,9 +53,10 @@ class TimedRound:
     """Per policy: the engines' reset count (summed) after the reset that preceded it."""
 
     @property
-    def ratio(self) -> float:
-        """Cascade wall time over fixed wall time (below 1: the cascade was faster)."""
-        return self.cascade_wall_s / self.fixed_wall_s if self.fixed_wall_s > 0 else float("nan")
+    def ratio(self) -> float | None:
+        """Cascade wall time over fixed wall time (below 1: the cascade was faster); None when the fixed run took
+        no measurable time (JSON null: there is no ratio, and JSON has no NaN)."""
+        return self.cascade_wall_s / self.fixed_wall_s if self.fixed_wall_s > 0 else None
 
 
 @dataclass
@@ -138,7 +140,6 @@ def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str
     session = Path(session)
     online = online_decisions(session / "round1" / "online", tau).collect()
     fixed = ResultsDir.open(session / "round1" / "fixed").scan().filter(pl.col("status") == "ok").collect()
-    ratios = [r.ratio for r in rounds]
     skipped_models = skipped_models or {}
     rows = ResultsDir.open(out_dir).rows().filter(~pl.col("model_id").is_in(list(skipped_models)))
     sim = cascade_items(matched(rows, budgets=stage_ids), taus=[tau]).collect()
@@ -156,7 +157,14 @@ def cascade_report(out_dir: Path | str, session: Path | str, stage_ids: list[str
                  "mean_unique_frames": _mean(sim, "unique_frames")},
         decision_agreement=_mean(agree.with_columns((pl.col("stop_budget") == pl.col("offline_stop")).alias("a")),
                                  "a") if agree.height else None,
-        rounds=[{**asdict(r), "ratio": r.ratio} for r in rounds],
-        ratio_median=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
-        skipped_models=skipped_models,
+        skipped_models=skipped_models, **timing(rounds),
     )
+
+
+def timing(rounds: list[TimedRound]) -> dict[str, Any]:
+    """The report's timing fields: each round with its ratio, and the ratio's median, min and max over the rounds
+    that have one (None where none has: a fixed run that took no measurable time)."""
+    ratios = [r.ratio for r in rounds if r.ratio is not None]
+    return {"rounds": [{**asdict(r), "ratio": r.ratio} for r in rounds],
+            "ratio_median": statistics.median(ratios) if ratios else None, "ratio_min": min(ratios, default=None),
+            "ratio_max": max(ratios, default=None)}

@@ -19,7 +19,6 @@ structured outputs hold it: no parsing), ``exact`` (a number that is an allowed 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -33,6 +32,7 @@ import polars as pl
 from engine.metrics.predictor import evaluate_predictor, latest_predictions, predictor_document
 from engine.results.store import CorruptShardError, not_a_regular_file
 from engine.runtime.atomic import atomic_write
+from engine.runtime.output import write_json_lines
 
 __all__ = [
     "PARSE_KINDS",
@@ -297,10 +297,6 @@ def export_manifest(predictions: pl.LazyFrame | pl.DataFrame, items_or_results: 
     out = preds.drop_nulls("frames").sort("dataset", "item_id")
     if dropped:
         log.info("manifest leaves out %d unparsed predictions (no fallback_frames)", dropped)
-    lines = [json.dumps({"id": f"{r['dataset']}/{r['item_id']}", "video": r["video_id"],
-                         "instruction": r["instruction"], "frames": int(r["frames"])}, ensure_ascii=False)
-             for r in out.iter_rows(named=True)]
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, lambda fh: fh.write("".join(f"{line}\n" for line in lines).encode()))
-    return len(lines)
+    return write_json_lines(path, ({"id": f"{r['dataset']}/{r['item_id']}", "video": r["video_id"],
+                                    "instruction": r["instruction"], "frames": int(r["frames"])}
+                                   for r in out.iter_rows(named=True)))

@@ -27,6 +27,7 @@ from typing import Any, Self
 
 from engine.backends.tiny import tiny_checkpoint_dir
 from engine.runtime.atomic import atomic_write, file_sha256
+from engine.runtime.output import json_line
 from engine.runtime.paths import cache_dir
 
 __all__ = ["checkpoint_fingerprint", "model_folder"]
@@ -141,6 +142,6 @@ class _DigestCache:
         with _CACHE_LOCK:
             live = {k: v for k, v in self.entries.items() if os.path.exists(k)}  # files gone: entries dropped
             try:
-                atomic_write(self.path, json.dumps(live, sort_keys=True), durable=False)
+                atomic_write(self.path, json_line(live), durable=False)
             except OSError as err:  # a cache that cannot be written: hashed again next time
                 log.debug("could not write %s: %s", self.path, err)

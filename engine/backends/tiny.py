@@ -10,13 +10,13 @@ use it to test the pipeline, never to read answers.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
 from engine.registry import Registry
 from engine.runtime.atomic import atomic_dir
+from engine.runtime.output import json_line
 from engine.runtime.paths import cache_dir
 
 __all__ = ["BUILDERS", "build_tiny_checkpoint", "register_tiny_builder", "resolve_model_path", "tiny_checkpoint_dir"]
@@ -386,7 +386,7 @@ def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, f
     log.info("building tiny %s checkpoint in %s", family, out)
     with atomic_dir(out) as tmp:
         build(tmp, seed)
-        (tmp / _MARKER).write_text(json.dumps({"family": family, "seed": seed, "build_version": BUILD_VERSION}))
+        (tmp / _MARKER).write_text(json_line({"family": family, "seed": seed, "build_version": BUILD_VERSION}))
     return out
 
 

@@ -4,7 +4,6 @@ import-lmms-eval."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -14,9 +13,10 @@ from rich.table import Table
 
 from engine.cli._checks import PolarsEngine, check_output, known_ids, refuse, summary_problems, unknown
 from engine.cli._console import console, fail, heading, shards_named, warn
+from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
 from engine.cli._results import open_results
 from engine.cli.checkpoints import checkpoint_doc, checkpoints, manifest_spec
-from engine.runtime.atomic import atomic_write
+from engine.runtime.output import points
 
 if TYPE_CHECKING:
     from engine.metrics.summary import SummaryOptions
@@ -37,7 +37,6 @@ _Protocol = Annotated[list[str] | None, typer.Option(
     "--protocol", help="Only this chain (protocol id: default, px50176, random-seed1, cached, ...; repeatable).")]
 _IsoTol = Annotated[float, typer.Option(
     "--iso-tolerance", min=0.0, help="Iso-compute sets: each budget's pixels sent within this share of the median.")]
-_Json = Annotated[Path | None, typer.Option("--json", help="Write the JSON document here.")]
 _Preds = Annotated[Path | None, typer.Option(
     "--predictions", help="Run directory holding predictions/ shards (default: OUT).")]
 _ModelId = Annotated[str | None, typer.Option("--model-id", help="Evaluate against this model only (default: all).")]
@@ -101,12 +100,6 @@ def _rows(results: ResultsDir, warn_foreign: bool = True) -> Any:
     return rows
 
 
-def _pts(v: float | None, signed: bool = False) -> str:
-    from engine.metrics.sections import pts
-
-    return pts(v, signed)
-
-
 def _print_blocks(blocks: list[Any]) -> None:
     """A registered metric's terminal section (`engine.metrics.sections` blocks); figures have no terminal form."""
     from engine.metrics.sections import Heading, Note
@@ -134,10 +127,10 @@ def _print_group(g: dict[str, Any]) -> None:
     best, ow = g["best_fixed"] or {}, (g["text_overwrite"] or {}).get("any") or {}
     term = g["terminal_regression"] or {}
     console.print(
-        f"best fixed {best.get('budget_id', 'n/a')} {_pts(best.get('accuracy'))}, oracle {_pts(g['oracle_accuracy'])}, "
-        f"headroom {_pts(g['oracle_headroom'])} pts; visual confusion {_pts(g['visual_confusion'])} "
-        f"(visual only {_pts(g['visual_confusion_visual_only'])}); text overwrite (any) {_pts(ow.get('share_all'))}; "
-        f"terminal regressions {_pts(term.get('share'))}"
+        f"best fixed {best.get('budget_id', 'n/a')} {points(best.get('accuracy'))}, oracle {points(g['oracle_accuracy'])}, "
+        f"headroom {points(g['oracle_headroom'])} pts; visual confusion {points(g['visual_confusion'])} "
+        f"(visual only {points(g['visual_confusion_visual_only'])}); text overwrite (any) {points(ow.get('share_all'))}; "
+        f"terminal regressions {points(term.get('share'))}"
     )
     for metric in registered_metrics("group"):
         if metric.terminal is not None:
@@ -159,24 +152,23 @@ def _print_across_chains(doc: dict[str, Any]) -> None:
 
 def metrics(
     out_dir: _Dir,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the metrics document here.")] = None,
+    json_path: JsonPath = None,
     n_boot: _NBoot = 1000, seed: _Seed = 0, pair: _Pair = None, cascade_stages: _Stages = None,
     cascade_match: _Match = None, compare: _Compare = None, engine: _Engine = "auto", protocol: _Protocol = None,
     iso_tolerance: _IsoTol = 0.03,
 ) -> None:
     """Paired item-level metrics of a sweep, per protocol chain: tables here, the full document as JSON with
-    --json."""
-    check_output("--json", json_path)
+    --json PATH."""
+    check_json(json_path)
     doc = _document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine, protocol,
                                       iso_tolerance))
-    for g in doc["groups"]:
-        _print_group(g)
-    _print_across_chains(doc)
-    if not doc["groups"]:
-        console.print("no results yet")
-    if json_path is not None:
-        atomic_write(json_path, json.dumps(doc, indent=2, allow_nan=False).encode())
-        console.print(f"wrote {json_path}")
+    if not to_stdout(json_path):
+        for g in doc["groups"]:
+            _print_group(g)
+        _print_across_chains(doc)
+        if not doc["groups"]:
+            console.print("no results yet")
+    emit_json(json_path, doc)
 
 
 def report(
@@ -280,12 +272,6 @@ def _predictor_doc(out_dir: Path | ResultsDir, pred_dir: Path, model_id: str | N
             "fallback": fallback, "groups": predictor_document(tables)}
 
 
-def _write_json(path: Path | None, doc: dict[str, Any]) -> None:
-    if path is not None:
-        atomic_write(path, json.dumps(doc, indent=2, allow_nan=False).encode())
-        console.print(f"wrote {path}")
-
-
 def _print_predictor(g: dict[str, Any]) -> None:
     heading(f"predictor {g['predictor_id']} for {g['model_id']} on {g['dataset']}: {g['n_items']} items "
             f"({g['n_unsolvable']} right nowhere, {g['n_unparsed']} unparsed, {g['n_off_grid']} off the grid "
@@ -293,12 +279,12 @@ def _print_predictor(g: dict[str, Any]) -> None:
     t = Table()
     for c in ("strategy", "accuracy", "mean frames", "predictor - it (pts)", "frames saved"):
         t.add_column(c, justify="right")
-    t.add_row("predictor", _pts(g["accuracy"]), f"{g['mean_frames']:.1f}", "", "")
+    t.add_row("predictor", points(g["accuracy"]), f"{g['mean_frames']:.1f}", "", "")
     for f in g["fixed"]:
-        t.add_row(f"fixed {f['budget_id']}", _pts(f["accuracy"]), f"{f['mean_frames']:.1f}",
-                  _pts(f["accuracy_delta"], True), _pts(f["frames_saved"]))
-    t.add_row("oracle (cheapest right)", _pts(g["oracle_accuracy"]), f"{g['oracle_mean_frames']:.1f}",
-              _pts(g["accuracy"] - g["oracle_accuracy"], True), "")
+        t.add_row(f"fixed {f['budget_id']}", points(f["accuracy"]), f"{f['mean_frames']:.1f}",
+                  points(f["accuracy_delta"], True), points(f["frames_saved"]))
+    t.add_row("oracle (cheapest right)", points(g["oracle_accuracy"]), f"{g['oracle_mean_frames']:.1f}",
+              points(g["accuracy"] - g["oracle_accuracy"], True), "")
     console.print(t)
     cols = [*g["grid"], None]
     cells = {(c["predicted"], c["sufficient"]): c["n"] for c in g["confusion"]}
@@ -308,20 +294,21 @@ def _print_predictor(g: dict[str, Any]) -> None:
     for p in g["grid"]:
         t.add_row(p, *[str(cells.get((p, c), 0)) for c in cols])
     console.print(t)
-    console.print(f"agreement with the cheapest sufficient budget {_pts(g['agreement'])}% of {g['n_solvable']} "
+    console.print(f"agreement with the cheapest sufficient budget {points(g['agreement'])}% of {g['n_solvable']} "
                   f"solvable items ({g['n_under']} under, {g['n_over']} over); parsed: {g['parse']}")
 
 
 def predictor_eval(out_dir: _Dir, predictions: _Preds = None, model_id: _ModelId = None, fallback: _Fallback = None,
-                   json_path: _Json = None, engine: _Engine = "auto") -> None:
+                   json_path: JsonPath = None, engine: _Engine = "auto") -> None:
     """Score a hybrid-frame predictor against a finished sweep: accuracy, frames, agreement, confusion."""
-    check_output("--json", json_path)
+    check_json(json_path)
     doc = _predictor_doc(out_dir, predictions or out_dir, model_id, fallback, engine)
-    for g in doc["groups"]:
-        _print_predictor(g)
-    if not doc["groups"]:
-        console.print("no predictions match the sweep's matched items")
-    _write_json(json_path, doc)
+    if not to_stdout(json_path):
+        for g in doc["groups"]:
+            _print_predictor(g)
+        if not doc["groups"]:
+            console.print("no predictions match the sweep's matched items")
+    emit_json(json_path, doc)
 
 
 def export_manifest(

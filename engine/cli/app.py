@@ -18,6 +18,7 @@ from rich.table import Table
 
 from engine import __version__
 from engine.cli._console import UNWRAPPED, console, fail, heading, plain_help, setup_logging, warn
+from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
 from engine.cli.analysis import register as register_analysis_commands
 from engine.cli.compact import register as register_compact_command
 from engine.cli.datasets import register as register_dataset_commands
@@ -37,9 +38,10 @@ from engine.cli.run import register as register_run_commands
 from engine.config import SpecError, SweepSpec, load_spec
 from engine.results.errors import ResultsDirError
 from engine.results.store import StoreLockedError
-from engine.runtime.atomic import atomic_write
+from engine.runtime.output import JSONValueError, points, write_json
 
 if TYPE_CHECKING:
+    from engine.adaptive.cascade_report import CascadeReport
     from engine.metrics.status import SweepStatus
 
 __all__ = ["EXIT_ENGINE_START", "EXIT_FAILED_JOBS", "EXIT_PERMANENT_FAILURES", "EXIT_STORE_FULL",
@@ -127,13 +129,12 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results 
                                                                      maintain_order=True):
             # the chain as a heading line: as columns it squeezed the numbers out of an 80-column terminal
             heading(f"{model_id} on {dataset}, chain {protocol}")
-            c = Table()
+            c = Table()  # rates in points, as `metrics` prints them
             for col in ("from", "to", "n", "rescue", "harm", "net", "churn", "acc(to)"):
                 c.add_column(col, justify="left" if col in ("from", "to") else "right", no_wrap=True)
             for r in part.iter_rows(named=True):
-                acc = "n/a" if r["accuracy_to"] is None else f"{r['accuracy_to']:.3f}"
-                c.add_row(r["from"], r["to"], str(r["n"]), str(r["rescue"]), str(r["harm"]), f"{r['net']:+.3f}",
-                          f"{r['churn']:.3f}", acc)
+                c.add_row(r["from"], r["to"], str(r["n"]), str(r["rescue"]), str(r["harm"]), points(r["net"], True),
+                          points(r["churn"]), points(r["accuracy_to"]))
             console.print(c)
     else:
         console.print("live churn: no item answered at every budget yet")
@@ -218,7 +219,7 @@ def cascade(
     tau: Annotated[float, typer.Option("--tau", help="Stop at the first stage whose confidence >= tau.")] = 0.5,
     fixed: Annotated[str | None, typer.Option("--fixed", help="Fixed budget to compare with (default: last stage).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Results directory (overrides store.out_dir).")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON.")] = None,
+    json_out: JsonPath = None,
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Timing rounds; the policies alternate "
                                          "which runs first.")] = 3,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -230,13 +231,10 @@ def cascade(
     (a new folder per session), --repeats rounds, each policy from cold engine caches (prefix and
     multimodal caches reset).
     """
-    import json
-
     from engine.adaptive.cascade import new_session_dir, run_cascade
-    from engine.cli._checks import check_output
 
     setup_logging(verbose)
-    check_output("--json", json_out)
+    check_json(json_out)
     spec = _load(spec_path, out)
     _preflight(spec, str(spec_path))
     session = new_session_dir(spec.store.out_dir)
@@ -254,37 +252,44 @@ def cascade(
         raise typer.Exit(code) from None
     for model_id, ids in rep.skipped_models.items():
         warn(f"{model_id} left out of the cascade: {', '.join(ids)} above its max_frames")
+    doc = rep.to_dict()
+    try:
+        write_json(session / "report.json", doc)  # `framesweep report` shows it
+    except JSONValueError as err:  # a value JSON has no form for: named, and no report.json that is not JSON
+        fail(err)
+        raise typer.Exit(1) from None
+    if not to_stdout(json_out):
+        _print_cascade(rep, session)
+    emit_json(json_out, doc)
+
+
+def _print_cascade(rep: CascadeReport, session: Path) -> None:
+    """The cascade's tables: each policy's accuracy (points) and cost, then the wall time of every round."""
     t = Table(title=f"cascade {' -> '.join(rep.stages)} at tau {rep.tau:g} ({rep.n_items} items)")
     for c in ("policy", "accuracy", "mean frames", "frames decoded", "wall s"):
         t.add_column(c, justify="left" if c == "policy" else "right")
 
-    def pct(v: float | None) -> str:
-        return "n/a" if v is None else f"{100 * v:.1f}"
+    def num(v: float | None, digits: int = 1) -> str:
+        return "n/a" if v is None else f"{v:.{digits}f}"
 
-    def num(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.1f}"
-
-    t.add_row("cascade (online)", pct(rep.accuracy), num(rep.mean_frames_processed), num(rep.mean_frames_decoded),
-              f"{rep.wall_s:.1f}")
-    t.add_row(f"fixed {rep.fixed_budget}", pct(rep.fixed_accuracy), num(rep.fixed_mean_frames),
-              num(rep.fixed_mean_frames), f"{rep.fixed_wall_s:.1f}")
-    t.add_row("cascade (offline sim)", pct(rep.offline.get("accuracy")), num(rep.offline.get("mean_frames")),
+    t.add_row("cascade (online)", points(rep.accuracy), num(rep.mean_frames_processed),
+              num(rep.mean_frames_decoded), num(rep.wall_s))
+    t.add_row(f"fixed {rep.fixed_budget}", points(rep.fixed_accuracy), num(rep.fixed_mean_frames),
+              num(rep.fixed_mean_frames), num(rep.fixed_wall_s))
+    t.add_row("cascade (offline sim)", points(rep.offline.get("accuracy")), num(rep.offline.get("mean_frames")),
               num(rep.offline.get("mean_unique_frames")), "")
     console.print(t)
     rt = Table(title="wall time per round, each policy from cold engine caches (median in the table above)")
     for c in ("round", "first", "fixed s", "cascade s", "cascade / fixed"):
         rt.add_column(c, justify="right")
     for r in rep.rounds:
-        rt.add_row(str(r["round"]), r["order"][0], f"{r['fixed_wall_s']:.2f}", f"{r['cascade_wall_s']:.2f}",
-                   f"{r['ratio']:.3f}")
+        rt.add_row(str(r["round"]), r["order"][0], num(r["fixed_wall_s"], 2), num(r["cascade_wall_s"], 2),
+                   num(r["ratio"], 3))
     console.print(rt)
-    console.print(f"cascade / fixed wall time: median {rep.ratio_median:.3f} (range {rep.ratio_min:.3f}-"
-                  f"{rep.ratio_max:.3f} over {len(rep.rounds)} rounds)")
-    console.print(f"online and offline stop at the same stage for {pct(rep.decision_agreement)}% of items; "
-                  f"rows in {session}")
-    atomic_write(session / "report.json", json.dumps(rep.to_dict(), indent=2).encode())  # `framesweep report` shows it
-    if json_out is not None:
-        atomic_write(json_out, json.dumps(rep.to_dict(), indent=2).encode())
+    console.print(f"cascade / fixed wall time: median {num(rep.ratio_median, 3)} (range {num(rep.ratio_min, 3)}-"
+                  f"{num(rep.ratio_max, 3)} over {len(rep.rounds)} rounds)")
+    console.print(f"online and offline stop at the same stage for {points(rep.decision_agreement)}% of items; "
+                  f"rows in {session}", soft_wrap=True)
 
 
 @app.command()

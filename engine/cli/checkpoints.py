@@ -7,17 +7,17 @@ others; the spec's train frames, size and architecture are kept for the listed m
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from engine.cli._checks import PolarsEngine, check_output, known_ids, refuse, unknown
+from engine.cli._checks import PolarsEngine, known_ids, refuse, unknown
 from engine.cli._console import console, fail, shards_named
+from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
 from engine.cli._results import open_results
-from engine.runtime.atomic import atomic_write
+from engine.runtime.output import points
 
 if TYPE_CHECKING:
     from engine.metrics.checkpoint_study import Checkpoint
@@ -86,10 +86,6 @@ def checkpoint_doc(out_dir: Path | ResultsDir, models: list[str] | None, image_d
             **checkpoint_document(dict(zip(tables, frames, strict=True)), study)}
 
 
-def _pts(v: float | None, signed: bool = False) -> str:
-    return "n/a" if v is None else (f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}")
-
-
 def _table(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> None:
     t = Table(title=title)
     for c in columns:
@@ -104,8 +100,8 @@ def _official(doc: dict[str, Any]) -> None:
 
     _table(f"temporal trap vs {', '.join(doc['bases'])}: official scores (points of each one's full scale)",
            ("checkpoint", "base", "frames", "video datasets", "video gain", "image datasets", "image loss", "trapped"),
-           [[r["model_id"], r["base_id"], str(r["frames"]), str(r["n_video_datasets"]), _pts(r["video_gain"], True),
-             str(r["n_image_datasets"]), _pts(r["image_loss"], True), "yes" if r["trapped"] else ""]
+           [[r["model_id"], r["base_id"], str(r["frames"]), str(r["n_video_datasets"]), points(r["video_gain"], True),
+             str(r["n_image_datasets"]), points(r["image_loss"], True), "yes" if r["trapped"] else ""]
             for r in doc["temporal_trap"]])
     images = sorted({b for r in doc["temporal_trap"] for b in r.get("image_budgets") or []})
     if images:
@@ -121,7 +117,7 @@ def _official(doc: dict[str, Any]) -> None:
     _table("video gain and image loss against train frames (official scores; each dataset at its score budget)",
            ("architecture", "size", "train frames", "checkpoint", "video gain", "image loss", "trapped"),
            [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"],
-             _pts(r["video_gain"], True), _pts(r["image_loss"], True), "yes" if r["trapped"] else ""]
+             points(r["video_gain"], True), points(r["image_loss"], True), "yes" if r["trapped"] else ""]
             for r in doc["train_frames"]])
 
 
@@ -133,13 +129,13 @@ def print_checkpoints(doc: dict[str, Any]) -> None:
     pq = doc["per_question"]
     _table("per question (every MMBench rotation, every MME question an item): temporal trap (points)",
            ("checkpoint", "base", "frames", "video acc", "video gain", "image acc", "image loss", "trapped"),
-           [[r["model_id"], r["base_id"], str(r["frames"]), _pts(r["video_accuracy"]), _pts(r["video_gain"], True),
-             _pts(r["image_accuracy"]), _pts(r["image_loss"], True), "yes" if r["trapped"] else ""]
+           [[r["model_id"], r["base_id"], str(r["frames"]), points(r["video_accuracy"]), points(r["video_gain"], True),
+             points(r["image_accuracy"]), points(r["image_loss"], True), "yes" if r["trapped"] else ""]
             for r in pq["temporal_trap"] if r["model_id"] != r["base_id"]])
     _table("per question: each checkpoint and dataset at the dataset's score budget (points)",
            ("checkpoint", "dataset", "kind", "budget", "items", "acc", "base acc", "gain", "rescue", "harm"),
-           [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], str(r["n_items"]), _pts(r["accuracy"]),
-             _pts(r["base_accuracy"]), _pts(r["gain"], True), str(r["rescue"]), str(r["harm"])]
+           [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], str(r["n_items"]), points(r["accuracy"]),
+             points(r["base_accuracy"]), points(r["gain"], True), str(r["rescue"]), str(r["harm"])]
             for r in pq["datasets"] if r["model_id"] != r["base_id"]])
 
 
@@ -150,16 +146,15 @@ def _split(text: str | None) -> list[str] | None:
 def checkpoints(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results directory.")],
     models: _Models = None, image_datasets: _ImageDs = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON document here.")] = None,
+    json_path: JsonPath = None,
     engine: Annotated[PolarsEngine, typer.Option(
         "--engine", help="Polars engine: auto, streaming or in-memory.")] = "auto",
 ) -> None:
     """Checkpoint audit: each benchmark's official score against its base; video gain vs image loss on those
     ("temporal trap"), per frame count and against train frames; the per-question view (accuracy, rescued and
     harmed items) beside it."""
-    check_output("--json", json_path)
+    check_json(json_path)
     doc = checkpoint_doc(out_dir, _split(models), _split(image_datasets), engine)
-    print_checkpoints(doc)
-    if json_path is not None:
-        atomic_write(json_path, json.dumps(doc, indent=2, allow_nan=False).encode())
-        console.print(f"wrote {json_path}")
+    if not to_stdout(json_path):
+        print_checkpoints(doc)
+    emit_json(json_path, doc)

@@ -20,6 +20,7 @@ import typer
 from rich.table import Table
 
 from engine.cli._console import console, fail, setup_logging, warn
+from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
 from engine.config import SpecError, load_spec
 from engine.runtime.placement import PlacementError
 
@@ -57,23 +58,25 @@ def _print(engines: list[dict[str, Any]]) -> None:
 
 
 @engines_app.callback(invoke_without_command=True)
-def engines(ctx: typer.Context, address: Address = None,
-            json_out: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False) -> None:
-    """List the warm engines: name (carrying the settings' key), model, settings, memory."""
+def engines(ctx: typer.Context, address: Address = None, json_out: JsonPath = None) -> None:
+    """List the warm engines: name (carrying the settings' key), model, settings, memory; the list as JSON with
+    --json PATH (--json -: on stdout)."""
     if ctx.invoked_subcommand is not None:
         return
     from engine.backends.warm import join_engines_cluster, list_engines
 
+    check_json(json_out)
     address = address or os.environ.get("RAY_ADDRESS") or None
     found = asyncio.run(list_engines()) if join_engines_cluster(address) else []
     if address is None:
         _name_unrecorded()
-    if json_out:
-        typer.echo(json.dumps(found, indent=2, default=str))
-    elif not found:
-        console.print("no warm engines (start them with `framesweep engines up SPEC`)")
-    else:
+    if to_stdout(json_out):
+        pass  # stdout holds the document alone
+    elif found:
         _print(found)
+    else:
+        console.print("no warm engines (start them with `framesweep engines up SPEC`)")
+    emit_json(json_out, found)
 
 
 def _name_unrecorded() -> None:

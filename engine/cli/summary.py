@@ -8,8 +8,6 @@ and the spec as run. Rates are fractions in [0, 1]. It is rewritten (atomically)
 
 from __future__ import annotations
 
-import json
-import math
 import platform
 from datetime import UTC, datetime
 from importlib import metadata
@@ -20,7 +18,7 @@ import polars as pl
 from rich.table import Table
 
 from engine.cli._console import console, heading, shards_named
-from engine.runtime.atomic import atomic_write
+from engine.runtime.output import finite, points, write_json
 
 if TYPE_CHECKING:
     from engine.config import SweepSpec
@@ -66,7 +64,7 @@ def print_tables(out_dir: Path) -> None:
         t.add_column("items", justify="right")
         t.add_column("accuracy", justify="right")
         for r in part.iter_rows(named=True):
-            t.add_row(r["budget_id"], str(r["n_items"]), f"{100 * r['accuracy']:.1f}")
+            t.add_row(r["budget_id"], str(r["n_items"]), points(r["accuracy"]))
         console.print(t)
         f = flows.filter((pl.col("model_id") == model_id) & (pl.col("dataset") == dataset)
                          & (pl.col("protocol_id") == protocol))
@@ -75,7 +73,7 @@ def print_tables(out_dir: Path) -> None:
             t.add_column(c, justify="right")
         for r in f.iter_rows(named=True):
             t.add_row(r["from"], r["to"], str(r["rescue"]), str(r["harm"]),
-                      f"{100 * r['net']:+.1f}", f"{100 * r['churn']:.1f}")
+                      points(r["net"], True), points(r["churn"]))
         console.print(t)
 
 
@@ -107,20 +105,7 @@ def summary_doc(spec: SweepSpec, summary: SweepSummary, code: int, log_path: Pat
     }
 
 
-def _finite(value: Any) -> Any:
-    """NaN and infinities as null (JSON has neither)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
 def write_summary(spec: SweepSpec, summary: SweepSummary, code: int, log_path: Path | None) -> Path:
     """Write `OUT/summary.json` (atomically); returns its path."""
     path = Path(spec.store.out_dir) / "summary.json"
-    doc = _finite(summary_doc(spec, summary, code, log_path))
-    atomic_write(path, json.dumps(doc, indent=2, allow_nan=False, default=str).encode())
-    return path
+    return write_json(path, finite(summary_doc(spec, summary, code, log_path)))  # NaN: undefined, null

@@ -15,7 +15,6 @@ byte-identical annotations and identical frames.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from engine.datasets.registry import register_adapter
 from engine.datasets.spec import DatasetBase
 from engine.items import Item, option_letters
 from engine.runtime.atomic import atomic_write
+from engine.runtime.output import write_json_lines
 from engine.runtime.paths import cache_dir
 
 __all__ = ["SyntheticBenchmark", "SyntheticDatasetSpec", "VideoScript", "render_frames", "write_h264"]
@@ -198,8 +198,7 @@ class SyntheticBenchmark:
             if not path.exists():
                 write_h264(path, render_frames(s), s.fps, s.width, s.height)
         ann = self.root / "annotations.jsonl"
-        lines = [json.dumps(_item_record(i)) for i in self._items()]
-        atomic_write(ann, "\n".join(lines) + "\n")
+        write_json_lines(ann, (_item_record(i) for i in self._items()))
 
     def _items(self) -> Iterator[Item]:
         for index, s in enumerate(self.scripts()):

@@ -43,6 +43,7 @@ import numpy as np
 from engine.frames.base import DecodeRequest, FrameBatch, VideoInfo, file_key, get_decoder
 from engine.frames.decode import DecodedVideo, decode_video
 from engine.runtime.atomic import atomic_write, file_sha256, fsync_dir
+from engine.runtime.output import json_line
 from engine.runtime.paths import cache_dir
 
 __all__ = ["CACHE_VERSION", "FrameCache", "FrameFormat", "content_hash"]
@@ -93,7 +94,7 @@ def content_hash(path: Path | str, memo_dir: Path | None = None) -> str:
         _HASH_MEMO[key] = digest
     if memo is not None:
         rec = {"path": key[0], "size": key[1], "mtime_ns": key[2], "sha256": digest}
-        atomic_write(memo, json.dumps(rec).encode())
+        atomic_write(memo, json_line(rec))
     return digest
 
 
@@ -179,7 +180,7 @@ class FrameCache:
             return VideoInfo(**json.loads(f.read_text()))
         except (OSError, ValueError, TypeError):
             info = get_decoder(decoder).probe(path)
-            atomic_write(f, json.dumps(asdict(info)).encode())
+            atomic_write(f, json_line(asdict(info)))
             return info
 
     def get_or_decode(self, request: DecodeRequest) -> DecodedVideo:

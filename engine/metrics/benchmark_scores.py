@@ -61,6 +61,7 @@ from engine.datasets.scoring_rules import (
     videomme_v2_group_scores,
     videomme_v2_summary,
 )
+from engine.runtime.output import points
 
 __all__ = ["BENCHMARK_SCORE_SCHEMA", "FULL_SCALE", "GROUP_COLUMNS", "HEADLINES", "SCORE_COLUMNS", "benchmark_column",
            "benchmark_scores", "group_scores", "score_groups", "score_text"]
@@ -102,7 +103,7 @@ def score_text(metric: str, v: float | None, signed: bool = False) -> str:
         return f"{v:+.0f}" if signed else f"{v:.0f}"
     if metric.startswith("mme_") or (metric.startswith("videomme_v2_") and metric.endswith("score")):
         return f"{v:+.1f}" if signed else f"{v:.1f}"
-    return f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}"
+    return points(v, signed)
 
 
 _VERSION_PREFIX = r"^(mme|pope|mmstar|mmbench|videomme-v1|videomme-v2|mvbench|tempcompass|video_mmmu)(?:[.-]|$)"

@@ -18,7 +18,8 @@ import polars as pl
 from engine.metrics.grid import GROUP
 from engine.metrics.rates import rate_table
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Heading, Table, pct
+from engine.metrics.sections import Block, Heading, Table
+from engine.runtime.output import points
 
 __all__ = ["nest"]
 
@@ -62,9 +63,9 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
     out: list[Block] = []
     for col, values in g["categories"].items():
         head = [col, "items", *[f"acc {b}" for b in g["grid"]], "oracle", "headroom", "visual confusion"]
-        rows = [[v["value"], v["n_items"], *[pct((v["rates"].get("fixed_accuracy") or {}).get(b)) for b in g["grid"]],
-                 pct(v["rates"].get("oracle_accuracy")), pct(v["rates"].get("oracle_headroom")),
-                 pct(v["rates"].get("visual_confusion"))] for v in values]
+        rows = [[v["value"], v["n_items"], *[points((v["rates"].get("fixed_accuracy") or {}).get(b)) for b in g["grid"]],
+                 points(v["rates"].get("oracle_accuracy")), points(v["rates"].get("oracle_headroom")),
+                 points(v["rates"].get("visual_confusion"))] for v in values]
         out += [Heading(f"By {col} (points)"), Table(f"table-{col}-{idx}", head, rows)]
     return out
 

@@ -31,7 +31,8 @@ import polars as pl
 
 from engine.metrics.grid import BASE_GROUP, budget_table, chain_rows, track_rows
 from engine.metrics.registry import DatasetTables, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Figure, Heading, Note, Table, pct, pts
+from engine.metrics.sections import Block, Figure, Heading, Note, Table
+from engine.runtime.output import points
 
 __all__ = ["DEFAULT_TOLERANCE", "ISO_GROUP", "budget_costs", "iso_compute_allocations", "iso_compute_sets",
            "iso_matched", "iso_sets"]
@@ -195,11 +196,11 @@ def _document(t: DatasetTables, opts: Any) -> list[dict[str, Any]]:
 
 
 def _set_blocks(s: dict[str, Any], idx: int, k: int) -> list[Block]:
-    rows = [[a["budget_id"], a["protocol_id"], a["frames"], f"{a['budget_cost']:,.0f}", pct(a["accuracy"]),
+    rows = [[a["budget_id"], a["protocol_id"], a["frames"], f"{a['budget_cost']:,.0f}", points(a["accuracy"]),
              a["n_best"], a["n_sole_best"]] for a in s["allocations"]]
     note = (f"~{s['cost']:,.0f} pixels sent per item, {s['n_items']} items answered at every allocation; best "
-            f"single {s['best_allocation']} {pct(s['best_accuracy'])}, oracle over the set "
-            f"{pct(s['oracle_accuracy'])} (headroom {pct(s['oracle_headroom'])} pts); right at all "
+            f"single {s['best_allocation']} {points(s['best_accuracy'])}, oracle over the set "
+            f"{points(s['oracle_accuracy'])} (headroom {points(s['oracle_headroom'])} pts); right at all "
             f"{s['n_all_right']}, at none {s['n_none_right']}")
     return [Note(note), Table(f"table-iso-{idx}-{k}", ["allocation", "protocol", "frames", "pixels sent per item",
                                                        "accuracy", "items right", "items best only here"], rows),
@@ -214,10 +215,10 @@ def _report(sets: list[dict[str, Any]], idx: int) -> list[Block]:
 def _terminal(sets: list[dict[str, Any]]) -> list[Block]:
     out: list[Block] = []
     for s in sets:
-        allocs = ", ".join(f"{a['budget_id']} {pts(a['accuracy'])}" for a in s["allocations"])
+        allocs = ", ".join(f"{a['budget_id']} {points(a['accuracy'])}" for a in s["allocations"])
         out.append(Note(f"{s['model_id']} on {s['dataset']}: iso-compute at ~{s['cost']:,.0f} pixels per item "
-                        f"({s['n_items']} items): {allocs}; oracle {pts(s['oracle_accuracy'])}, headroom "
-                        f"{pts(s['oracle_headroom'])} pts"))
+                        f"({s['n_items']} items): {allocs}; oracle {points(s['oracle_accuracy'])}, headroom "
+                        f"{points(s['oracle_headroom'])} pts"))
     return out
 
 

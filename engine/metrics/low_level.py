@@ -36,8 +36,9 @@ from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP
 from engine.metrics.overwrite import text_items
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Heading, Note, Table, pct
+from engine.metrics.sections import Block, Heading, Note, Table
 from engine.results.video_stats import STAT_COLUMNS
+from engine.runtime.output import points
 
 __all__ = ["N_BINS", "item_flags", "quantile_bins", "rank_auc", "stat_tables"]
 
@@ -245,7 +246,7 @@ def _document(rows: GroupRows, opts: Any) -> dict[str, Any] | None:
 
 
 def _cell(v: float | None, c: list[float | None]) -> str:
-    return "n/a" if v is None else f"{pct(v)} [{pct(c[0])}, {pct(c[1])}]"
+    return "n/a" if v is None else f"{points(v)} [{points(c[0])}, {points(c[1])}]"
 
 
 def _report(g: dict[str, Any], idx: int) -> list[Block]:

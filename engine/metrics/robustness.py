@@ -29,7 +29,8 @@ from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import BASE_GROUP, GROUP
 from engine.metrics.oracle import oracle
 from engine.metrics.registry import Metric, register_metric
-from engine.metrics.sections import Block, Figure, Heading, Note, Table, pct, pts
+from engine.metrics.sections import Block, Figure, Heading, Note, Table
+from engine.runtime.output import points
 
 __all__ = ["PAIR", "chain_pairs", "common_frames", "pair_rows", "robustness"]
 
@@ -178,13 +179,13 @@ def _jaccard(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.2f}"
 
 
-def _row(r: dict[str, Any], num: Any) -> list[object]:
+def _row(r: dict[str, Any]) -> list[object]:
     return [r["protocol_a"], r["protocol_b"], r["n_items"], ", ".join(str(n) for n in r.get("frames_common") or [])
             or "none", _trio(r, "confused"), _jaccard(r["jaccard"]), _trio(r, "harmed"),
-            f"{num(r['headroom_a'])} / {num(r['headroom_b'])}",
-            f"{num(r['confusion_rate_a'])} / {num(r['confusion_rate_b'])}",
+            f"{points(r['headroom_a'])} / {points(r['headroom_b'])}",
+            f"{points(r['confusion_rate_a'])} / {points(r['confusion_rate_b'])}",
             f"{_trio(r, 'confused', '_whole')}; {_jaccard(r.get('jaccard_whole'))}",
-            f"{num(r.get('confusion_rate_a_whole'))} / {num(r.get('confusion_rate_b_whole'))}"]
+            f"{points(r.get('confusion_rate_a_whole'))} / {points(r.get('confusion_rate_b_whole'))}"]
 
 
 _HEAD = ["chain a", "chain b", "items", "common frames", "confused a / b / both", "jaccard", "harmed a / b / both"]
@@ -198,7 +199,7 @@ def _report(pairs: list[dict[str, Any]], idx: int) -> list[Block]:
     head = [*_HEAD, "headroom a / b (pts)", "confusion a / b (pts)", "whole chains: confused a / b / both; jaccard",
             "whole chains: confusion a / b (pts)"]
     return [Heading("Robustness across chains"), Note(_NOTE),
-            Table(f"table-robustness-{idx}", head, [_row(r, pct) for r in pairs]), Figure(f"fig-robustness-{idx}")]
+            Table(f"table-robustness-{idx}", head, [_row(r) for r in pairs]), Figure(f"fig-robustness-{idx}")]
 
 
 def _terminal(pairs: list[dict[str, Any]]) -> list[Block]:
@@ -207,7 +208,7 @@ def _terminal(pairs: list[dict[str, Any]]) -> list[Block]:
             "whole: confusion a / b"]
     return [Heading(f"{r0['model_id']} on {r0['dataset']}: robustness across chains (items matched in both; over the "
                     "frame counts both chains have, the whole chains beside)"),
-            Table("", head, [_row(r, pts) for r in pairs])]
+            Table("", head, [_row(r) for r in pairs])]
 
 
 register_metric(Metric(

@@ -2,14 +2,15 @@
 
 A registered metric's ``report`` and ``terminal`` hooks (`engine.metrics.registry.Metric`) return
 these blocks; `engine.report` renders them as HTML and ``framesweep metrics`` as terminal tables,
-so a metric never writes HTML or terminal markup itself. Numbers for people are points (`pct`).
+so a metric never writes HTML or terminal markup itself. Numbers for people are points, written by
+`engine.runtime.output.points` (one place, everywhere).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Block", "Figure", "Heading", "Note", "Table", "pct", "pts"]
+__all__ = ["Block", "Figure", "Heading", "Note", "Table"]
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,3 @@ class Figure:
 
 Block = Heading | Note | Table | Figure
 
-
-def pct(value: float | None, digits: int = 1) -> str:
-    """A fraction as points (``"n/a"`` for None)."""
-    return "n/a" if value is None else f"{100 * value:.{digits}f}"
-
-
-def pts(value: float | None, signed: bool = False) -> str:
-    """A fraction as points to one place, signed when asked (``"n/a"`` for None)."""
-    return "n/a" if value is None else (f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}")

@@ -20,13 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.metrics.benchmark_scores import score_text
-from engine.report.html import PALETTE, Scale, e, line, pct, svg, table, text
+from engine.report.html import PALETTE, Scale, e, line, svg, table, text
+from engine.runtime.output import points
 
 __all__ = ["checkpoint_section", "train_frames_figure", "trap_figure"]
-
-
-def _signed_pts(v: float | None) -> str:
-    return "n/a" if v is None else f"{100 * v:+.1f}"
 
 
 def _gain_axes(slots: list[Any], labels: list[str], vals: list[float],
@@ -57,13 +54,13 @@ def trap_figure(c: dict[str, Any]) -> str:
         body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
                     + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in pts) + '"/>')
         body += [f'<circle class="video-gain" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}"><title>'
-                 f"{e(model)} at {r['frames']} frames: video gain {pct(r['video_gain'])} pts</title></circle>"
+                 f"{e(model)} at {r['frames']} frames: video gain {points(r['video_gain'])} pts</title></circle>"
                  for x, y, r in pts]
         if mine and mine[0]["image_gain"] is not None:
             iy = sy(mine[0]["image_gain"])
             body.append(f'<line class="image-gain" x1="{left:.1f}" y1="{iy:.1f}" x2="{left + pw:.1f}" y2="{iy:.1f}" '
                         f'stroke="{color}" stroke-dasharray="5 3"><title>{e(model)}: image gain '
-                        f"{pct(mine[0]['image_gain'])} pts</title></line>")
+                        f"{points(mine[0]['image_gain'])} pts</title></line>")
         ly = top + 10 + 16 * k
         body += [line(left + pw + 10, ly, left + pw + 30, ly, color, 'stroke-width="2"'),
                  text(left + pw + 36, ly + 4, model, "start", f'style="fill:{color}"')]
@@ -97,7 +94,7 @@ def train_frames_figure(c: dict[str, Any]) -> str:
             body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="'
                         + " ".join(f"{x:.1f},{y:.1f}" for x, y in joined) + '"/>')
             for x, y, r in pts:
-                tip = f"{e(r['label'])} (train {e(r['train_frames'])}): {col.replace('_', ' ')} {pct(r[col])} pts"
+                tip = f"{e(r['label'])} (train {e(r['train_frames'])}): {col.replace('_', ' ')} {points(r[col])} pts"
                 shape = (f'<circle class="{cls}" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}">' if cls == "video-gain"
                          else f'<rect class="{cls}" x="{x - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" '
                               f'fill="white" stroke="{color}">')
@@ -120,18 +117,18 @@ def _category_rows(c: dict[str, Any]) -> list[list[object]]:
     for column, rows in c["per_question"].get("categories", {}).items():
         budget = {(r["base_id"], r["model_id"], r["dataset"]): r["budget_id"] for r in rows if r["score_budget"]}
         out += [[r["model_id"], r["dataset"], r["budget_id"], f"accuracy by {column} (per question)", r[column],
-                 pct(r["accuracy"]), pct(r["base_accuracy"]), _signed_pts(r["gain"]), r["rescue"], r["harm"]]
+                 points(r["accuracy"]), points(r["base_accuracy"]), points(r["gain"], True), r["rescue"], r["harm"]]
                 for r in rows if r["model_id"] != r["base_id"]
                 and r["budget_id"] == budget.get((r["base_id"], r["model_id"], r["dataset"]))]
     return out
 
 
 def _official(c: dict[str, Any], figures: Mapping[str, str]) -> str:
-    trap = [[r["model_id"], r["base_id"], r["frames"], r["n_video_datasets"], _signed_pts(r["video_gain"]),
-             r["n_image_datasets"], _signed_pts(r["image_loss"]), "yes" if r["trapped"] else ""]
+    trap = [[r["model_id"], r["base_id"], r["frames"], r["n_video_datasets"], points(r["video_gain"], True),
+             r["n_image_datasets"], points(r["image_loss"], True), "yes" if r["trapped"] else ""]
             for r in c["temporal_trap"]]
     tf = [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"], r["base_id"],
-           _signed_pts(r["video_gain"]), _signed_pts(r["image_loss"]), "yes" if r["trapped"] else ""]
+           points(r["video_gain"], True), points(r["image_loss"], True), "yes" if r["trapped"] else ""]
           for r in c["train_frames"]]
     top = {(r["model_id"], r["dataset"], r["budget_id"]) for r in c["datasets"]}
     heads = [[r["model_id"], r["base_id"], r["dataset"], r["kind"], r["budget_id"], r["metric"], r["subset"] or "",
@@ -169,17 +166,17 @@ def _official(c: dict[str, Any], figures: Mapping[str, str]) -> str:
 
 def _per_question(c: dict[str, Any]) -> str:
     pq = c["per_question"]
-    trap = [[r["model_id"], r["base_id"], r["frames"], r["n_video_datasets"], pct(r["video_accuracy"]),
-             pct(r["video_gain"]), r["n_image_datasets"], pct(r["image_accuracy"]), pct(r["image_loss"]),
+    trap = [[r["model_id"], r["base_id"], r["frames"], r["n_video_datasets"], points(r["video_accuracy"]),
+             points(r["video_gain"]), r["n_image_datasets"], points(r["image_accuracy"]), points(r["image_loss"]),
              "yes" if r["trapped"] else ""] for r in pq["temporal_trap"]]
     tf = [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"], r["base_id"],
-           pct(r["video_gain"]), pct(r["image_loss"]), f"{r['video_rescue']}/{r['video_harm']}",
+           points(r["video_gain"]), points(r["image_loss"]), f"{r['video_rescue']}/{r['video_harm']}",
            f"{r['image_rescue']}/{r['image_harm']}", "yes" if r["trapped"] else ""] for r in pq["train_frames"]]
-    per_ds = [[r["model_id"], r["base_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], pct(r["accuracy"]),
-               pct(r["base_accuracy"]), _signed_pts(r["gain"]), r["rescue"], r["harm"]]
+    per_ds = [[r["model_id"], r["base_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], points(r["accuracy"]),
+               points(r["base_accuracy"]), points(r["gain"], True), r["rescue"], r["harm"]]
               for r in pq["datasets"] if r["model_id"] != r["base_id"]]
-    per_budget = [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], pct(r["accuracy"]),
-                   pct(r["gain"]), r["rescue"], r["harm"], pct(r["net"]), pct(r["churn"])]
+    per_budget = [[r["model_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], points(r["accuracy"]),
+                   points(r["gain"]), r["rescue"], r["harm"], points(r["net"]), points(r["churn"])]
                   for r in pq["table"] if r["model_id"] != r["base_id"]]
     return "".join([
         "<h3>Per question: every MMBench rotation and every MME question an item (paired items, points)</h3>",

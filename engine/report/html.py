@@ -8,9 +8,9 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 
-from engine.metrics.sections import Block, Heading, Note, Table, pct
+from engine.metrics.sections import Block, Heading, Note, Table
 
-__all__ = ["BLUE", "CSS", "GREEN", "GREY", "ORANGE", "PALETTE", "RED", "Scale", "blocks", "e", "line", "pct", "rect",
+__all__ = ["BLUE", "CSS", "GREEN", "GREY", "ORANGE", "PALETTE", "RED", "Scale", "blocks", "e", "line", "rect",
            "svg", "table", "text"]
 
 GREEN, RED, GREY, BLUE, ORANGE = "#2e7d32", "#c62828", "#9e9e9e", "#1565c0", "#ef6c00"

@@ -46,9 +46,10 @@ from engine.report.figures import (
     inline_svg,
     predictor_figures,
 )
-from engine.report.html import CSS, blocks, e, pct, table
+from engine.report.html import CSS, blocks, e, table
 from engine.report.run_info import run_section
 from engine.runtime.atomic import atomic_write
+from engine.runtime.output import points
 
 __all__ = ["render_report", "write_report"]
 
@@ -56,7 +57,7 @@ log = logging.getLogger(__name__)
 
 def _ci(g: dict[str, Any], metric: str) -> str:
     ci = g["confidence_intervals"].get(metric)
-    return f" [{pct(ci[0])}, {pct(ci[1])}]" if isinstance(ci, list) and ci[0] is not None else ""
+    return f" [{points(ci[0])}, {points(ci[1])}]" if isinstance(ci, list) and ci[0] is not None else ""
 
 
 def _headline(g: dict[str, Any]) -> str:
@@ -64,17 +65,17 @@ def _headline(g: dict[str, Any]) -> str:
     ow = (g["text_overwrite"] or {}).get("any") or {}
     term = g["terminal_regression"] or {}
     rows = [["matched items", g["n_items"]], ["excluded (missing a budget)", g["n_excluded"]],
-            ["best fixed", f"{best.get('budget_id', 'n/a')}: {pct(best.get('accuracy'))}{_ci(g, 'best_fixed')}"],
-            ["oracle", pct(g["oracle_accuracy"]) + _ci(g, "oracle_accuracy")],
-            ["oracle headroom (pts)", pct(g["oracle_headroom"]) + _ci(g, "oracle_headroom")],
-            ["visual confusion", pct(g["visual_confusion"]) + _ci(g, "visual_confusion")],
-            ["text overwrite (any visual)", pct(ow.get("share_all"))],
-            ["terminal regressions (wrong at the top, right at a cheaper visual budget)", pct(term.get("share"))]]
+            ["best fixed", f"{best.get('budget_id', 'n/a')}: {points(best.get('accuracy'))}{_ci(g, 'best_fixed')}"],
+            ["oracle", points(g["oracle_accuracy"]) + _ci(g, "oracle_accuracy")],
+            ["oracle headroom (pts)", points(g["oracle_headroom"]) + _ci(g, "oracle_headroom")],
+            ["visual confusion", points(g["visual_confusion"]) + _ci(g, "visual_confusion")],
+            ["text overwrite (any visual)", points(ow.get("share_all"))],
+            ["terminal regressions (wrong at the top, right at a cheaper visual budget)", points(term.get("share"))]]
     for r in term.get("sampling_recovery") or []:
         who = "any alternate policy" if r["alt_budget_id"] == "any" else r["alt_budget_id"]
         counts = f"{r['n_recovered']} of {term.get('n_terminal')}; {r['n_missing_alt']} without a result"
         rows.append([f"recovered by {who} (of all terminal; of those with a result)",
-                     f"{pct(r['share'])}; {pct(r.get('share_with_alt'))} ({counts})"])
+                     f"{points(r['share'])}; {points(r.get('share_with_alt'))} ({counts})"])
     return table("", ["metric (points, 95% CI)", "value"], rows)
 
 
@@ -103,15 +104,15 @@ def _group_section(g: dict[str, Any], idx: int, level: float) -> str:
 
 
 def _predictor_section(g: dict[str, Any], idx: int, figures: list[PaperFigure]) -> str:
-    rows: list[list[object]] = [["predictor", pct(g["accuracy"]), f"{g['mean_frames']:.1f}", "", ""]]
-    rows += [[f"fixed {f['budget_id']}", pct(f["accuracy"]), f"{f['mean_frames']:.1f}", pct(f["accuracy_delta"]),
-              pct(f["frames_saved"])] for f in g["fixed"]]
-    rows.append(["oracle (cheapest right budget)", pct(g["oracle_accuracy"]), f"{g['oracle_mean_frames']:.1f}",
-                 pct(g["accuracy"] - g["oracle_accuracy"]), ""])
+    rows: list[list[object]] = [["predictor", points(g["accuracy"]), f"{g['mean_frames']:.1f}", "", ""]]
+    rows += [[f"fixed {f['budget_id']}", points(f["accuracy"]), f"{f['mean_frames']:.1f}", points(f["accuracy_delta"]),
+              points(f["frames_saved"])] for f in g["fixed"]]
+    rows.append(["oracle (cheapest right budget)", points(g["oracle_accuracy"]), f"{g['oracle_mean_frames']:.1f}",
+                 points(g["accuracy"] - g["oracle_accuracy"]), ""])
     cols = [*g["grid"], None]
     cells = {(c["predicted"], c["sufficient"]): c["n"] for c in g["confusion"]}
     matrix = [[p, *[cells.get((p, c), 0) for c in cols]] for p in g["grid"]]
-    note = (f"{g['n_items']} items; agreement with the cheapest sufficient budget {pct(g['agreement'])}% of "
+    note = (f"{g['n_items']} items; agreement with the cheapest sufficient budget {points(g['agreement'])}% of "
             f"{g['n_solvable']} solvable items ({g['n_under']} under, {g['n_over']} over); {g['n_unsolvable']} right "
             f"at no budget; {g['n_unparsed']} unparsed and {g['n_off_grid']} off-grid answers used "
             f"{g['fallback_budget']}")
@@ -130,18 +131,18 @@ def _predictor_section(g: dict[str, Any], idx: int, figures: list[PaperFigure]) 
 def _cascade_online_section(sessions: list[dict[str, Any]]) -> str:
     """The online cascade runs (`framesweep cascade`): cost and accuracy beside the fixed budget and
     the offline simulation of the same threshold."""
-    def num(v: object) -> str:
-        return "" if v is None else f"{v:.1f}"  # type: ignore[str-format]
+    def num(v: object, digits: int = 1) -> str:
+        return "" if v is None else f"{v:.{digits}f}"  # type: ignore[str-format]
 
     rows = []
     for r in sessions:
         off = r.get("offline") or {}
         stages = " → ".join(r["stages"])
-        rows.append([f"cascade {stages} @ {r['tau']:g}", pct(r.get("accuracy")), num(r.get("mean_frames_processed")),
+        rows.append([f"cascade {stages} @ {r['tau']:g}", points(r.get("accuracy")), num(r.get("mean_frames_processed")),
                      num(r.get("mean_frames_decoded")), num(r.get("wall_s"))])
-        rows.append([f"fixed {r['fixed_budget']}", pct(r.get("fixed_accuracy")), num(r.get("fixed_mean_frames")),
+        rows.append([f"fixed {r['fixed_budget']}", points(r.get("fixed_accuracy")), num(r.get("fixed_mean_frames")),
                      num(r.get("fixed_mean_frames")), num(r.get("fixed_wall_s"))])
-        rows.append([f"offline simulation ({pct(r.get('decision_agreement'))} same stops)", pct(off.get("accuracy")),
+        rows.append([f"offline simulation ({points(r.get('decision_agreement'))} same stops)", points(off.get("accuracy")),
                      num(off.get("mean_frames")), num(off.get("mean_unique_frames")), ""])
     timing = []
     for k, r in enumerate(sessions):
@@ -149,11 +150,12 @@ def _cascade_online_section(sessions: list[dict[str, Any]]) -> str:
         if left:
             timing.append('<p class="note">' + e("left out (stages above the model's max_frames): " + "; ".join(
                 f"{m}: {', '.join(ids)}" for m, ids in left.items())) + "</p>")
-        per = [[x["round"], x["order"][0], num(x["fixed_wall_s"]), num(x["cascade_wall_s"]), f"{x['ratio']:.3f}"]
+        per = [[x["round"], x["order"][0], num(x["fixed_wall_s"]), num(x["cascade_wall_s"]), num(x.get("ratio"), 3)]
                for x in r.get("rounds") or []]
         if per:
-            note = (f"cascade / fixed wall time: median {r['ratio_median']:.3f}, range {r['ratio_min']:.3f}-"
-                    f"{r['ratio_max']:.3f} over {len(per)} rounds; each policy started from cold engine caches "
+            ratio = {k: num(r.get(f"ratio_{k}"), 3) or "n/a" for k in ("median", "min", "max")}
+            note = (f"cascade / fixed wall time: median {ratio['median']}, range {ratio['min']}-"
+                    f"{ratio['max']} over {len(per)} rounds; each policy started from cold engine caches "
                     "(prefix and multimodal caches reset) and the policies alternated which ran first")
             timing.append(f'<p class="note">{e(note)}</p>' + table(
                 f"cascade-rounds-{k}", ["round", "first", "fixed wall s", "cascade wall s", "cascade / fixed"], per))

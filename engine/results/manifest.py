@@ -26,7 +26,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.results.errors import ManifestError, StoreFullError
-from engine.runtime.atomic import atomic_write
+from engine.runtime.output import write_json
 
 __all__ = ["MANIFEST", "ManifestError", "manifest_sweep_id", "read_manifest", "write_manifest"]
 
@@ -110,7 +110,7 @@ def write_manifest(out_dir: str | Path, info: dict[str, Any]) -> None:
         created = now
     doc = {**info, "created_at": created, "updated_at": now}
     try:
-        atomic_write(path, json.dumps(doc, indent=2, default=str))
+        write_json(path, doc)
     except OSError as err:
         if err.errno in (errno.ENOSPC, errno.EDQUOT):
             raise StoreFullError(err.errno, f"{path}: no space left on device to write the manifest (every "

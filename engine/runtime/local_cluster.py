@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from engine.runtime.atomic import atomic_write
+from engine.runtime.output import write_json
 from engine.runtime.paths import cache_dir
 from engine.runtime.processes import pid_alive
 
@@ -216,7 +216,7 @@ def _start(object_store_mb: int, timeout_s: float, dashboard: bool = False) -> d
     rec = {"address": address, "pid": proc.pid, "log": str(logfile), "temp_dir": str(temp),
            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "dashboard": f"http://127.0.0.1:{board}" if board else None}
     _record_path().parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(_record_path(), json.dumps(rec, indent=2))
+    write_json(_record_path(), rec)
     log.info("local Ray cluster started at %s (pid %d)", address, proc.pid)
     return rec
 

@@ -110,7 +110,7 @@ def _on_copy(spec: dict, ckpt: Path) -> dict:
 
 
 def _listed() -> list[dict]:
-    r = _cli("engines", "--json")
+    r = _cli("engines", "--json", "-")
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout[: r.stdout.rindex("VLLM_IN_DRIVER")])
 

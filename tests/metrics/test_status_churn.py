@@ -55,8 +55,8 @@ def test_status_command_prints_the_churn_table(tmp_path: Path) -> None:
     assert first.returncode == 0 and later.returncode == 0, first.stderr + later.stderr
     assert "4 done, 0 failed, 2 pending" in first.stdout and "live churn" in first.stdout, first.stdout + first.stderr
     assert "6 done, 0 failed, 0 pending" in later.stdout
-    # text->f4 over a and b: one rescue (a), b stays wrong: net +0.500
-    assert "+0.500" in later.stdout
+    # text->f4 over a and b: one rescue (a), b stays wrong: net +50.0 points
+    assert "+50.0" in later.stdout
 
 
 @pytest.mark.engine
@@ -80,6 +80,6 @@ def test_budgets_and_transitions_listed_in_cost_order_default_chain_first(tmp_pa
     out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600,
                          env={**os.environ, "COLUMNS": "80"}).stdout
     lines = out.splitlines()
-    # each chain under a heading line, every number whole in 80 columns (a: text->f4 rescue: +0.500)
+    # each chain under a heading line, every number whole in 80 columns (a: text->f4 rescue: +50.0 points)
     assert lines.index("m on d, chain default") < lines.index("m on d, chain cached")
-    assert "+0.500" in out and "…" not in out, out
+    assert "+50.0" in out and "…" not in out, out
