@@ -104,3 +104,16 @@ def audit_rows() -> list[ResultRow]:
     return [*sweep_a(with_alt=True, categories=True), *open_rows(),
             *frame({"a": "11", "b": "01", "c": "10", "e": "00"}, model="m2", budgets={"text": 0, "f4": 4}),
             *frame({"x": "1", "y": "0"}, dataset="t", budgets={"text": 0})]
+
+
+CASCADE_TAUS = (0.0, 0.5, 0.7, 1.0)
+"""Cascade thresholds for `cascade_rows` (some stop at f2, some go on)."""
+
+
+def cascade_rows() -> list[ResultRow]:
+    """A confident cascade group: model c on dataset d2, (right, confidence) at f2, f4, f8."""
+    cells = {"u": [("1", 0.9), ("1", 0.5), ("1", 0.95)], "v": [("0", 0.3), ("1", 0.8), ("1", 0.9)],
+             "w": [("0", 0.2), ("0", 0.4), ("1", 0.6)], "x": [("1", 0.6), ("0", 0.7), ("0", 0.99)]}
+    stages = {"f2": (2, [0, 8]), "f4": (4, [0, 4, 8, 12]), "f8": (8, list(range(0, 16, 2)))}
+    return [row("c", "d2", i, b, f, mark, confidence=conf, frame_indices=idx)
+            for i, cs in cells.items() for (b, (f, idx)), (mark, conf) in zip(stages.items(), cs, strict=True)]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.metric_rows import audit_rows, frame, lazy, row, write_sweep
+from helpers.metric_rows import CASCADE_TAUS, audit_rows, cascade_rows, frame, lazy, row, write_sweep
 from matplotlib.collections import PolyCollection
 from matplotlib.patches import Rectangle
 from typer.testing import CliRunner
@@ -23,26 +23,15 @@ from engine.report import render_report
 from engine.report.figures import chain_figures, checkpoint_figures, inline_svg, paper_figures, write_figures
 from engine.report.style import COLUMN, DPI, outside, overlaps, paper_style, visible_texts
 
-TAUS = (0.0, 0.5, 0.7, 1.0)
-
-
-def _cascade_rows() -> list:
-    """Model c on d2: (right, confidence) at f2, f4, f8 (a cascade with thresholds that stop early)."""
-    cells = {"u": [("1", 0.9), ("1", 0.5), ("1", 0.95)], "v": [("0", 0.3), ("1", 0.8), ("1", 0.9)],
-             "w": [("0", 0.2), ("0", 0.4), ("1", 0.6)], "x": [("1", 0.6), ("0", 0.7), ("0", 0.99)]}
-    stages = {"f2": (2, [0, 8]), "f4": (4, [0, 4, 8, 12]), "f8": (8, list(range(0, 16, 2)))}
-    return [row("c", "d2", i, b, f, mark, confidence=conf, frame_indices=idx)
-            for i, cs in cells.items() for (b, (f, idx)), (mark, conf) in zip(stages.items(), cs, strict=True)]
-
 
 def _doc(rows: list, n_boot: int = 50) -> dict:
-    opts = SummaryOptions(n_boot=n_boot, taus=TAUS)
+    opts = SummaryOptions(n_boot=n_boot, taus=CASCADE_TAUS)
     return summary_document(summary_tables(lazy(rows), opts), opts, source="test")
 
 
 @pytest.fixture(scope="module")
 def doc() -> dict:
-    return _doc([*audit_rows(), *_cascade_rows()])
+    return _doc([*audit_rows(), *cascade_rows()])
 
 
 def _group(doc: dict, model: str, dataset: str, protocol: str = "default") -> tuple[int, dict]:

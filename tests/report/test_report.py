@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers.checkpoint_rows import checkpoint_rows
-from helpers.metric_rows import audit_rows, row, write_sweep
+from helpers.metric_rows import CASCADE_TAUS, audit_rows, cascade_rows, row, write_sweep
 from helpers.predictor_rows import all_predictions, predictor_rows
 from typer.testing import CliRunner
 
@@ -21,23 +21,13 @@ from engine.report import render_report
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-TAUS = (0.0, 0.5, 0.7, 1.0)
-
-
-def _cascade_rows() -> list:
-    """A confident cascade group: model c on dataset d2, (right, confidence) at f2, f4, f8."""
-    cells = {"u": [("1", 0.9), ("1", 0.5), ("1", 0.95)], "v": [("0", 0.3), ("1", 0.8), ("1", 0.9)],
-             "w": [("0", 0.2), ("0", 0.4), ("1", 0.6)], "x": [("1", 0.6), ("0", 0.7), ("0", 0.99)]}
-    stages = {"f2": (2, [0, 8]), "f4": (4, [0, 4, 8, 12]), "f8": (8, list(range(0, 16, 2)))}
-    return [row("c", "d2", i, b, f, mark, confidence=conf, frame_indices=idx)
-            for i, cs in cells.items() for (b, (f, idx)), (mark, conf) in zip(stages.items(), cs, strict=True)]
 
 
 @pytest.fixture(scope="module")
 def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report")
-    write_sweep(out / "sweep", [*audit_rows(), *_cascade_rows()])
-    opts = SummaryOptions(n_boot=20, taus=TAUS)
+    write_sweep(out / "sweep", [*audit_rows(), *cascade_rows()])
+    opts = SummaryOptions(n_boot=20, taus=CASCADE_TAUS)
     doc = summary_document(summary_tables(load_rows(out / "sweep"), opts), opts, source="sweep")
     path = out / "report.html"
     path.write_text(render_report(doc, "test <report>"), encoding="utf-8")
