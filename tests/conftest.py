@@ -114,14 +114,101 @@ def warm_engine(warm_engine_cache: Path, monkeypatch: pytest.MonkeyPatch):
     assert _warm_cache_resets() > before, "the test started its own engine instead of reusing the warm one"
 
 
+# ---------------------------------------------------------------------------------------------------
+# Two streams: `pytest -n 2` (the README's test command, pytest-xdist).
+#
+# Most of the suite's time goes to waiting on processes (engines starting, deadlines, servers), so two
+# workers nearly halve it on 2 cores. The unit a worker takes (`_Units`, the scheduler this conftest gives
+# xdist) is a module, except that every module with a test that uses the warm engine (WARM_MODULES,
+# checked at collection) is in one unit: one worker runs them all, so the warm engine starts once and
+# stops after its last test, as in a serial run. A module-scoped engine starts once. Units are queued in
+# collection order and a worker takes the next one when it runs low, so the order below is a
+# longest-first queue: the warm unit, the longest engine modules (LONGEST, measured, longest first), the
+# other engine modules, then the fast tier. Without `-n` the same order runs serially.
+# ---------------------------------------------------------------------------------------------------
+
+WARM_MODULES = frozenset({  # every module with a test that uses the warm engine
+    "tests/adaptive/test_adaptive.py",
+    "tests/adaptive/test_predictor_178k.py",
+    "tests/adaptive/test_predictor_choice.py",
+    "tests/adaptive/test_predictor_online.py",
+    "tests/cli/test_demo.py",
+    "tests/e2e/test_checkpoint_study_e2e.py",
+    "tests/e2e/test_several_datasets.py",
+    "tests/e2e/test_sweep_e2e.py",
+    "tests/frames/test_data_plane.py",
+    "tests/sweep/test_images_and_subtitles_e2e.py",
+    "tests/test_export.py",
+})
+LONGEST = (  # the engine modules that take longest (seconds measured on 2 cores), longest first
+    "tests/sweep/test_engine_faults.py",  # ~150
+    "tests/benchmarks/test_benchmarks.py",  # ~120
+    "tests/e2e/test_two_nodes.py",  # ~55
+    "tests/backends/test_vllm_actor.py",  # ~50
+    "tests/adaptive/test_adaptive_faults.py",  # ~45
+    "tests/backends/test_openai_http.py",  # ~45
+    "tests/cli/test_cli_run_observed.py",  # ~45
+    "tests/runtime/test_gpu_placement_isolated.py",  # ~35
+)
+
+
+def _module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _uses_warm(item: pytest.Item) -> bool:
+    return WARM_FIXTURE in getattr(item, "fixturenames", ())
+
+
+_SCHEDULE_PROBLEM: dict[str, str] = {}  # a stale list above: the tests that use the warm engine fail, saying so
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    """The tests that use the warm engine run first (in their collected order), then all the others; every test
-    that uses the warm engine is an `engine` test."""
+    """Every test that uses the warm engine is an `engine` test. Order: the tests that use the warm engine, the
+    LONGEST modules, the other engine modules, the fast tier (each in collected order). The lists above are
+    checked: a listed module that does not exist, or a module using the warm engine that WARM_MODULES does not
+    name, fails every test that uses the warm engine (a collection error would be lost in a worker)."""
+    missing = sorted(m for m in (*WARM_MODULES, *LONGEST) if not (config.rootpath / m).is_file())
+    unlisted = sorted({_module_of(it.nodeid) for it in items if _uses_warm(it)} - WARM_MODULES)
+    if missing or unlisted:
+        _SCHEDULE_PROBLEM["message"] = (f"tests/conftest.py's lists are stale: modules that do not exist: {missing}; "
+                                        f"modules that use the warm engine, to add to WARM_MODULES: {unlisted}")
+
+    def rank(item: pytest.Item) -> int:
+        if _uses_warm(item):
+            return 0
+        module = _module_of(item.nodeid)
+        if module in LONGEST:
+            return 1 + LONGEST.index(module)
+        return 1 + len(LONGEST) + (item.get_closest_marker("engine") is None)
+
     for item in items:
-        if WARM_FIXTURE in getattr(item, "fixturenames", ()):
+        if _uses_warm(item):
             item.add_marker(pytest.mark.engine)
-    items.sort(key=lambda item: WARM_FIXTURE not in getattr(item, "fixturenames", ()))
+    items.sort(key=rank)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if "message" in _SCHEDULE_PROBLEM and _uses_warm(item):
+        pytest.fail(_SCHEDULE_PROBLEM["message"], pytrace=False)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook (the suite also runs without it)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """With `-n N` (and no other `--dist`), schedule by `_Units` in collection order."""
+    if config.getvalue("dist") != "load":
+        return None  # the user asked for another distribution
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = _module_of(nodeid)
+            return "warm" if module in WARM_MODULES else module
+
+    config.option.loadscopereorder = False  # keep this conftest's order
+    return _Units(config, log)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -187,10 +274,10 @@ def _no_process_unless_marked(request: pytest.FixtureRequest):
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     """After the last test that uses the warm engine (and its fixtures' teardown), stop it."""
     yield
-    if _WARM["cache"] is None or WARM_FIXTURE not in getattr(item, "fixturenames", ()):
+    if _WARM["cache"] is None or not _uses_warm(item):
         return
     later = item.session.items[item.session.items.index(item) + 1:]
-    if not any(WARM_FIXTURE in getattr(it, "fixturenames", ()) for it in later):
+    if not any(_uses_warm(it) for it in later):
         _stop_warm()
 
 

@@ -32,7 +32,15 @@ UNWRAPPED = 100_000
 
 
 class _Console(Console):
-    """A rich console that does not wrap what goes to a file or a pipe (rich would wrap it at 80 columns)."""
+    """A rich console that does not wrap what goes to a file or a pipe (rich would wrap it at 80 columns), and reads
+    `COLUMNS` when it prints (rich reads it once, when the console is made: at import)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if kwargs.get("width") is None:
+            self._width = None
+        if kwargs.get("height") is None:
+            self._height = None
 
     @property
     def size(self) -> ConsoleDimensions:

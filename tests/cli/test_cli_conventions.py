@@ -111,3 +111,22 @@ def test_log_records_to_a_pipe_are_plain_lines_not_padded(capfd: pytest.CaptureF
     (line,) = capfd.readouterr().err.splitlines()
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO test: loading tiny \(0/1 up\) key=\S+", line), line
     assert "sk-conventions" not in line and len(line) < 120
+
+
+def test_the_console_reads_columns_when_it_prints_not_when_it_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rich reads `COLUMNS` once, when a console is made; the CLI's consoles are made at import, so a `COLUMNS`
+    set then (a test runner's worker sets 80) would fix every later print's width."""
+    import io
+
+    from engine.cli._console import UNWRAPPED, _Console
+
+    monkeypatch.setenv("COLUMNS", "80")
+    out = io.StringIO()
+    made = _Console(file=out, markup=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert made.width == 200
+    made.print("x" * 150)
+    assert out.getvalue() == "x" * 150 + "\n"  # one line: 80 columns would have wrapped it
+    monkeypatch.delenv("COLUMNS")
+    assert made.width == UNWRAPPED  # a file, no COLUMNS: unwrapped
+    assert _Console(file=io.StringIO(), width=50).width == 50  # a width given is kept
