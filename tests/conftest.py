@@ -253,13 +253,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    """Watch the processes a test not marked `engine` starts (its fixtures' set-up and teardown included)."""
+    """Watch the processes a test not marked `engine` starts (its fixtures' set-up and teardown included); with
+    FRAMESWEEP_TEST_CPU set, measure the machine's CPU while it runs (below)."""
+    import time
+
     _SPAWNED.clear()
     _WATCHING["on"] = item.get_closest_marker("engine") is None
+    measure = bool(os.environ.get("FRAMESWEEP_TEST_CPU"))
+    cpu, wall = (_machine_busy_s(), time.monotonic()) if measure else (0.0, 0.0)
     try:
         yield
     finally:
         _WATCHING["on"] = False
+        if measure:
+            _CPU[item.nodeid] = (_machine_busy_s() - cpu, time.monotonic() - wall)
 
 
 @pytest.fixture(autouse=True)
@@ -281,11 +288,47 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
         _stop_warm()
 
 
+# ---------------------------------------------------------------------------------------------------
+# Where the suite's CPU goes: `FRAMESWEEP_TEST_CPU=cpu.json pytest -n 0` writes, per test and per module,
+# the CPU seconds the whole machine spent while it ran (every process: engines, Ray, CLI processes) and
+# its wall time, most CPU first. The suite's time on 2 cores is bounded by that CPU, not by waiting; a
+# serial run attributes it cleanly (with `-n 2` the other worker's CPU is counted too).
+# ---------------------------------------------------------------------------------------------------
+
+_CPU: dict[str, tuple[float, float]] = {}
+
+
+def _machine_busy_s() -> float:
+    """CPU seconds the machine has been busy since boot (/proc/stat: all but idle, iowait and steal)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4] - ticks[7]) / os.sysconf("SC_CLK_TCK")
+
+
+def _write_cpu_report(path: str) -> None:
+    import json
+
+    modules: dict[str, list[float]] = {}
+    for nodeid, (cpu, wall) in _CPU.items():
+        total = modules.setdefault(_module_of(nodeid), [0.0, 0.0])
+        total[0] += cpu
+        total[1] += wall
+
+    def table(rows):
+        return {k: {"cpu_s": round(c, 1), "wall_s": round(w, 1)} for k, (c, w) in
+                sorted(rows, key=lambda kv: -kv[1][0])}
+
+    Path(path).write_text(json.dumps({"total_cpu_s": round(sum(c for c, _ in _CPU.values()), 1),
+                                      "modules": table(modules.items()), "tests": table(_CPU.items())}, indent=1))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Leave no Ray connection open into the interpreter's exit: a driver connected to Ray keeps native threads
     (its core worker, gRPC) that the interpreter's finalisation can trip over."""
     import sys
 
+    if os.environ.get("FRAMESWEEP_TEST_CPU") and _CPU:
+        _write_cpu_report(os.environ["FRAMESWEEP_TEST_CPU"])
     if "ray" in sys.modules:
         import ray
 
