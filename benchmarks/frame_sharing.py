@@ -19,7 +19,8 @@ Clips (60 s, 30 fps):
     640x360 with no B-frames and a keyframe every second (`-allp`): the worst case for the union,
         where every frame is a reference, so the decoder can skip none and must decode all 1,800.
 The summary line and the fixed --output-json keys describe the first clip; `videos` holds every
-clip (--quick: the first only).
+clip (--quick: the first only; --smoke: the first at 20 s and 320x180, one repeat, to check the script end
+to end in seconds: its figures are not the benchmark's).
 
 Each strategy decodes and then takes every job's frames as a view; the decode
 (or cache read) is timed, with perf_counter, best of --repeats interleaved
@@ -59,6 +60,8 @@ GRID = (16, 32, 64, 128, 256)
 def add_cli_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--decoder", default="pyav", choices=sorted(DECODERS), help="decoder to benchmark")
     parser.add_argument("--quick", action="store_true", help="only the 640x360 clip, one repeat")
+    parser.add_argument("--smoke", action="store_true",
+                        help="only a 20 s 320x180 clip, one repeat: checks the script end to end (no figure to quote)")
     parser.add_argument("--questions", type=int, default=3, help="questions per video")
     parser.add_argument("--repeats", type=int, default=2, help="runs per strategy; the best is kept")
     parser.add_argument("--video-dir", type=Path, default=None, help="where the clips are written (default: cache)")
@@ -88,6 +91,7 @@ ENCODINGS = {
     "allp": {"crf": "18", "preset": "veryfast", "g": "60", "bf": "0"},  # every frame a reference
 }
 CLIPS = ((60, 640, 360, "x264"), (60, 1280, 720, "x264"), (60, 640, 360, "allp"))
+SMOKE_CLIP = (20, 320, 180, "x264")
 
 
 def ensure_clip(root: Path, seconds: int, width: int, height: int, encoding: str = "x264", fps: int = 30) -> Path:
@@ -236,8 +240,8 @@ def bench_video(path: Path, decoder: str, questions: int, repeats: int, cache: F
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
     root = args.video_dir or cache_dir() / "bench"
-    clips = CLIPS[:1] if args.quick else CLIPS
-    repeats = 1 if args.quick else args.repeats
+    clips = [SMOKE_CLIP] if args.smoke else CLIPS[:1] if args.quick else CLIPS
+    repeats = 1 if args.quick or args.smoke else args.repeats
     cache = FrameCache(root / "frame-cache", "jpeg")
     videos = [bench_video(ensure_clip(root, *c), args.decoder, args.questions, repeats, cache) for c in clips]
     main_clip = videos[0]

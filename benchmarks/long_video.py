@@ -26,7 +26,8 @@ lmms-eval does per sample) does `--questions` times the per-budget work: `*_per_
 JSON keys: `long_union_vs_floor` (goal <= 1.2), `long_naive_vs_union` and `long_getbatch_vs_union`
 (per budget; goal >= 4), `cached_vs_raw` (union over cached; goal >= 10). `span_*`: frames from a
 GOP's keyframe to its last needed frame, summed (the decode work any GOP-respecting decoder must do,
-from the index alone). --quick: a 1-minute 640x360 clip, one round.
+from the index alone). --quick: a 1-minute 640x360 clip, one round. --smoke: a 30 s 320x180 clip, one round,
+frames out at 160x90, to check the script end to end in seconds (its figures are not the benchmark's).
 
     python benchmarks/long_video.py --output-json out.json
 """
@@ -61,6 +62,8 @@ def add_cli_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--minutes", type=float, default=20.0, help="length of the generated clip")
     parser.add_argument("--size", default="640x360", help="WxH every strategy hands frames out at")
     parser.add_argument("--quick", action="store_true", help="a 1-minute 640x360 clip, one round")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a 30 s 320x180 clip, one round, frames out at 160x90: checks the script end to end")
     parser.add_argument("--repeats", type=int, default=2, help="rounds; the best time of each is kept")
     parser.add_argument("--questions", type=int, default=3, help="questions per video, for the per-job ratios")
     parser.add_argument("--no-actors", action="store_true", help="skip the decode actors (no Ray)")
@@ -272,13 +275,13 @@ def _summary(out: dict[str, Any]) -> str:
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
     root = args.video_dir or cache_dir() / "bench"
-    minutes, shape = (1.0, (640, 360)) if args.quick else (args.minutes, (1280, 720))
-    w, h = (int(x) for x in args.size.lower().split("x"))
+    minutes, shape = (0.5, (320, 180)) if args.smoke else (1.0, (640, 360)) if args.quick else (args.minutes, (1280, 720))
+    w, h = (160, 90) if args.smoke else (int(x) for x in args.size.lower().split("x"))
     path = ensure_long_clip(root, minutes, *shape)
     info = stream_index(path).info
     out: dict[str, Any] = {}
     if not args.actors_only:
-        out.update(compare(path, (w, h), 1 if args.quick else args.repeats, args.questions, root / "frame-cache"))
+        out.update(compare(path, (w, h), 1 if args.quick or args.smoke else args.repeats, args.questions, root / "frame-cache"))
     out.update(video=path.name, n_frames=info.n_frames, keyframes=int(stream_index(path).keyframes.size),
                width=info.width, height=info.height, size=[w, h], grid=list(GRID))
     if not args.actors_only:

@@ -67,6 +67,25 @@ def _node_facts() -> dict[str, Any]:
         return {}
 
 
+def _no_torch_compile() -> None:
+    """Eager on the CPU build means no compilation at all. vLLM compiles one sampler helper with inductor
+    (`batched_count_greater_than`, a C++ build) on its first logprobs call, eager mode or not: about 5 CPU-s
+    of every engine start on two cores, for an integer count that eager computes exactly. Set before vLLM is
+    imported; an engine-core process inherits the variable."""
+    os.environ["TORCHDYNAMO_DISABLE"] = "1"
+    import torch._dynamo
+
+    torch._dynamo.config.disable = True
+
+
+def compiled_graphs() -> int:
+    """Graphs torch.compile has compiled in this process (0 where nothing was compiled)."""
+    import sys
+
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    return int(dynamo.counters["stats"]["unique_graphs"]) if dynamo is not None else 0
+
+
 _ENGINE_DIED_EXIT = 75  # the actor's exit status when its engine process died (Ray restarts it)
 
 
@@ -177,6 +196,8 @@ class VLLMWorker:
         # read by vLLM when the engine starts: the core runs in this process, with its model (no second
         # and third process importing vLLM); a crash of the core is then this actor's crash (Ray restarts it)
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if self.engine_core == "in_process" else "1"
+        if not cuda and engine.vllm_args(False).get("enforce_eager"):
+            _no_torch_compile()
         import vllm
         from vllm import LLM
 
@@ -233,7 +254,8 @@ class VLLMWorker:
         return {"engine_version": self.version, "worker": self.worker, "import_s": self.import_s,
                 "start_s": self.start_s, "engine_core": self.engine_core, "children": _children_described(),
                 "engine_core_pid": next(iter(_core_pids(self.llm)), None),
-                "engine_pids": [p.pid for p in self._engine_procs], "frame_refs": True, **self.node}
+                "engine_pids": [p.pid for p in self._engine_procs], "frame_refs": True,
+                "compiled_graphs": compiled_graphs(), **self.node}
 
     def describe(self) -> dict[str, Any]:
         """What `framesweep engines` lists: the key and settings, engine facts, memory, resets so far."""

@@ -47,7 +47,8 @@ def server(tiny_qwen25: Path):
            "--enforce-eager", "--seed", "0", "--logprobs-mode", "processed_logprobs",
            "--media-io-kwargs", '{"video": {"num_frames": -1}}', "--trust-request-mm-kwargs",
            "--limit-mm-per-prompt", '{"video": 1, "image": 1}']
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    # eager with nothing compiled, as framesweep's own CPU-build engines run (engine.backends.vllm_actor)
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "TORCHDYNAMO_DISABLE": "1"}
     log = open(Path(os.environ["FRAMESWEEP_CACHE"]) / f"server-{port}.log", "w")  # noqa: SIM115 - the server writes it until the fixture ends
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"

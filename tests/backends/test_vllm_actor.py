@@ -22,15 +22,23 @@ ITEM = Item(dataset="t", dataset_version="1", item_id="q1", video_id="v1", video
             question="Which colour?", options=("red", "green", "blue", "yellow"), answer="B")
 
 
-@pytest.fixture(scope="module", params=["qwen2_5_vl", "qwen3_vl", "llava_next_video"])
-def backend(request: pytest.FixtureRequest, fs_cache: Path):
-    """One engine per family for the module (the tiny checkpoint of that family)."""
+@pytest.fixture(scope="module")
+def cluster():
+    """One local Ray cluster for the module's engines."""
     import ray
 
-    from engine.backends.tiny import build_tiny_checkpoint
     from engine.runtime.cluster import ensure_ray
 
     ensure_ray(num_cpus=2, object_store_mb=512)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module", params=["qwen2_5_vl", "qwen3_vl", "llava_next_video"])
+def backend(request: pytest.FixtureRequest, fs_cache: Path, cluster: None):
+    """One engine per family for the module (the tiny checkpoint of that family)."""
+    from engine.backends.tiny import build_tiny_checkpoint
+
     family = request.param
     fam = get_family(family)
     be = VLLMActorBackend(build_tiny_checkpoint(family), EngineSpec(max_model_len=4096, dtype="float32"),
@@ -40,7 +48,6 @@ def backend(request: pytest.FixtureRequest, fs_cache: Path):
     yield be, loop, info, fam
     loop.run_until_complete(be.close())
     loop.close()
-    ray.shutdown()
 
 
 def _media(n: int, seed: int = 0) -> MediaView:
@@ -69,6 +76,9 @@ def test_option_probabilities_for_video_and_text(backend) -> None:
         assert math.isclose(s.confidence, max(s.probs))
     # the video's tokens are in the prompt, and more frames cost more tokens
     assert res[0].prompt_tokens < res[1].prompt_tokens < res[2].prompt_tokens
+    # the CPU build runs eager with nothing compiled, logprobs included: vLLM compiles a sampler helper with
+    # inductor on the first logprobs call otherwise, about 5 CPU-s of every engine start
+    assert loop.run_until_complete(be.actor.info.remote())["compiled_graphs"] == 0
 
 
 def test_engine_is_deterministic_and_isolates_bad_requests(backend) -> None:

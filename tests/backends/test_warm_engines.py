@@ -136,25 +136,13 @@ def test_a_run_reuses_the_warm_engine_and_never_imports_vllm(warm: Path) -> None
     assert after["worker"] == before["worker"] and after["cache_resets"] == before["cache_resets"] + 1
 
 
-def test_another_engine_setting_starts_its_own_engine(warm: Path, tmp_path: Path) -> None:
-    (before,) = _listed()
-    d = _on_copy(small_spec_dict(tmp_path / "out"), warm.parent / "ckpt")
-    d["models"][0]["engine"]["max_num_seqs"] = 8
-    spec = write_toml(tmp_path / "spec.toml", d)
-    r = _cli("run", str(spec), "-v")
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
-    assert "reused" not in r.stdout and "VLLM_IN_DRIVER False" in r.stdout  # a cold start: no vLLM here either
-    assert "max_num_seqs: 16 there, 8 here" in " ".join(r.stderr.split())  # the log says why
-    rows = scan_results(tmp_path / "out").collect()
-    assert rows.height == 36 and before["worker"] not in set(rows["worker"])
-    assert [e["name"] for e in _listed()] == [before["name"]]  # the run's own engine ended with it
-
-
-def test_an_edited_processor_config_is_another_engine(warm: Path, tmp_path: Path) -> None:
-    """The warm engine loaded the checkpoint's processor config; once that file changes (here the video
-    frames' minimum size), the next run must not be answered by it: a new engine, which reads the new file
-    (more tokens per frame), and the log names the checkpoint as what differs. Before, the key covered
-    config.json and the weights' names and sizes only: the old engine answered with the old processor."""
+def test_another_setting_and_an_edited_processor_config_start_their_own_engine(warm: Path, tmp_path: Path) -> None:
+    """A run whose engine settings differ from the warm engine's (here max_num_seqs) and whose checkpoint's processor
+    config changed since the warm engine loaded it (the video frames' minimum size) must not be answered by it: a new
+    engine, which reads the new file (more tokens per frame), ended with the run, and the log names both differences.
+    Before, the key covered config.json and the weights' names and sizes only: the old engine answered with the old
+    processor. (Each difference alone changes the key: test_engine_key_*; one run here proves the log and the
+    engine's life for both.)"""
     (before,) = _listed()
     config = warm.parent / "ckpt" / "processor_config.json"
     original = config.read_bytes()
@@ -169,18 +157,21 @@ def test_an_edited_processor_config_is_another_engine(warm: Path, tmp_path: Path
 
 
 def _run_on_the_edited_copy(warm: Path, tmp_path: Path, before: dict) -> None:
-    r = _cli("run", str(write_toml(tmp_path / "spec.toml", _on_copy(small_spec_dict(tmp_path / "out"),
-                                                                       warm.parent / "ckpt"))), "-v")
+    d = _on_copy(small_spec_dict(tmp_path / "out"), warm.parent / "ckpt")
+    d["models"][0]["engine"]["max_num_seqs"] = 8
+    r = _cli("run", str(write_toml(tmp_path / "spec.toml", d)), "-v")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
-    assert "reused" not in r.stdout
-    assert "checkpoint: " in r.stderr and "a new engine was started for this run" in " ".join(r.stderr.split())
+    assert "reused" not in r.stdout and "VLLM_IN_DRIVER False" in r.stdout  # a cold start: no vLLM here either
+    said = " ".join(r.stderr.split())
+    assert "a new engine was started for this run" in said
+    assert "checkpoint: " in said and "max_num_seqs: 16 there, 8 here" in said  # the log says why: both differences
     rows = scan_results(tmp_path / "out").collect()
     assert rows.height == 36 and (rows["status"] == "ok").all() and before["worker"] not in set(rows["worker"])
     old = scan_results(warm.parent / "out").collect()  # the warm engine's answers to the same jobs (test above)
     pairs = rows.join(old, on=["item_id", "budget_id"], suffix="_old").filter(pl.col("frames") > 0)
     assert pairs.height == 27  # 9 questions x 3 visual budgets
     assert (pairs["prompt_tokens"] > pairs["prompt_tokens_old"]).all()  # the new processor's larger frames
-    assert [e["name"] for e in _listed()] == [before["name"]]
+    assert [e["name"] for e in _listed()] == [before["name"]]  # the run's own engine ended with it
 
 
 def test_engines_down_during_a_run_ends_it_with_one_sentence_and_stops_the_cluster(warm: Path, tmp_path: Path) -> None:
