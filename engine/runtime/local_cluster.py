@@ -91,11 +91,10 @@ def local_cluster_pids(temp: str | Path | None = None) -> list[int]:
     import psutil
 
     temp = temp or _temp_dir()
-    pids = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        if _is_cluster_cmd(proc.info.get("cmdline") or [], temp) and proc.info.get("status") != psutil.STATUS_ZOMBIE:
-            pids.append(proc.pid)
-    return sorted(pids)
+    found = {proc.pid: proc.info.get("ppid") for proc in psutil.process_iter(["cmdline", "status", "ppid"])
+             if _is_cluster_cmd(proc.info.get("cmdline") or [], temp) and proc.info.get("status") != psutil.STATUS_ZOMBIE}
+    # a child `ray start` forks carries its command line until it execs (seen under load): not another cluster
+    return sorted(pid for pid, parent in found.items() if parent not in found)
 
 
 def unrecorded_clusters() -> list[int]:

@@ -37,3 +37,25 @@ def test_a_session_and_its_child_are_found_then_ended() -> None:
     finally:
         if leader.poll() is None:
             leader.kill()
+
+
+def test_a_child_forked_by_the_clusters_process_is_not_another_cluster(tmp_path) -> None:
+    """`ray start --head --block` forks children; until one execs it carries the same command line. Under load a
+    suite run caught one: the cluster's pids were two, and `unrecorded_clusters` named the child as a second
+    cluster. A stand-in process with a cluster's command line forks a child that keeps it (the fork window made
+    long, which the real `ray start` cannot be made to do on demand): one cluster, the parent."""
+    from engine.runtime.local_cluster import local_cluster_pids
+
+    temp = tmp_path / "fs-ray-test"
+    code = "import os, time; os.fork(); time.sleep(60)"  # parent and child both sleep with the same argv
+    parent = subprocess.Popen([sys.executable, "-c", code, "start", "--head", "--block", f"--temp-dir={temp}"],
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while len(_session_pids(parent.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_session_pids(parent.pid)) == 2  # the child is there, with the same command line
+        assert local_cluster_pids(temp) == [parent.pid]
+    finally:
+        _end_session(parent.pid, timeout_s=1.0)
+        parent.wait(timeout=10)
