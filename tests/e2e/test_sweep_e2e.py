@@ -39,9 +39,9 @@ def _spec(tmp_path: Path, out: Path, n_videos: int, commit_interval_s: float | N
     return write_toml(tmp_path / "spec.toml", d)
 
 
-def _start(spec: Path) -> subprocess.Popen:
+def _start(spec: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen([*FRAMESWEEP, "run", str(spec)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, env=os.environ.copy())
+                            text=True, start_new_session=True, env=env or os.environ.copy())
 
 
 def _shards(out: Path) -> dict[str, str]:
@@ -87,8 +87,12 @@ def _keys(df: pl.DataFrame) -> list[tuple]:
     return list(df.select(KEY_COLUMNS).iter_rows())
 
 
-def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
+def test_sweep_sigterm_sigkill_resume(tmp_path: Path, fs_cache: Path, warm_engine: Path) -> None:
+    """A run stopped by SIGTERM, SIGKILLed twice, then run to the end: every key once, committed shards untouched.
+    The runs that own their cluster and engine (the SIGTERM, the driver-only kill: what they started must go with
+    them) start cold; the machine-style kill and the final rerun answer on the suite's warm engine."""
     out = tmp_path / "out"
+    cold = {**os.environ, "FRAMESWEEP_CACHE": str(fs_cache)}  # no recorded cluster there: a cluster of its own
     # enough work that each of three interruptions, a commit (0.25 s) after a start, leaves most of it
     # undone even where the tiny engine answers 100 jobs a second
     n_videos = 60
@@ -97,8 +101,8 @@ def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
                 for v in range(n_videos) for q in ("flash_count", "first_colour", "static_shape")
                 for b in ("text", "f2", "f4", "f8")}
 
-    # 1) SIGTERM: stops cleanly after committing what finished
-    proc = _start(spec)
+    # 1) SIGTERM: stops cleanly after committing what finished (its own cluster stopped with it)
+    proc = _start(spec, cold)
     _wait_for_shards(proc, out, 1)
     proc.send_signal(signal.SIGTERM)
     log = proc.communicate(timeout=120)[0]
@@ -108,11 +112,12 @@ def test_sweep_sigterm_sigkill_resume(tmp_path: Path) -> None:
     assert 0 < after_term.height < len(expected)
 
     # 2) SIGKILL mid-run, twice, at different points: whatever was committed stays, nothing
-    #    half-written is visible, and each rerun only adds keys. The first kill takes every process (a
-    #    machine-style crash); the second the driver alone, and what it started (Ray, the engine actor)
-    #    must not outlive it (the reaper: Ray's agents and vLLM's worker had lived on for 25-90 s)
+    #    half-written is visible, and each rerun only adds keys. The first kill takes the driver and every
+    #    process it started (a machine-style crash; the engine is the warm one); the second the driver alone,
+    #    and what it started (Ray, the engine actor) must not outlive it (the reaper: Ray's agents and vLLM's
+    #    worker had lived on for 25-90 s)
     for kill in ("tree", "driver"):
-        proc = _start(spec)
+        proc = _start(spec, None if kill == "tree" else cold)
         _wait_for_shards(proc, out, len(_shards(out)) + 1)
         if kill == "tree":
             _kill_tree(proc)
