@@ -26,6 +26,18 @@ from engine.sweep import Sweep, start_backends
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    """One local Ray cluster for the module: each test's engines and decode actors start (and end) on it."""
+    import ray
+
+    from engine.runtime.cluster import ensure_ray
+
+    ensure_ray()
+    yield
+    ray.shutdown()
+
+
 def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> None:
     import ray
 
@@ -65,10 +77,7 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
         await asyncio.gather(*(b.close() for b in backends.values()))
         return summary, info, pool_facts
 
-    try:
-        summary, info, (decode_restarted, fallbacks, n_decoders) = asyncio.run(go())
-    finally:
-        ray.shutdown()
+    summary, info, (decode_restarted, fallbacks, n_decoders) = asyncio.run(go())
     assert info["engine_core"] == "in_process" and info["engine_pids"] == []  # the CPU build's default
     assert summary.jobs_failed == 0 and summary.jobs_ok == 6 * 3 * 4
     rows = scan_results(tmp_path / "out").collect()
@@ -103,7 +112,6 @@ def core_engine(tmp_path_factory: pytest.TempPathFactory):
     """(spec, backends, loop): one engine with vLLM's engine core in its own process, for the module's engine-core
     faults (each restarts it; the next fault hits the restarted one). Its batch deadline is short enough that the
     hung core is caught in about 20 s, long enough for every normal batch of this spec."""
-    import ray
 
     d = small_spec_dict(tmp_path_factory.mktemp("core") / "out")
     d["dataset"]["n_videos"] = 4
@@ -121,7 +129,6 @@ def core_engine(tmp_path_factory: pytest.TempPathFactory):
         loop.run_until_complete(close())
     finally:
         loop.close()
-        ray.shutdown()
 
 
 def _run_with_engine_fault(core_engine, out: Path, fault) -> tuple:  # type: ignore[no-untyped-def]
