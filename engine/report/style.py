@@ -105,28 +105,44 @@ def outside(fig: Figure) -> list[str]:
             if not page.contains(*t.get_window_extent(renderer).min) or not page.contains(*t.get_window_extent(renderer).max)]
 
 
-def _ticks_overlap(ax: Axes, fig: Figure) -> bool:
-    return bool(overlaps([t for t in ax.get_xticklabels() if t.get_text()], fig))
+def _crowded(fig: Figure, axes: list[Axes]) -> list[Axes]:
+    """Those of `axes` whose shown x tick labels touch, after one layout of the figure (hidden labels are left
+    out: matplotlib gives every hidden text the same unit box)."""
+    if not axes:
+        return []
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    out = []
+    for ax in axes:
+        boxes = [t.get_window_extent(renderer).shrunk(0.96, 0.9) for t in ax.get_xticklabels()
+                 if t.get_text() and t.get_visible()]
+        if any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]):
+            out.append(ax)
+    return out
 
 
 def declutter(fig: Figure, notes: list[Text] | None = None) -> None:
     """Keep labels apart: x tick labels that touch are turned 35 degrees, then every other one is hidden
-    if they still touch; `notes` (point labels) that touch an earlier one are hidden."""
-    for ax in fig.axes:
-        if _ticks_overlap(ax, fig):
+    (every fourth, eighth) while they still touch; `notes` (point labels) that touch an earlier one are hidden.
+    A layout is a full draw: one checks every axis; a crowded axis takes one more per step (and turning its
+    labels may crowd another axis, checked again)."""
+    done: set[int] = set()
+    while crowded := _crowded(fig, [ax for ax in fig.axes if id(ax) not in done]):
+        for ax in crowded:
+            done.add(id(ax))
             ax.tick_params(axis="x", labelrotation=35)
             for t in ax.get_xticklabels():
                 t.set_horizontalalignment("right")
-        step = 2
-        while _ticks_overlap(ax, fig) and step <= 8:
-            for k, t in enumerate(ax.get_xticklabels()):
-                t.set_visible(k % step == 0)
-            step *= 2
+            step = 2
+            while _crowded(fig, [ax]) and step <= 8:
+                for k, t in enumerate(ax.get_xticklabels()):
+                    t.set_visible(k % step == 0)
+                step *= 2
     if not notes:
         return
-    fig.draw_without_rendering()
+    shown = visible_texts(fig)  # lays the figure out
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    taken = [t.get_window_extent(renderer) for t in visible_texts(fig) if t not in notes]
+    taken = [t.get_window_extent(renderer) for t in shown if t not in notes]
     for t in notes:
         box = t.get_window_extent(renderer)
         if any(box.overlaps(b) for b in taken):

@@ -108,6 +108,31 @@ def test_the_overlap_check_sees_an_overlap() -> None:
         assert outside(fig) == [ax.title.get_text()]
 
 
+def test_declutter_lays_a_figure_out_once_when_nothing_touches_and_per_step_when_crowded() -> None:
+    """Every layout is a full draw (half of a report's time went to them): one for all axes of a figure whose
+    labels fit, was two per axis; a crowded axis one more per step (turned, then every other label hidden)."""
+    from engine.report.style import declutter, new_figure
+
+    def layouts(labels: list[str], n_axes: int) -> tuple[int, int]:
+        with paper_style():
+            fig, grid = new_figure(cols=n_axes)
+            axes = list(np.atleast_1d(grid))
+            for ax in axes:
+                ax.plot(range(len(labels)), range(len(labels)))
+                ax.set_xticks(range(len(labels)), labels)
+            calls = []
+            draw = fig.draw_without_rendering
+            fig.draw_without_rendering = lambda: (calls.append(1), draw())[1]  # type: ignore[method-assign]
+            declutter(fig)
+            n = len(calls)
+            assert overlaps([t for ax in axes for t in ax.get_xticklabels() if t.get_visible()], fig) == []
+            return n, sum(t.get_visible() for t in axes[0].get_xticklabels())
+
+    assert layouts([str(n) for n in range(6)], 2) == (1, 6)
+    crowded = [f"f{n}-seed7" for n in range(14)]
+    assert layouts(crowded, 1) == (3, 7)  # touch; turned, still touch; every other label: fit
+
+
 def _pages(pdf: bytes) -> int:
     return len(re.findall(rb"/Type\s*/Page\b(?!s)", pdf))
 
