@@ -184,7 +184,9 @@ def test_engines_down_during_a_run_ends_it_with_one_sentence_and_stops_the_clust
 
     pid = recorded_cluster()["pid"]  # type: ignore[index]
     d = _on_copy(small_spec_dict(tmp_path / "out"), warm.parent / "ckpt")
-    d["dataset"]["n_videos"] = 40  # 480 jobs: still answering when the engines go down
+    # 1,800 jobs: still answering when the engines go down (the warm engine answered 480 in 10 s, before
+    # `engines down` had started)
+    d["dataset"]["n_videos"] = 150
     run = subprocess.Popen([sys.executable, "-c", _DRIVER, "run", str(write_toml(tmp_path / "spec.toml", d))],
                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=dict(os.environ, COLUMNS="200"))
@@ -204,7 +206,7 @@ def test_engines_down_during_a_run_ends_it_with_one_sentence_and_stops_the_clust
             "used it; committed rows are kept; rerun to continue") in " ".join(err.split())
     assert "Traceback" not in err and "GCS" not in err
     rows = scan_results(tmp_path / "out").collect()
-    assert 0 < rows.height < 480 and (rows["status"] == "ok").all()  # committed, and no error rows for the rest
+    assert 0 < rows.height < 1800 and (rows["status"] == "ok").all()  # committed, and no error rows for the rest
     assert recorded_cluster() is None and local_cluster_pids() == []
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
     assert "no warm engines" in _cli("engines").stdout
