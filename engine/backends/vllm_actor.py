@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -80,8 +81,6 @@ def _no_torch_compile() -> None:
 
 def compiled_graphs() -> int:
     """Graphs torch.compile has compiled in this process (0 where nothing was compiled)."""
-    import sys
-
     dynamo = sys.modules.get("torch._dynamo.utils")
     return int(dynamo.counters["stats"]["unique_graphs"]) if dynamo is not None else 0
 

@@ -91,7 +91,11 @@ def visible_texts(fig: Figure) -> list[Text]:
 def overlaps(texts: Iterable[Text], fig: Figure) -> list[tuple[str, str]]:
     """Pairs of texts whose drawn boxes overlap (after the layout), by their strings."""
     fig.draw_without_rendering()  # the layout, without painting a pixel
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    return _touching(texts, fig.canvas.get_renderer())  # type: ignore[attr-defined]
+
+
+def _touching(texts: Iterable[Text], renderer: Any) -> list[tuple[str, str]]:
+    """Pairs of texts whose boxes, as laid out last, overlap (by their strings)."""
     boxes = [(t.get_text(), t.get_window_extent(renderer).shrunk(0.96, 0.9)) for t in texts]
     return [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
 
@@ -112,13 +116,8 @@ def _crowded(fig: Figure, axes: list[Axes]) -> list[Axes]:
         return []
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    out = []
-    for ax in axes:
-        boxes = [t.get_window_extent(renderer).shrunk(0.96, 0.9) for t in ax.get_xticklabels()
-                 if t.get_text() and t.get_visible()]
-        if any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]):
-            out.append(ax)
-    return out
+    return [ax for ax in axes
+            if _touching([t for t in ax.get_xticklabels() if t.get_text() and t.get_visible()], renderer)]
 
 
 def declutter(fig: Figure, notes: list[Text] | None = None) -> None:
@@ -126,10 +125,10 @@ def declutter(fig: Figure, notes: list[Text] | None = None) -> None:
     (every fourth, eighth) while they still touch; `notes` (point labels) that touch an earlier one are hidden.
     A layout is a full draw: one checks every axis; a crowded axis takes one more per step (and turning its
     labels may crowd another axis, checked again)."""
-    done: set[int] = set()
-    while crowded := _crowded(fig, [ax for ax in fig.axes if id(ax) not in done]):
+    done: list[Axes] = []
+    while crowded := _crowded(fig, [ax for ax in fig.axes if ax not in done]):
         for ax in crowded:
-            done.add(id(ax))
+            done.append(ax)
             ax.tick_params(axis="x", labelrotation=35)
             for t in ax.get_xticklabels():
                 t.set_horizontalalignment("right")
