@@ -249,6 +249,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "engine: starts a process (a vLLM engine, a Ray cluster, a CLI process, a "
                                        "browser); `-m 'not engine'` is the fast tier")
     _watch_spawns()
+    if not hasattr(config, "workerinput"):  # once per run (the controller, or a run without -n)
+        _byte_compile(config.rootpath / "engine")
+
+
+def _byte_compile(package: Path) -> None:
+    """Write the package's bytecode where it is missing or stale. Where PYTHONDONTWRITEBYTECODE is set (as in
+    many containers), no import writes it, and every process the suite starts (some 300: CLI commands, Ray
+    workers, engine actors) would compile the modules it imports from source again."""
+    import compileall
+
+    compileall.compile_dir(package, quiet=1)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -49,3 +49,19 @@ def test_the_check_sees_an_undeclared_import(tmp_path: Path) -> None:
     (pkg / "x.py").write_text("def f():\n    import yaml\n    from cv2 import resize\n")
     assert set(_imported(pkg)) == {"yaml", "cv2"}
     assert "yaml" not in _declared()
+
+
+def test_every_module_of_the_package_has_fresh_bytecode() -> None:
+    """The suite writes engine/'s bytecode once at its start (tests/conftest.py), as tools/setup.sh does: where
+    PYTHONDONTWRITEBYTECODE is set, the ~300 processes a run starts would each compile what they import."""
+    import importlib.util
+
+    stale = []
+    for path in sorted((ROOT / "engine").rglob("*.py")):
+        cached = Path(importlib.util.cache_from_source(str(path)))
+        # a pyc's header: magic (4), flags (4), the source's mtime (4), the source's size (4)
+        header = cached.read_bytes()[:16] if cached.is_file() else b""
+        if (len(header) < 16 or int.from_bytes(header[8:12], "little") != int(path.stat().st_mtime) & 0xFFFFFFFF
+                or header[:4] != importlib.util.MAGIC_NUMBER):
+            stale.append(str(path.relative_to(ROOT)))
+    assert not stale, f"no fresh bytecode for {stale[:5]} ({len(stale)} modules)"

@@ -18,4 +18,7 @@ fi
 # Lets every interpreter of this venv (Ray workers, vLLM's engine process) import PyPI's
 # torchvision beside the CPU torch; a no-op where torchvision's own ops load.
 .venv/bin/python -c "import engine.compat as c; c.write_pth()" >/dev/null
+# framesweep's own bytecode, once: where PYTHONDONTWRITEBYTECODE is set, no import writes it, and every
+# process (the CLI, Ray workers, engine actors) would compile the package from source again
+.venv/bin/python -m compileall -q engine >/dev/null
 echo "framesweep ready: .venv/bin/framesweep" >&2

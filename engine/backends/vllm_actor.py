@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import math
 import os
@@ -26,6 +27,7 @@ from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.backends.warm import NAMESPACE, WarmEngineStoppedError, engine_key, engine_settings, find_engine
 from engine.config import EngineSpec
 from engine.frames.remote import FRAMES_LOST, FrameResolver, FramesLostError
+from engine.runtime.imports import heavy_imports
 from engine.runtime.placement import Placement, actor_options, place, release, resolve_gpus
 from engine.runtime.replicas import EngineHungError
 from engine.scoring import letter_logprobs
@@ -83,6 +85,11 @@ def compiled_graphs() -> int:
     """Graphs torch.compile has compiled in this process (0 where nothing was compiled)."""
     dynamo = sys.modules.get("torch._dynamo.utils")
     return int(dynamo.counters["stats"]["unique_graphs"]) if dynamo is not None else 0
+
+
+def _full_collections() -> int:
+    """Full (oldest-generation) collections the cyclic garbage collector has run in this process."""
+    return int(gc.get_stats()[2]["collections"])
 
 
 _ENGINE_DIED_EXIT = 75  # the actor's exit status when its engine process died (Ray restarts it)
@@ -190,19 +197,22 @@ class VLLMWorker:
         os.environ.update(engine_env(engine))
         # the settings (checkpoint fingerprint included) as they were when this engine loaded them
         self._settings = engine_settings(model_path, engine, family_kwargs, seed)
-        cuda = _cuda_visible()
-        self.engine_core = "in_process" if in_process_core(engine, cuda) else "process"
-        # read by vLLM when the engine starts: the core runs in this process, with its model (no second
-        # and third process importing vLLM); a crash of the core is then this actor's crash (Ray restarts it)
-        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if self.engine_core == "in_process" else "1"
-        if not cuda and engine.vllm_args(False).get("enforce_eager"):
-            _no_torch_compile()
-        import vllm
-        from vllm import LLM
+        full_before = _full_collections()
+        with heavy_imports():  # torch's and vLLM's imports without repeated full collections (see there)
+            cuda = _cuda_visible()
+            self.engine_core = "in_process" if in_process_core(engine, cuda) else "process"
+            # read by vLLM when the engine starts: the core runs in this process, with its model (no second
+            # and third process importing vLLM); a crash of the core is then this actor's crash (Ray restarts it)
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if self.engine_core == "in_process" else "1"
+            if not cuda and engine.vllm_args(False).get("enforce_eager"):
+                _no_torch_compile()
+            import vllm
+            from vllm import LLM
 
-        import engine as _fs  # noqa: F401  (installs the torchvision import hook in this process)
+            import engine as _fs  # noqa: F401  (installs the torchvision import hook in this process)
 
         self.import_s = time.perf_counter() - t_enter
+        self.import_full_collections = _full_collections() - full_before
 
         kwargs: dict[str, Any] = {
             "model": model_path,
@@ -254,7 +264,8 @@ class VLLMWorker:
                 "start_s": self.start_s, "engine_core": self.engine_core, "children": _children_described(),
                 "engine_core_pid": next(iter(_core_pids(self.llm)), None),
                 "engine_pids": [p.pid for p in self._engine_procs], "frame_refs": True,
-                "compiled_graphs": compiled_graphs(), **self.node}
+                "compiled_graphs": compiled_graphs(), "import_full_collections": self.import_full_collections,
+                **self.node}
 
     def describe(self) -> dict[str, Any]:
         """What `framesweep engines` lists: the key and settings, engine facts, memory, resets so far."""
