@@ -132,6 +132,7 @@ WARM_MODULES = frozenset({  # every module with a test that uses the warm engine
     "tests/adaptive/test_predictor_178k.py",
     "tests/adaptive/test_predictor_choice.py",
     "tests/adaptive/test_predictor_online.py",
+    "tests/backends/test_openai_http.py",
     "tests/cli/test_demo.py",
     "tests/e2e/test_checkpoint_study_e2e.py",
     "tests/e2e/test_several_datasets.py",
@@ -146,7 +147,6 @@ LONGEST = (  # the engine modules that take longest (seconds measured on 2 cores
     "tests/e2e/test_two_nodes.py",  # ~55
     "tests/backends/test_vllm_actor.py",  # ~50
     "tests/adaptive/test_adaptive_faults.py",  # ~45
-    "tests/backends/test_openai_http.py",  # ~45
     "tests/cli/test_cli_run_observed.py",  # ~45
     "tests/runtime/test_gpu_placement_isolated.py",  # ~35
 )
@@ -166,8 +166,8 @@ _SCHEDULE_PROBLEM: dict[str, str] = {}  # a stale list above: the tests that use
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    """Every test that uses the warm engine is an `engine` test. Order: the tests that use the warm engine, the
-    LONGEST modules, the other engine modules, the fast tier (each in collected order). The lists above are
+    """Every test that uses the warm engine is an `engine` test. Order: the modules with a test that uses the warm
+    engine (whole, so that a module-scoped fixture starts once), the LONGEST modules, the other engine modules, the fast tier (each in collected order). The lists above are
     checked: a listed module that does not exist, or a module using the warm engine that WARM_MODULES does not
     name, fails every test that uses the warm engine (a collection error would be lost in a worker)."""
     missing = sorted(m for m in (*WARM_MODULES, *LONGEST) if not (config.rootpath / m).is_file())
@@ -177,9 +177,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                                         f"modules that use the warm engine, to add to WARM_MODULES: {unlisted}")
 
     def rank(item: pytest.Item) -> int:
-        if _uses_warm(item):
-            return 0
         module = _module_of(item.nodeid)
+        if _uses_warm(item) or module in WARM_MODULES:  # a module runs whole: its module-scoped fixtures start once
+            return 0
         if module in LONGEST:
             return 1 + LONGEST.index(module)
         return 1 + len(LONGEST) + (item.get_closest_marker("engine") is None)

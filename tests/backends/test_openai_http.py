@@ -21,7 +21,7 @@ from PIL import Image
 from engine.backends.families import get_family
 from engine.backends.openai_http import OpenAIHTTPBackend
 from engine.backends.vllm_actor import VLLMActorBackend
-from engine.config import EngineSpec, HTTPSpec
+from engine.config import HTTPSpec
 from engine.frames.view import MediaView
 from engine.items import Item
 
@@ -98,17 +98,23 @@ def _requests() -> list:
     return out
 
 
-def test_http_and_engine_paths_agree(server: str, tiny_qwen25: Path) -> None:
+def test_http_and_engine_paths_agree(server: str, tiny_qwen25: Path, warm_engine: Path, tmp_path: Path) -> None:
+    """The same requests through the server and through framesweep's own engine actor (the suite's warm engine of
+    the small spec: the same checkpoint, max_model_len and dtype as the server)."""
     import ray
+    from helpers.specs import small_spec_dict
 
-    from engine.runtime.cluster import ensure_ray
+    from engine.config import parse_spec
+    from engine.sweep import start_backends
+
+    spec = parse_spec(small_spec_dict(tmp_path / "out"))
+    assert (spec.models[0].engine.max_model_len, spec.models[0].engine.dtype) == (4096, "float32")  # as the server
 
     async def both():
         http = OpenAIHTTPBackend(HTTPSpec(base_url=server), str(tiny_qwen25))
         await http.start()
-        ensure_ray(num_cpus=2, object_store_mb=512)
-        actor = VLLMActorBackend(tiny_qwen25, EngineSpec(max_model_len=4096, dtype="float32"))
-        await actor.start()
+        actor = (await start_backends(spec))["tiny"]
+        assert isinstance(actor, VLLMActorBackend)
         try:
             return await http.generate(_requests()), await actor.generate(_requests())
         finally:
