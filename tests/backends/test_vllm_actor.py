@@ -23,28 +23,46 @@ ITEM = Item(dataset="t", dataset_version="1", item_id="q1", video_id="v1", video
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """One local Ray cluster for the module's engines."""
+def cluster(warm_engine_cache: Path):
+    """The module joins the suite's warm cluster (`framesweep engines up` of the small spec): its qwen2_5_vl engine
+    is the warm one; the other families' engines start there beside it (one at a time: the cluster has a CPU for
+    one more)."""
     import ray
 
-    from engine.runtime.cluster import ensure_ray
+    from engine.runtime.cluster import ensure_ray, ray_session
 
-    ensure_ray(num_cpus=2, object_store_mb=512)
-    yield
-    ray.shutdown()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FRAMESWEEP_CACHE", str(warm_engine_cache))
+        ray.shutdown()  # a test before may have left its driver connected
+        ensure_ray()
+        assert ray_session()["how"] == "engines up"
+        yield
+        ray.shutdown()
 
 
 @pytest.fixture(scope="module", params=["qwen2_5_vl", "qwen3_vl", "llava_next_video"])
-def backend(request: pytest.FixtureRequest, fs_cache: Path, cluster: None):
-    """One engine per family for the module (the tiny checkpoint of that family)."""
+def backend(request: pytest.FixtureRequest, fs_cache: Path, cluster: None, tmp_path_factory: pytest.TempPathFactory):
+    """One engine per family for the module (the tiny checkpoint of that family); qwen2_5_vl's is the warm engine
+    of the small spec (the same checkpoint, max_model_len and dtype), reused as a sweep reuses it."""
+    from helpers.specs import small_spec_dict
+
     from engine.backends.tiny import build_tiny_checkpoint
+    from engine.config import parse_spec
+    from engine.sweep import start_backends
 
     family = request.param
     fam = get_family(family)
-    be = VLLMActorBackend(build_tiny_checkpoint(family), EngineSpec(max_model_len=4096, dtype="float32"),
-                          family_kwargs=fam.engine_kwargs(None))
     loop = asyncio.new_event_loop()
-    info = loop.run_until_complete(be.start())
+    if family == "qwen2_5_vl":
+        spec = parse_spec(small_spec_dict(tmp_path_factory.mktemp("actor") / "out"))
+        be = loop.run_until_complete(start_backends(spec))["tiny"]
+        assert isinstance(be, VLLMActorBackend) and be.reused, "the warm engine was not reused"
+        assert (spec.models[0].engine.max_model_len, spec.models[0].engine.dtype) == (4096, "float32")
+        info = be.info
+    else:
+        be = VLLMActorBackend(build_tiny_checkpoint(family), EngineSpec(max_model_len=4096, dtype="float32"),
+                              family_kwargs=fam.engine_kwargs(None))
+        info = loop.run_until_complete(be.start())
     yield be, loop, info, fam
     loop.run_until_complete(be.close())
     loop.close()
