@@ -21,7 +21,9 @@ Start-up, timed from outside as a user sees it: cold_start_s is a whole
 running (Ray, the engine actor, vLLM's import and load included); warm_start_s
 the same with the spec's engine already up (`framesweep engines up`, not timed).
 Both run on the same sweep with commits every 0.5 s, in a cache folder of their
-own (`--no-start-up` skips them).
+own (`--no-start-up` skips them). They run first; the three strategies then run
+on the engine `engines up` left running (engine_reused: true), as a second run
+would; with `--no-start-up` on an engine of their own.
 
     python benchmarks/sweep_throughput.py --quick --output-json out.json
 """
@@ -94,19 +96,30 @@ def _spec_dict(args: argparse.Namespace, out: Path, n_videos: int) -> dict[str, 
     }
 
 
-def _start_up(args: argparse.Namespace, work: Path) -> dict[str, float]:
-    """Cold, then warm: launch -> first committed row of a whole `framesweep run` (see the module doc)."""
+def _with_start_up(args: argparse.Namespace, work: Path, spec: Any, items: list[Any],
+                   rss_specs: dict[int, Any]) -> dict[str, Any]:
+    """Cold, then warm: launch -> first committed row of a whole `framesweep run` (see the module doc); then
+    every strategy on the engine that `engines up` started for the warm run (this process joins its cluster)."""
     from _startup import engines_up, private_cache, timed_run, write_spec_toml
 
     d = _spec_dict(args, work / "start", args.videos)
     d["store"]["commit_interval_s"] = 0.5
-    spec = write_spec_toml(d, work / "start.toml")
+    start_spec = write_spec_toml(d, work / "start.toml")
     with private_cache() as env:
-        cold = timed_run(spec, work / "start-cold", env)
-        engines_up(spec, env)
-        warm = timed_run(spec, work / "start-warm", env)
-    return {"cold_start_s": cold["first_row_s"], "warm_start_s": warm["first_row_s"],
-            "cold_run_s": cold["process_s"], "warm_run_s": warm["process_s"]}
+        cold = timed_run(start_spec, work / "start-cold", env)
+        engines_up(start_spec, env)
+        warm = timed_run(start_spec, work / "start-warm", env)
+        saved = os.environ.get("FRAMESWEEP_CACHE")
+        os.environ["FRAMESWEEP_CACHE"] = env["FRAMESWEEP_CACHE"]
+        try:
+            out = asyncio.run(_all(args, spec, items, rss_specs))
+        finally:
+            if saved is None:
+                os.environ.pop("FRAMESWEEP_CACHE", None)
+            else:
+                os.environ["FRAMESWEEP_CACHE"] = saved
+    return out | {"cold_start_s": cold["first_row_s"], "warm_start_s": warm["first_row_s"],
+                  "cold_run_s": cold["process_s"], "warm_run_s": warm["process_s"]}
 
 
 def _views(spec: Any, items: list[Any]) -> tuple[list[tuple[Any, Any, Any]], float]:
@@ -226,10 +239,12 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         rss_specs = {size: _spec(args, work / f"rss{size}", size) for size in sizes}
         for s in rss_specs.values():
             _items(s)
-        model_path = resolve_model_path(spec.models[0].path)
-        out = asyncio.run(_all(args, spec, items, model_path, rss_specs))
-        nan = float("nan")
-        out.update(_start_up(args, work) if args.start_up else {"cold_start_s": nan, "warm_start_s": nan})
+        resolve_model_path(spec.models[0].path)  # a tiny checkpoint is built outside the clocks
+        if args.start_up:
+            out = _with_start_up(args, work, spec, items, rss_specs)
+        else:
+            out = asyncio.run(_all(args, spec, items, rss_specs)) | {"cold_start_s": float("nan"),
+                                                                     "warm_start_s": float("nan")}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"jobs={out['jobs']} raw={out['raw_engine_s']:.2f}s framesweep={out['framesweep_s']:.2f}s "
@@ -242,24 +257,25 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-async def _all(args: argparse.Namespace, spec: Any, items: list[Any], model_path: Path,
-               rss_specs: dict[int, Any]) -> dict[str, Any]:
-    """Every strategy on one engine actor (started and warmed up once; its caches emptied before each)."""
+async def _all(args: argparse.Namespace, spec: Any, items: list[Any], rss_specs: dict[int, Any]) -> dict[str, Any]:
+    """Every strategy on one engine actor, started as a run starts it (a live warm engine of the same settings
+    is reused) and warmed up once; its caches emptied before each strategy."""
+    import ray
+
     from engine.backends.families import get_family
-    from engine.backends.vllm_actor import VLLMActorBackend
     from engine.runtime.cluster import ensure_ray
+    from engine.sweep import start_backends
 
     t_all = time.perf_counter()
     ensure_ray(object_store_mb=1024)
     fam = get_family(args.family)
-    backend = VLLMActorBackend(model_path, spec.models[0].engine, family_kwargs=fam.engine_kwargs(None))
-    await backend.start()
+    backend = (await start_backends(spec))["m"]
     try:
         await backend.generate([fam.build("warm", items[0], None, "letter", None, 1)])
         out = await _raw_and_naive(args, spec, items, backend)
         fs_s, peak, n = await _framesweep(spec, backend)
         assert n == out["jobs"]
-        out.update(framesweep_s=fs_s, peak_rss_mb=peak)
+        out.update(framesweep_s=fs_s, peak_rss_mb=peak, engine_reused=bool(getattr(backend, "reused", False)))
         out["ratio_framesweep_over_raw"] = fs_s / out["raw_engine_s"]
         out["ratio_naive_over_framesweep"] = out["naive_s"] / fs_s
         out["ratio_framesweep_over_decode_plus_raw"] = fs_s / (out["decode_only_s"] + out["raw_engine_s"])
@@ -267,6 +283,7 @@ async def _all(args: argparse.Namespace, spec: Any, items: list[Any], model_path
             out["peak_rss_mb_by_videos"] = {str(k): (await _framesweep(s, backend))[1] for k, s in rss_specs.items()}
     finally:
         await backend.close()
+        ray.shutdown()  # before `engines down` stops a cluster this process joined
     out["total_s"] = time.perf_counter() - t_all
     return out
 

@@ -31,6 +31,7 @@ def test_sweep_throughput_writes_its_json(tmp_path: Path, tiny_qwen25: Path) -> 
     # start-up of whole `framesweep run` processes, cold then with the engine up; the first row comes
     # before the process ends
     assert 0 < data["cold_start_s"] <= data["cold_run_s"] and 0 < data["warm_start_s"] <= data["warm_run_s"]
+    assert data["engine_reused"] is True  # the strategies ran on the engine `engines up` started for the warm run
     assert data["jobs"] == 2 * 2 * 2 and data["prompt_tokens"] > 0
     assert all(data[k] > 0 for k in ("raw_engine_s", "framesweep_s", "naive_s", "decode_only_s", "peak_rss_mb"))
     assert abs(data["ratio_naive_over_framesweep"] - data["naive_s"] / data["framesweep_s"]) < 1e-9
