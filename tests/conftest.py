@@ -9,13 +9,26 @@ from pathlib import Path
 import pytest
 from helpers.specs import small_spec_dict, write_toml
 
+SHARED_CHECKPOINTS = "FRAMESWEEP_TEST_CHECKPOINTS"  # the run's one folder of tiny checkpoints
+
 
 @pytest.fixture(scope="session", autouse=True)
 def fs_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every test builds into its own cache (no state from the user's home)."""
+    """Every test builds into its own cache (no state from the user's home). Its tiny checkpoints are one folder
+    for the whole run, shared by the `-n` workers and the pytest processes tests start (each family is built
+    once; `build_tiny_checkpoint` holds a lock while it builds)."""
     root = Path(os.environ.get("FRAMESWEEP_TEST_CACHE") or tmp_path_factory.mktemp("fscache"))
     os.environ["FRAMESWEEP_CACHE"] = str(root)
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if not (root / "checkpoints").exists():
+        # under xdist the base temp folder is per worker; its parent is this run's
+        run = tmp_path_factory.getbasetemp()
+        run = run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run
+        shared = Path(os.environ.get(SHARED_CHECKPOINTS) or run / "checkpoints")
+        shared.mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "checkpoints").symlink_to(shared, target_is_directory=True)
+        os.environ[SHARED_CHECKPOINTS] = str(shared)
     return root
 
 

@@ -10,8 +10,11 @@ use it to test the pipeline, never to read answers.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from engine.registry import Registry
@@ -383,11 +386,27 @@ def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, f
     marker = out / _MARKER
     if marker.exists() and not force:
         return out
-    log.info("building tiny %s checkpoint in %s", family, out)
-    with atomic_dir(out) as tmp:
-        build(tmp, seed)
-        (tmp / _MARKER).write_text(json_line({"family": family, "seed": seed, "build_version": BUILD_VERSION}))
+    with _building(out):  # two processes asking at once: one builds, the other finds it built
+        if marker.exists() and not force:
+            return out
+        log.info("building tiny %s checkpoint in %s", family, out)
+        with atomic_dir(out) as tmp:
+            build(tmp, seed)
+            (tmp / _MARKER).write_text(json_line({"family": family, "seed": seed, "build_version": BUILD_VERSION}))
     return out
+
+
+@contextlib.contextmanager
+def _building(out: Path) -> Iterator[None]:
+    """Hold the build lock of checkpoint folder `out` (a file beside it). Without it, a second builder's folder
+    would replace the first one's whole while an engine loads from it."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out.parent / f".{out.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def resolve_model_path(path: str) -> Path:

@@ -50,3 +50,32 @@ def test_full_shape_config_has_the_7b_architecture(tmp_path: Path, tiny_qwen25: 
     assert cfg.vision_config.depth == 32 and not (out / "model.safetensors").exists()
     tok = AutoTokenizer.from_pretrained(out)
     assert tok.convert_tokens_to_ids("<|video_pad|>") == cfg.video_token_id
+
+
+def test_two_processes_asking_at_once_build_the_checkpoint_once(tmp_path: Path, monkeypatch) -> None:
+    """Two callers at once (two test workers, a run and the demo): the second waits on the build lock and finds
+    the folder built. Without the lock the second build replaced the first folder whole, possibly while an engine
+    loaded from it. The builder here counts its calls (the real one takes ~9 s); the lock is the real one."""
+    import threading
+    import time
+
+    from engine.backends import tiny
+
+    calls: list[int] = []
+
+    def slow(out: Path, seed: int) -> None:
+        calls.append(seed)
+        time.sleep(0.5)  # the other caller arrives while this one builds
+        (out / "config.json").write_text("{}")
+
+    monkeypatch.setattr(tiny, "BUILDERS", {"slow": slow})
+    built: list[Path] = []
+    threads = [threading.Thread(target=lambda: built.append(build_tiny_checkpoint("slow", tmp_path / "ck")))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == [0] and built == [tmp_path / "ck"] * 2
+    assert (tmp_path / "ck" / "config.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ck.lock", "ck"]  # no half-built folder left
