@@ -100,31 +100,38 @@ def _stop_warm() -> None:
         stop_local_cluster()  # whatever that left (a no-op after it)
 
 
-def _warm_cache_resets() -> int:
-    """How often the warm engine's caches were reset (once per reuse), asked over Ray."""
+def _warm_cache_resets(then_disconnect: bool) -> int:
+    """How often the warm engine's caches were reset (once per reuse), asked over Ray from this process joined to the
+    warm cluster (a driver's join costs the cluster about 3 CPU-s: one is kept from the check before a test through
+    the test, whose own sweeps then reuse it, to the check after it)."""
     import asyncio
 
     import ray
 
     from engine.backends.warm import list_engines
-    from engine.runtime.cluster import ensure_ray
+    from engine.runtime.cluster import ensure_ray, ray_session
+    from engine.runtime.local_cluster import recorded_cluster
 
-    ray.shutdown()  # a test may leave its driver connected
+    warm = recorded_cluster()
+    if ray.is_initialized() and (warm is None or ray_session().get("address") != warm["address"]):
+        ray.shutdown()  # a test left its driver connected to another cluster
     ensure_ray()
     try:
         (engine,) = asyncio.run(list_engines())
         return int(engine["cache_resets"])
     finally:
-        ray.shutdown()
+        if then_disconnect:
+            ray.shutdown()
 
 
 @pytest.fixture
 def warm_engine(warm_engine_cache: Path, monkeypatch: pytest.MonkeyPatch):
     """Run the test against the suite's warm engine; fail if the test's sweep did not reuse it."""
     monkeypatch.setenv("FRAMESWEEP_CACHE", str(warm_engine_cache))
-    before = _warm_cache_resets()
+    before = _warm_cache_resets(then_disconnect=False)
     yield warm_engine_cache
-    assert _warm_cache_resets() > before, "the test started its own engine instead of reusing the warm one"
+    assert _warm_cache_resets(then_disconnect=True) > before, \
+        "the test started its own engine instead of reusing the warm one"
 
 
 # ---------------------------------------------------------------------------------------------------
