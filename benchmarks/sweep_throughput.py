@@ -41,6 +41,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Self
+from unittest import mock
 
 import numpy as np
 
@@ -109,15 +110,8 @@ def _with_start_up(args: argparse.Namespace, work: Path, spec: Any, items: list[
         cold = timed_run(start_spec, work / "start-cold", env)
         engines_up(start_spec, env)
         warm = timed_run(start_spec, work / "start-warm", env)
-        saved = os.environ.get("FRAMESWEEP_CACHE")
-        os.environ["FRAMESWEEP_CACHE"] = env["FRAMESWEEP_CACHE"]
-        try:
+        with mock.patch.dict(os.environ, FRAMESWEEP_CACHE=env["FRAMESWEEP_CACHE"]):  # this process joins there
             out = asyncio.run(_all(args, spec, items, rss_specs))
-        finally:
-            if saved is None:
-                os.environ.pop("FRAMESWEEP_CACHE", None)
-            else:
-                os.environ["FRAMESWEEP_CACHE"] = saved
     return out | {"cold_start_s": cold["first_row_s"], "warm_start_s": warm["first_row_s"],
                   "cold_run_s": cold["process_s"], "warm_run_s": warm["process_s"]}
 

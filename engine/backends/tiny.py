@@ -10,15 +10,12 @@ use it to test the pipeline, never to read answers.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.registry import Registry
-from engine.runtime.atomic import atomic_dir
+from engine.runtime.atomic import atomic_dir, exclusive_lock
 from engine.runtime.output import json_line
 from engine.runtime.paths import cache_dir
 
@@ -386,7 +383,9 @@ def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, f
     marker = out / _MARKER
     if marker.exists() and not force:
         return out
-    with _building(out):  # two processes asking at once: one builds, the other finds it built
+    # two processes asking at once: one builds, the other finds it built (without the lock, a second builder's
+    # folder would replace the first one's whole while an engine loads from it)
+    with exclusive_lock(out.parent / f".{out.name}.lock"):
         if marker.exists() and not force:
             return out
         log.info("building tiny %s checkpoint in %s", family, out)
@@ -394,19 +393,6 @@ def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, f
             build(tmp, seed)
             (tmp / _MARKER).write_text(json_line({"family": family, "seed": seed, "build_version": BUILD_VERSION}))
     return out
-
-
-@contextlib.contextmanager
-def _building(out: Path) -> Iterator[None]:
-    """Hold the build lock of checkpoint folder `out` (a file beside it). Without it, a second builder's folder
-    would replace the first one's whole while an engine loads from it."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out.parent / f".{out.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def resolve_model_path(path: str) -> Path:

@@ -10,6 +10,7 @@ synthetic media and tiny checkpoints.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -17,13 +18,15 @@ import shutil
 import stat
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_dir", "atomic_write", "clean_stale_temps", "file_sha256", "fsync_dir", "is_own_temp", "temp_name"]
+__all__ = ["atomic_dir", "atomic_write", "clean_stale_temps", "exclusive_lock", "file_sha256", "fsync_dir",
+           "is_own_temp", "temp_name"]
 
 # framesweep's temp names: `.NAME.fs-<pid>-<thread id>-<8 hex>.tmp`. Before the `fs-` tag they were
 # `.NAME.<pid>-<thread id>-<hex>.tmp`; those too are recognised, so a temp left by an older version is cleaned
@@ -114,6 +117,28 @@ def atomic_dir(final: Path | str) -> Iterator[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def exclusive_lock(path: Path | str, timeout_s: float | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on file `path` (created if missing; not inherited by child processes): one process
+    at a time. Waits as long as it takes, or raises TimeoutError after `timeout_s`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if deadline is None else fcntl.LOCK_NB))
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:  # type: ignore[operator]  # LOCK_NB only with a deadline
+                    raise TimeoutError(f"{path} held by another process for {timeout_s:.0f}s") from None
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)
 
 
 def is_own_temp(name: str) -> bool:

@@ -17,7 +17,6 @@ found: `framesweep engines` names it and `engines down` stops it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -33,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from engine.runtime.atomic import exclusive_lock
 from engine.runtime.output import write_json
 from engine.runtime.paths import cache_dir
 from engine.runtime.processes import pid_alive
@@ -129,23 +129,13 @@ def recorded_cluster(wait_s: float = 0.0) -> dict[str, Any] | None:
 def _exclusive(timeout_s: float) -> Iterator[None]:
     """Hold the local cluster's lock: one process at a time finds-or-starts, or stops, the cluster."""
     path = _record_path().parent / "cluster.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by the cluster's process (O_CLOEXEC)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise ClusterStartError(f"another framesweep process has been starting or stopping the local "
-                                            f"Ray cluster for {timeout_s:.0f}s (lock {path}); try again when it "
-                                            "is done") from None
-                time.sleep(0.2)
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(exclusive_lock(path, timeout_s))
+        except TimeoutError:  # the wait only: an error of the caller's work passes through as it is
+            raise ClusterStartError(f"another framesweep process has been starting or stopping the local Ray "
+                                    f"cluster for {timeout_s:.0f}s (lock {path}); try again when it is done") from None
         yield
-    finally:
-        os.close(fd)
 
 
 def _free_port() -> int:
