@@ -38,6 +38,8 @@ _RC: dict[str, Any] = {
     "pdf.fonttype": 42, "ps.fonttype": 42,  # TrueType in PDFs: editable text, accepted by publishers
     "svg.fonttype": "none", "svg.hashsalt": "framesweep",  # text as text; the same ids on every run
     "path.simplify": True,
+    # the layout is the figure's own (constrained, then kept by `declutter`), whatever a matplotlibrc says
+    "figure.autolayout": False, "figure.constrained_layout.use": False, "savefig.bbox": "standard",
 }
 
 
@@ -120,11 +122,14 @@ def _crowded(fig: Figure, axes: list[Axes]) -> list[Axes]:
             if _touching([t for t in ax.get_xticklabels() if t.get_text() and t.get_visible()], renderer)]
 
 
-def declutter(fig: Figure, notes: list[Text] | None = None) -> None:
-    """Keep labels apart: x tick labels that touch are turned 35 degrees, then every other one is hidden
-    (every fourth, eighth) while they still touch; `notes` (point labels) that touch an earlier one are hidden.
+def declutter(fig: Figure) -> None:
+    """Keep labels apart, then fix the layout: x tick labels that touch are turned 35 degrees, then every other
+    one is hidden (every fourth, eighth) while they still touch.
+
     A layout is a full draw: one checks every axis; a crowded axis takes one more per step (and turning its
-    labels may crowd another axis, checked again)."""
+    labels may crowd another axis, checked again). The last check laid the figure out as it now is, so that
+    layout is kept (the figure's layout engine is removed): saving draws the figure once, in exactly the
+    layout whose labels were checked, where a constrained layout would be computed twice more per file."""
     done: list[Axes] = []
     while crowded := _crowded(fig, [ax for ax in fig.axes if ax not in done]):
         for ax in crowded:
@@ -137,14 +142,6 @@ def declutter(fig: Figure, notes: list[Text] | None = None) -> None:
                 for k, t in enumerate(ax.get_xticklabels()):
                     t.set_visible(k % step == 0)
                 step *= 2
-    if not notes:
-        return
-    shown = visible_texts(fig)  # lays the figure out
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    taken = [t.get_window_extent(renderer) for t in shown if t not in notes]
-    for t in notes:
-        box = t.get_window_extent(renderer)
-        if any(box.overlaps(b) for b in taken):
-            t.set_visible(False)
-        else:
-            taken.append(box)
+    if not fig.axes:
+        fig.draw_without_rendering()  # (no axis was checked: lay it out once all the same)
+    fig.set_layout_engine(None)

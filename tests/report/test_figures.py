@@ -133,6 +133,26 @@ def test_declutter_lays_a_figure_out_once_when_nothing_touches_and_per_step_when
     assert layouts(crowded, 1) == (3, 7)  # touch; turned, still touch; every other label: fit
 
 
+def test_a_figure_is_saved_once_in_the_layout_its_labels_were_checked_in(doc: dict) -> None:
+    """`declutter` keeps the layout it checked (the figure's layout engine is dropped): saving draws a figure once
+    (it was two draws per file, each laying the figure out again with the file format's text metrics) and moves
+    no axis."""
+    idx, g = _group(doc, "m", "d")
+    with paper_style():
+        figures = list(chain_figures(g, idx))
+        assert len(figures) >= 3
+        for pf in figures:
+            fig = pf.figure
+            assert fig.get_layout_engine() is None, pf.name
+            where = [ax.get_position().bounds for ax in fig.axes]
+            draws: list[int] = []
+            draw = fig.draw
+            fig.draw = lambda renderer, draw=draw, draws=draws: (draws.append(1), draw(renderer))[1]  # type: ignore[method-assign]
+            assert inline_svg(pf).startswith("<svg")
+            assert len(draws) == 1, pf.name
+            assert [ax.get_position().bounds for ax in fig.axes] == where, pf.name
+
+
 def _pages(pdf: bytes) -> int:
     return len(re.findall(rb"/Type\s*/Page\b(?!s)", pdf))
 
