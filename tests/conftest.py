@@ -188,8 +188,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                                   items: list[pytest.Item]) -> None:
     """Every test that uses the warm engine is an `engine` test. Order: the modules with a test that uses the warm
     engine (whole, so that a module-scoped fixture starts once), the LONGEST modules, the other engine modules,
-    the fast tier (each in collected order). The lists above are checked: a listed module that does not exist, or a module using the warm engine that WARM_MODULES does not
-    name, fails every test that uses the warm engine (a collection error would be lost in a worker)."""
+    the fast tier (each in collected order). The lists above are checked: a listed module that does not exist,
+    or a module using the warm engine that WARM_MODULES does not name, fails every test that uses the warm
+    engine (a collection error would be lost in a worker)."""
     missing = sorted(m for m in (*WARM_MODULES, *LONGEST) if not (config.rootpath / m).is_file())
     unlisted = sorted({_module_of(it.nodeid) for it in items if _uses_warm(it)} - WARM_MODULES)
     if missing or unlisted:
@@ -198,7 +199,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
     def rank(item: pytest.Item) -> int:
         module = _module_of(item.nodeid)
-        if _uses_warm(item) or module in WARM_MODULES:  # a module runs whole: its module-scoped fixtures start once
+        if module in WARM_MODULES:  # (every module using the warm engine, checked above) runs whole: its
+            # module-scoped fixtures start once
             return 0
         if module in LONGEST:
             return 1 + LONGEST.index(module)

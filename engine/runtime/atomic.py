@@ -127,15 +127,18 @@ def exclusive_lock(path: Path | str, timeout_s: float | None = None) -> Iterator
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if deadline is None else fcntl.LOCK_NB))
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:  # type: ignore[operator]  # LOCK_NB only with a deadline
-                    raise TimeoutError(f"{path} held by another process for {timeout_s:.0f}s") from None
-                time.sleep(0.2)
+        if timeout_s is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{path} held by another process for {timeout_s:.0f}s") from None
+                    time.sleep(0.2)
         yield
     finally:
         os.close(fd)
