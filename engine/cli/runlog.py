@@ -4,8 +4,9 @@ While a run is inside `run_log`, every log record of the driver at INFO and abov
 (the terminal keeps showing warnings only, or INFO with `-v`), and so does every line the
 cluster's workers print: the engine actors' vLLM lines, forwarded by Ray to the driver
 (`engine.runtime.cluster`, logger `engine.runtime.workers`). Every line passes secret redaction
-(`engine.runtime.secrets.RedactingFilter`) before it is written. A run that cannot create the file
-says so once and runs on without it.
+(`engine.runtime.secrets.RedactingFilter`) before it is written, and shows control characters as escapes
+(`engine.cli._console.VisibleFormatter`: an item id holding ESC or an OSC sequence is written `\x1b...`). A run
+that cannot create the file says so once and runs on without it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from engine.cli._console import warn
+from engine.cli._console import VisibleFormatter, warn
 from engine.runtime.secrets import RedactingFilter
 
 __all__ = ["run_log"]
@@ -46,7 +47,7 @@ def run_log(out_dir: Path) -> Iterator[Path | None]:
         yield None
         return
     handler.setLevel(logging.INFO)
-    handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.setFormatter(VisibleFormatter(_FORMAT))
     handler.addFilter(RedactingFilter())
     root = logging.getLogger()
     before = root.level
