@@ -28,7 +28,8 @@ from engine.cli.runlog import run_log
 from engine.cli.summary import print_tables, write_summary
 from engine.config import SpecError, SweepSpec, load_spec
 from engine.datasets.errors import DatasetError
-from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
+from engine.results.errors import ResultsDirError
+from engine.results.store import ForeignSweepError, StoreFullError, StoreLockedError
 from engine.runtime.placement import PlacementError
 from engine.runtime.secrets import redact
 
@@ -59,8 +60,9 @@ def ending(err: BaseException) -> int | None:
     """The exit code of an error that ends `run`, `cascade` or `predict` with one sentence (None: a bug, raised).
 
     2 a spec, dataset, preflight or results-directory problem (a corrupt shard or manifest, another sweep's
-    directory, a changed spec over committed keys, engines that cannot be placed); 3 another driver holds the
-    directory (or took it over); 5 no space left; 7 the engines are gone (a warm engine stopped, or the run's own
+    directory, an `OUT/.lock` that cannot be made: a directory in its place, a read-only file system; a changed
+    spec over committed keys, engines that cannot be placed); 3 another driver holds the directory (or took it
+    over); 5 no space left; 7 the engines are gone (a warm engine stopped, or the run's own
     Ray cluster) while the run used them; 8 an engine did not start."""
     from engine.backends.warm import WarmEngineStoppedError
     from engine.runtime.cluster import ClusterLostError
@@ -71,7 +73,7 @@ def ending(err: BaseException) -> int | None:
         (StoreLockedError, 3), (StoreFullError, EXIT_STORE_FULL),
         ((WarmEngineStoppedError, ClusterLostError), EXIT_WARM_ENGINE_STOPPED),
         (EngineStartError, EXIT_ENGINE_START),
-        ((DatasetError, SpecError, ForeignSweepError, CorruptShardError, PlacementError, AnswerMismatchError), 2))
+        ((DatasetError, SpecError, ForeignSweepError, ResultsDirError, PlacementError, AnswerMismatchError), 2))
     return next((code for kinds, code in codes if isinstance(err, kinds)), None)
 
 
