@@ -15,6 +15,7 @@ line per option (`plain_help`), where rich's help panels would be drawn at 80 co
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -32,11 +33,16 @@ from rich.text import Text
 
 from engine.runtime.secrets import RedactingFilter, redact
 
-__all__ = ["UNWRAPPED", "VisibleFormatter", "console", "err_console", "fail", "heading", "plain_help", "setup_logging",
-           "shards_named", "visible", "warn"]
+__all__ = ["EXIT_NOT_WRITTEN", "EXIT_NO_SPACE", "UNWRAPPED", "VisibleFormatter", "console", "err_console", "fail",
+           "heading", "plain_help", "setup_logging", "shards_named", "visible", "warn", "writing"]
 
 UNWRAPPED = 100_000
 """The width of a console that writes to a file or a pipe: lines and tables are as long as they need."""
+EXIT_NO_SPACE = 5
+"""A command's output (a report, a JSON document, an export, figures) could not be written for lack of disk space."""
+EXIT_NOT_WRITTEN = 1
+"""A command's output could not be written for another reason of the system's (named: permission, a read-only file
+system, ...)."""
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -128,6 +134,22 @@ def shards_named(out_dir: Path) -> Iterator[None]:
     except ResultsDirError as err:  # an unreadable shard, a damaged manifest, no results directory
         fail(err)
         raise typer.Exit(2) from None
+
+
+@contextmanager
+def writing(what: str, path: Path) -> Iterator[None]:
+    """Inside: writing `what` to `path`. An OS error ends the command with one sentence naming the file and the
+    system's reason: exit 5 (`EXIT_NO_SPACE`) when the disk or quota is full, else 1 (`EXIT_NOT_WRITTEN`), instead
+    of a traceback."""
+    try:
+        yield
+    except OSError as err:
+        where = err.filename or path
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            fail(f"could not write {what} to {where}: no space left on device (free space and rerun)")
+            raise typer.Exit(EXIT_NO_SPACE) from None
+        fail(f"could not write {what} to {where}: {err.strerror or err}")
+        raise typer.Exit(EXIT_NOT_WRITTEN) from None
 
 
 def warn(message: object) -> None:
