@@ -11,6 +11,7 @@ path. A run that ends on an error prints one sentence (and where the log is) wit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.resources
 import logging
 import os
@@ -145,8 +146,20 @@ async def _watched(sweep: Sweep) -> SweepSummary:
     from engine.runtime.cluster import ClusterLostError, cluster_lost, watching_cluster
 
     loop = asyncio.get_running_loop()
-    with watching_cluster(lambda: loop.call_soon_threadsafe(sweep.request_stop)):
-        summary = await sweep.run()
+
+    def stop() -> None:  # on the watcher's thread
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the sweep is over anyway
+            loop.call_soon_threadsafe(sweep.request_stop)
+
+    with watching_cluster(stop):
+        try:
+            summary = await sweep.run()
+        except (StoreFullError, StoreLockedError):
+            raise  # the results directory's own trouble, whatever Ray did
+        except Exception:
+            if cluster_lost() is None:
+                raise
+            summary = sweep.summary  # what failed for want of the cluster (an engine's start) is that loss
     if (what := cluster_lost()) is not None:
         raise ClusterLostError(what, summary.jobs_ok + summary.jobs_failed)
     return summary
