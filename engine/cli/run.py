@@ -119,6 +119,7 @@ def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None) -> SweepSumma
     """Run the sweep under its progress display; a quick path's spec is written to OUT/spec.toml once the run holds
     the directory (its plan recorded)."""
     from engine.backends.kinds import in_cluster
+    from engine.cli.local_assets import build_local_assets
     from engine.config.toml_out import write_spec_toml
     from engine.sweep import Sweep
 
@@ -131,6 +132,7 @@ def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None) -> SweepSumma
                 _note(f"spec: {Path(spec.store.out_dir) / 'spec.toml'} (`framesweep run` it to repeat this run)")
             progress(event, n)
 
+        build_local_assets(spec, progress)
         return asyncio.run(Sweep(spec, progress=hook).run())
 
 
