@@ -9,6 +9,9 @@ synthetic video(s)`. Whatever is already there costs a look and shows no phase.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from engine.backends.checkpoint import model_folder
 from engine.backends.kinds import in_cluster
 from engine.backends.tiny import build_tiny_checkpoint
@@ -17,7 +20,10 @@ from engine.config import SweepSpec
 from engine.datasets.registry import build_adapter
 from engine.datasets.synthetic import SyntheticBenchmark
 
-__all__ = ["build_local_assets"]
+__all__ = ["Step", "build_local_assets", "local_assets"]
+
+Step = tuple[str, Callable[[], object]]
+"""(the phase it is shown under, what builds it)."""
 
 
 def _unbuilt_tiny(spec: SweepSpec) -> list[str]:
@@ -30,17 +36,23 @@ def _missing_videos(adapter: SyntheticBenchmark) -> int:
     return sum(not (adapter.root / f"{s.video_id}.mp4").exists() for s in adapter.scripts())
 
 
-def build_local_assets(spec: SweepSpec, progress: RunProgress) -> None:
-    """Build the tiny checkpoints and write the synthetic videos `spec` needs and this machine lacks, each under
-    its own phase of `progress`; back to the run's own phases afterwards."""
+def local_assets(spec: SweepSpec) -> list[Step]:
+    """What `spec` needs built on this machine and lacks: its tiny checkpoints, then its synthetic videos."""
+    steps: list[Step] = [(f"building the tiny {family} checkpoint", partial(build_tiny_checkpoint, family))
+                         for family in _unbuilt_tiny(spec)]
+    for ds in spec.dataset_specs():
+        adapter = build_adapter(ds)
+        if isinstance(adapter, SyntheticBenchmark) and (n := _missing_videos(adapter)):
+            steps.append((f"generating {n} synthetic video(s)", adapter.ensure_videos))
+    return steps
+
+
+def build_local_assets(steps: list[Step], progress: RunProgress) -> None:
+    """Build each step under its own phase of `progress` (set the first before the display opens, so it is the
+    first phase shown); back to the run's own phases afterwards."""
     try:
-        for family in _unbuilt_tiny(spec):
-            progress.set_stage(f"building the tiny {family} checkpoint")
-            build_tiny_checkpoint(family)
-        for ds in spec.dataset_specs():
-            adapter = build_adapter(ds)
-            if isinstance(adapter, SyntheticBenchmark) and (n := _missing_videos(adapter)):
-                progress.set_stage(f"generating {n} synthetic video(s)")
-                adapter.ensure_videos()
+        for phase, build in steps:
+            progress.set_stage(phase)
+            build()
     finally:
         progress.set_stage(None)

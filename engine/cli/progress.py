@@ -206,6 +206,7 @@ class RunProgress:
         else:
             self._ticker = threading.Thread(target=self._tick, name="progress-lines", daemon=True)
             self._ticker.start()
+            self._print(self.line())  # the first line, also when the phase was set before (`set_stage`)
         self._show()
         return self
 

@@ -119,20 +119,23 @@ def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None) -> SweepSumma
     """Run the sweep under its progress display; a quick path's spec is written to OUT/spec.toml once the run holds
     the directory (its plan recorded)."""
     from engine.backends.kinds import in_cluster
-    from engine.cli.local_assets import build_local_assets
+    from engine.cli.local_assets import build_local_assets, local_assets
     from engine.config.toml_out import write_spec_toml
     from engine.sweep import Sweep
 
     uses_ray = any(in_cluster(m) for m in spec.models)
-    with RunProgress(spec.sweep_id, [m.id for m in spec.models], every_s=every_s, on_ray=_say_ray,
-                     uses_ray=uses_ray) as progress:
+    steps = local_assets(spec)  # a fresh machine's tiny checkpoints and synthetic videos: phases of their own
+    progress = RunProgress(spec.sweep_id, [m.id for m in spec.models], every_s=every_s, on_ray=_say_ray,
+                           uses_ray=uses_ray)
+    progress.set_stage(steps[0][0] if steps else None)
+    with progress:
         def hook(event: str, n: int) -> None:
             if event == "total" and spec_doc is not None:
                 write_spec_toml(spec_doc, Path(spec.store.out_dir) / "spec.toml")
                 _note(f"spec: {Path(spec.store.out_dir) / 'spec.toml'} (`framesweep run` it to repeat this run)")
             progress(event, n)
 
-        build_local_assets(spec, progress)
+        build_local_assets(steps, progress)
         return asyncio.run(Sweep(spec, progress=hook).run())
 
 

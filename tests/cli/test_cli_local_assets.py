@@ -14,7 +14,7 @@ from helpers.specs import small_spec_dict
 from rich.console import Console
 
 from engine.backends.tiny import BUILDERS, register_tiny_builder
-from engine.cli.local_assets import build_local_assets
+from engine.cli.local_assets import build_local_assets, local_assets
 from engine.cli.progress import RunProgress
 from engine.config import parse_spec
 
@@ -36,9 +36,13 @@ def stub_family(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[lis
 
 
 def _phases(spec_dict: dict) -> list[str]:
+    """The plain lines of a run's start, as `run` opens its display: the first step's phase set before."""
     out = io.StringIO()
-    with RunProgress("s", ["tiny"], every_s=3600, console=Console(file=out, width=200)) as p:
-        build_local_assets(parse_spec(spec_dict), p)
+    steps = local_assets(parse_spec(spec_dict))
+    progress = RunProgress("s", ["tiny"], every_s=3600, console=Console(file=out, width=200))
+    progress.set_stage(steps[0][0] if steps else None)
+    with progress:
+        build_local_assets(steps, progress)
     return [re.sub(r"^\[\d+:\d\d:\d\d\] s: ", "", line) for line in out.getvalue().splitlines()]
 
 
@@ -46,8 +50,8 @@ def test_a_run_says_what_it_builds_before_it_reads_items(tmp_path: Path, stub_fa
     d = small_spec_dict(tmp_path / "out")
     d["models"][0]["path"] = "tiny:stagefam"
     d["dataset"] = {**d["dataset"], "n_videos": 2, "seconds": 1.0, "root": str(tmp_path / "videos")}
-    assert _phases(d) == ["reading items and committed rows", "building the tiny stagefam checkpoint",
-                          "generating 2 synthetic video(s)", "reading items and committed rows"]
+    assert _phases(d) == ["building the tiny stagefam checkpoint", "generating 2 synthetic video(s)",
+                          "reading items and committed rows"]
     assert len(stub_family) == 1 and len(list((tmp_path / "videos").glob("*.mp4"))) == 2
     assert _phases(d) == ["reading items and committed rows"]  # built: nothing to say, nothing rebuilt
     assert len(stub_family) == 1
