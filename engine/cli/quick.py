@@ -70,6 +70,20 @@ def _model_type(folder: Path) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+def _need_folder(data: Path) -> None:
+    """`--data DIR` is a folder (else one sentence, with the nearest existing name), before anything is built."""
+    from engine.sweep.preflight import close_sibling
+
+    try:
+        if data.is_dir():
+            return
+        what = "is not a folder" if data.exists() else "no such folder"
+    except OSError as err:
+        raise SpecError(f"--data: {data}: {err.strerror or err}") from None
+    near = close_sibling(str(data)) if what == "no such folder" else None
+    raise SpecError(f"--data: {data}: {what}" + (f" (did you mean {near}?)" if near else ""))
+
+
 def _frames(text: str) -> list[int]:
     try:
         frames = [int(x) for x in text.split(",") if x.strip()]
@@ -91,6 +105,7 @@ def quick_spec(*, model: str, family: str | None, dataset: str, data: Path | Non
     if data is not None:
         if dataset not in SOURCES:
             raise SpecError(f"--data: no known layout for {dataset}; write a spec file (`framesweep spec --example`)")
+        _need_folder(data)
         table |= layout_fields(dataset, data.resolve())
     doc: dict[str, Any] = {
         "sweep_id": _slug(f"{Path(model.removeprefix('tiny:')).name}-{dataset}"),

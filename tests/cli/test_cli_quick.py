@@ -19,6 +19,7 @@ runner = CliRunner()
 
 
 def test_the_quick_flags_build_a_spec_with_the_data_folders_layout(tmp_path: Path) -> None:
+    (tmp_path / "vmme").mkdir()
     spec, doc = quick_spec(model="tiny:qwen2_5_vl", family=None, dataset="videomme", data=tmp_path / "vmme",
                            frames="32,0,8", limit=20, out=tmp_path / "out")
     ds = spec.dataset_specs()[0]
