@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.backends.warm import NAMESPACE, WarmEngineStoppedError, engine_key, engine_settings, find_engine
 from engine.config import EngineSpec
@@ -328,7 +330,9 @@ class VLLMWorker:
     def _inputs(self, r: EngineRequest) -> dict[str, Any]:
         prompt: dict[str, Any] = {"prompt": r.prompt}
         if r.video is not None:
-            video = (r.video, r.video_meta) if r.video_meta is not None else r.video
+            # vLLM's processor takes one array: frames that repeat (`RepeatedFrames`) become it here, once per view
+            frames = r.video if isinstance(r.video, np.ndarray) else np.asarray(r.video)
+            video = (frames, r.video_meta) if r.video_meta is not None else frames
             prompt["multi_modal_data"] = {"video": video}
             if r.media_uuid:
                 prompt["multi_modal_uuids"] = {"video": [r.media_uuid]}
