@@ -167,8 +167,16 @@ class HTTPSpec(StrictModel):
         default=600.0, gt=0, allow_inf_nan=False,
         description="Deadline in seconds of one whole request, from sending it to the reply's last byte; past it "
         "the request counts as timed out (retried like a timeout, then an error row).")
-    max_retries: int = Field(default=3, ge=0, description="Retries on 5xx, connection errors and timeouts.")
+    max_retries: int = Field(default=3, ge=0, description="Retries on 429, 5xx, connection errors and timeouts.")
     backoff_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles each retry.")
+    retry_after_max_s: float = Field(
+        default=60.0, ge=0, allow_inf_nan=False,
+        description="Longest Retry-After (of a 429 or 5xx) waited for before a retry; a reply asking for longer "
+        "fails its request at once (an error row a rerun retries).")
+    max_reply_bytes: int = Field(
+        default=16 * 2**20, gt=0,
+        description="Most bytes of one reply read (after decompression); a longer reply is not read further and "
+        "fails its request (ReplyTooLarge).")
     jpeg_quality: int = Field(default=85, ge=1, le=100, description="JPEG quality of the frames sent.")
     send_video_metadata: bool = Field(
         default=True,
