@@ -88,7 +88,7 @@ def chain_figures(g: dict[str, Any], idx: int, level: float = 0.95) -> Iterator[
     yield from _made("trajectories", key, f"fig-trajectories-{idx}", "Right/wrong patterns along the chain",
                      lambda: trajectories_figure(g))
     yield from _made("cascade", key, f"fig-cascade-{idx}", "Confidence cascade: accuracy against frames per "
-                     "threshold, its Pareto front and the fixed budgets", lambda: cascade_figure(g))
+                     "threshold and the fixed budgets, with the Pareto front over both", lambda: cascade_figure(g))
 
 
 def _mine(rows: list[dict[str, Any]], key: tuple[str, str]) -> list[dict[str, Any]]:

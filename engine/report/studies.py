@@ -13,6 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from engine.report.labels import protocol_label
 from engine.report.style import BLUE, COLUMN, GREEN, GREY, ORANGE, PALETTE, declutter, new_figure, points
 
 __all__ = ["iso_figure", "predictor_figure", "robustness_figure", "train_frames_figure", "trap_figure"]
@@ -29,7 +30,7 @@ def robustness_figure(pairs: list[dict[str, Any]], model_id: str, dataset: str) 
         j = "n/a" if p.get("jaccard") is None else f"{p['jaccard']:.2f}"
         for what in ("confused", "harmed"):
             a, b, both = p[f"{what}_a"], p[f"{what}_b"], p[f"{what}_both"]
-            label = f"{p['protocol_a']} vs {p['protocol_b']}\n{what}" + (f", J = {j}" if what == "confused" else "")
+            label = f"{protocol_label(p['protocol_a'])} vs {protocol_label(p['protocol_b'])}\n{what}" + (f", J = {j}" if what == "confused" else "")
             rows.append((label, a - both, both, b - both))
     fig, ax = new_figure(COLUMN, 1.2 + 0.3 * len(rows))
     ys = np.arange(len(rows))
@@ -61,7 +62,7 @@ def iso_figure(s: dict[str, Any]) -> Figure | None:
                                else "" for a in allocs], label_type="center", fontsize=6, color="white")
     if s.get("oracle_accuracy") is not None:
         ax.axhline(points(s["oracle_accuracy"]), color=GREEN, linestyle="--", label="oracle over the set")
-    ax.set_xticks(xs, [f"{a['frames']} fr\n{a['protocol_id']}" for a in allocs])
+    ax.set_xticks(xs, [f"{a['frames']} fr\n{protocol_label(a['protocol_id'])}" for a in allocs])
     ax.set_xlabel("allocation (frames, protocol)")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)

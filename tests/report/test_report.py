@@ -279,7 +279,8 @@ def test_online_cascade_section() -> None:
 def test_chains_robustness_and_iso_compute_sections(report_html: Path) -> None:
     text = report_html.read_text()
     # (m, d) has a default chain and the random-seed3 chain of its alternate policy; the primary leads
-    assert text.index("m on d, chain default (primary)") < text.index("m on d, chain random-seed3<")
+    assert text.index("m on d: decoded size (chain default, primary)") < text.index(
+        "m on d: random sampling, seed 3 (chain random-seed3)<")
     assert "table-robustness-1" in _parse(text).ids  # (c, d2) = 0 has one chain: no robustness table
     assert "table-robustness-0" not in _parse(text).ids
     iso = [row("m", "iso", i, b, f, mark, max_pixels=px, pixels_total=f * px)
