@@ -218,7 +218,7 @@ def cascade_figure(g: dict[str, Any]) -> Figure | None:
                    + [(x, y, math.inf) for x, y in fixed])
     if front:
         ax.plot([x for x, _ in front], [y for _, y in front], "-", color=DARK, linewidth=0.8, marker="o",
-                markersize=6, mfc="none", label="Pareto front (thresholds and fixed budgets)", zorder=1)
+                markersize=6, mfc="none", label="Pareto front of all points", zorder=1)
     ax.set_xlabel("mean frames processed per item")
     ax.set_ylabel("accuracy (%)")
     ax.set_xlim(left=0)

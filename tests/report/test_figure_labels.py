@@ -106,7 +106,7 @@ def test_the_cascade_front_is_over_every_point_drawn() -> None:
         assert fig is not None
         assert _front(fig) == [(4.0, 65.0), (7.0, 70.0), (8.0, 80.0)]
         legend = [t.get_text() for t in fig.legends[0].get_texts()]
-        assert "Pareto front (thresholds and fixed budgets)" in legend
+        assert "Pareto front of all points" in legend
         # one fixed budget cheaper and better than every threshold: a front of one point, drawn as a ring
         one = cascade_figure(_cascade_group([(0.5, 6.0, 0.5), (1.0, 8.0, 0.6)], {"f2": (2, 0.9), "f8": (8, 0.6)}))
         assert one is not None and _front(one) == [(2.0, 90.0)]
