@@ -16,7 +16,10 @@
   them from the frames it decoded (`engine.results.video_stats`: duration, frame rate, resolution, motion
   energy, scene cuts, brightness, contrast, static share); no rows for a sweep that decoded no video;
 - ``provenance.json``: the sweep spec as run, and per model its path and hashes;
-- ``README.md``: a datacard with counts and the meaning of every column.
+- ``README.md``: a Hugging Face dataset card: YAML (licence ``other``: the items stay under their benchmarks'
+  licences; task categories; the source benchmarks; the three tables as configs of one ``test`` split), then
+  counts, the meaning of every column, each benchmark's licence (`engine.datasets.citations`: named where its
+  release declares one, else "see the source benchmark", with where its release is) and its citation.
 
 The folder is built whole in a hidden temp folder beside `to` and then renamed into place (an earlier
 export there is replaced, its files never mixed with the new ones); a killed export leaves that temp
