@@ -97,5 +97,6 @@ def test_datacard_names_licence_tasks_citations_and_a_test_split(tmp_path: Path)
     assert "arXiv:2405.21075 (https://arxiv.org/abs/2405.21075)" in cites and "arXiv:2311.17005" in cites
     assert "- videomme_v2: see the source benchmark (the Video-MME v2 release (see its project page))" in cites
     assert "- unknown: see the source benchmark" in cites
-    items = datasets.load_dataset(str(tmp_path / "art"), split="test", cache_dir=str(tmp_path / "cache"))  # the card's split, as a user loads it
+    # the card's split, as a user loads it
+    items = datasets.load_dataset(str(tmp_path / "art"), split="test", cache_dir=str(tmp_path / "cache"))
     assert items.num_rows == pl.read_parquet(tmp_path / "art" / "items.parquet").height

@@ -147,8 +147,9 @@ def _train_rows(rows: list[dict[str, Any]], per_question: bool = False) -> list[
     flows = ((lambda r: [f"{r['video_rescue']}/{r['video_harm']}", f"{r['image_rescue']}/{r['image_harm']}"])
              if per_question else (lambda r: []))
     return [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"], r["base_id"],
-             "" if r.get("video_frames") is None else r["video_frames"], points(r["video_gain"], not per_question),
-             points(r["image_loss"], not per_question), *flows(r), "yes" if r["trapped"] else "", notes.get(r["model_id"], "")]
+             "" if r.get("video_frames") is None else r["video_frames"],
+             points(r["video_gain"], not per_question), points(r["image_loss"], not per_question), *flows(r),
+             "yes" if r["trapped"] else "", notes.get(r["model_id"], "")]
             for r in rows]
 
 

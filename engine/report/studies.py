@@ -31,7 +31,8 @@ def robustness_figure(pairs: list[dict[str, Any]], model_id: str, dataset: str) 
         j = "n/a" if p.get("jaccard") is None else f"{p['jaccard']:.2f}"
         for what in ("confused", "harmed"):
             a, b, both = p[f"{what}_a"], p[f"{what}_b"], p[f"{what}_both"]
-            label = f"{protocol_label(p['protocol_a'])}\nvs {protocol_label(p['protocol_b'])}\n{what}" + (f", J = {j}" if what == "confused" else "")
+            pair = f"{protocol_label(p['protocol_a'])}\nvs {protocol_label(p['protocol_b'])}"
+            label = f"{pair}\n{what}" + (f", J = {j}" if what == "confused" else "")
             rows.append((label, a - both, both, b - both))
     fig, ax = new_figure(COLUMN, 1.2 + 0.4 * len(rows))
     ys = np.arange(len(rows))

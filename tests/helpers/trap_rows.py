@@ -9,7 +9,8 @@ from engine.results.schema import ResultRow
 from helpers.metric_rows import frame, lazy
 
 STUDY = [Checkpoint("qwen"), Checkpoint("qwen-f16", base="qwen", train_frames=16, size="7B", architecture="Qwen"),
-         Checkpoint("llava"), Checkpoint("llava-f16", base="llava", train_frames=16, size="7B", architecture="LLaVA-1.5")]
+         Checkpoint("llava"),
+         Checkpoint("llava-f16", base="llava", train_frames=16, size="7B", architecture="LLaVA-1.5")]
 QWEN = {"text": 0, "f8": 8, "f16": 16}
 LLAVA = {"text": 0, "f4": 4}
 CAPPED = "video at 4 frames at most (its base's budgets end there; others up to 16)"

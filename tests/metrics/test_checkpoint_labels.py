@@ -11,7 +11,8 @@ from engine.metrics.checkpoint_study import NO_VIDEO, frame_ceilings, frames_lab
 
 def test_the_document_keeps_its_numbers_and_says_where_video_was_read() -> None:
     doc = short_chain_document()
-    trap = {(r["model_id"], r["frames"]): (r["video_gain"], r["image_gain"], r["trapped"]) for r in doc["temporal_trap"]}
+    trap = {(r["model_id"], r["frames"]): (r["video_gain"], r["image_gain"], r["trapped"])
+            for r in doc["temporal_trap"]}
     assert trap == {("qwen-f16", 0): (1.0, -0.5, True), ("qwen-f16", 8): (1.0, -0.5, True),
                     ("qwen-f16", 16): (0.5, -0.5, True), ("llava-f16", 0): (1.0, -0.5, True),
                     ("llava-f16", 4): (0.5, -0.5, True)}  # frames 0 computed as ever: no value changed
