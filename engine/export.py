@@ -52,6 +52,7 @@ from typing import Any
 import polars as pl
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from engine.config import register_spec_secrets
 from engine.datasets.citations import CITATIONS
 from engine.datasets.sources import SOURCES
 from engine.metrics.benchmark_scores import group_scores
@@ -63,6 +64,7 @@ from engine.metrics.registry import registered_metrics
 from engine.metrics.regression import terminal_items
 from engine.results.directory import ResultsDir
 from engine.results.provenance import model_hash, reader_versions, run_provenance
+from engine.results.schema import REDACTED_COLUMNS
 from engine.results.video_stats import scan_video_stats
 from engine.runtime.atomic import fsync_dir, is_own_temp, temp_name
 from engine.runtime.output import write_json
@@ -310,9 +312,9 @@ def _datacard(frame: pl.DataFrame, prov: dict[str, Any], n_videos: int = 0,
 
 def _register_secrets(spec: dict[str, Any]) -> None:
     """The API keys the spec's servers were called with (read from this environment, by the variable each
-    model names) and the cluster token, so that none is copied into the artifact."""
-    names = [(m.get("http") or {}).get("api_key_env") for m in spec.get("models", [])]
-    register_secret_env("RAY_AUTH_TOKEN", *[n for n in names if n])
+    model names), the credentials in their URLs and the cluster token, so that none is copied into the artifact."""
+    register_spec_secrets(spec)
+    register_secret_env("RAY_AUTH_TOKEN")
 
 
 def export(out_dir: Path | str | ResultsDir, to: Path | str) -> dict[str, Any]:
@@ -347,16 +349,16 @@ def export(out_dir: Path | str | ResultsDir, to: Path | str) -> dict[str, Any]:
         .join(models, on="model_id", how="left")
         .select(list(columns))
         .sort([*GROUP, "item_id", "frames", "budget_id"])
-        .pipe(redact_columns)  # rows stored by an older version or imported may hold a key
+        .pipe(redact_columns, REDACTED_COLUMNS)  # rows stored by an older version or imported may hold a key
         .collect()
     )
-    scores = chain_scores(rows).select(list(SCORE_FIELDS)).pipe(redact_columns).collect()
-    videos = scan_video_stats(out_dir).drop("written_at").sort("dataset", "video_id").pipe(redact_columns).collect()
+    scores = chain_scores(rows).select(list(SCORE_FIELDS)).collect()  # keys and numbers: nothing a server wrote
+    videos = scan_video_stats(out_dir).drop("written_at").sort("dataset", "video_id").collect()
     with _building(to) as tmp:
         frame.write_parquet(tmp / "items.parquet", compression="zstd")
         scores.write_parquet(tmp / "scores.parquet", compression="zstd")
         videos.write_parquet(tmp / "videos.parquet", compression="zstd")
-        write_json(tmp / "provenance.json", prov, redacted=True, durable=False)  # the folder is synced whole
+        write_json(tmp / "provenance.json", prov, durable=False)  # the folder is synced whole
         (tmp / "README.md").write_text(redact(_datacard(frame, prov, videos.height, columns)))
     return {"rows": frame.height, "path": str(to / "items.parquet"), "chains": frame.select(GROUP).n_unique()}
 

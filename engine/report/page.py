@@ -51,6 +51,7 @@ from engine.report.labels import pixels, protocol_label
 from engine.report.run_info import run_section
 from engine.runtime.atomic import atomic_write
 from engine.runtime.output import points
+from engine.runtime.secrets import redact
 
 __all__ = ["render_report", "write_report"]
 
@@ -220,8 +221,8 @@ _FIGURE_CSS = "figure{margin:8px 0}figcaption{margin-top:2px}pre{font-size:12px;
 
 
 def write_report(doc: dict[str, Any], path: str | Path, title: str = "framesweep report") -> Path:
-    """Write `render_report` to `path` (UTF-8) and return it."""
+    """Write `render_report` to `path` (UTF-8), every registered secret redacted, and return it."""
     out = Path(path)
-    atomic_write(out, render_report(doc, title).encode("utf-8"))
+    atomic_write(out, redact(render_report(doc, title)).encode("utf-8"))  # `e` escaped it: entities are matched
     log.info("wrote %s", out)
     return out
