@@ -26,6 +26,10 @@ from engine.strict import StrictModel
 _KEY_HINT = (f"use a random key of at least {MIN_SECRET_LEN} characters (python -c \"import secrets; "
              "print(secrets.token_urlsafe(24))\")")
 
+PLACEHOLDER_KEYS = frozenset({"empty", "none", "null", "dummy", "no-key", "nokey", "-"})
+"""Values that say "no key" to a local server (OpenAI clients need some value; vLLM's docs use EMPTY): sent as
+they are, never registered as secrets (they are not, and redacting them would rewrite ordinary words)."""
+
 _PARALLEL = ("tensor_parallel_size", "pipeline_parallel_size")
 
 class EngineSpec(StrictModel):
@@ -217,6 +221,8 @@ class HTTPSpec(StrictModel):
         key = os.environ.get(env)
         if not key:
             return f"environment variable {env} is not set"
+        if key.strip().lower() in PLACEHOLDER_KEYS:
+            return None  # the "no key" convention of local servers (vLLM's docs: EMPTY): nothing to keep secret
         if why := secret_problem(key):
             return (f"environment variable {env} holds an API key framesweep cannot keep out of its files and "
                     f"results ({why}: redacting it could rewrite ordinary text); {_KEY_HINT}, or leave "

@@ -51,7 +51,7 @@ def test_a_weak_api_key_is_named_by_its_variable(monkeypatch: pytest.MonkeyPatch
     variable's name, before any work."""
     isolated_secrets(monkeypatch)
     http = HTTPSpec(base_url="http://127.0.0.1:9", api_key_env="FS_TEST_WEAK_KEY")
-    for weak in ("flash", "EMPTY", "token-abc123", "changeme-changeme"):
+    for weak in ("flash", "token-abc123", "changeme-changeme"):
         monkeypatch.setenv("FS_TEST_WEAK_KEY", weak)
         problem = http.api_key_problem()
         assert problem is not None and "FS_TEST_WEAK_KEY" in problem and weak not in problem, problem
@@ -60,6 +60,17 @@ def test_a_weak_api_key_is_named_by_its_variable(monkeypatch: pytest.MonkeyPatch
     assert http.api_key_problem() is None and redact("sk-strong-0123456789abcdef") == "***"
     monkeypatch.delenv("FS_TEST_WEAK_KEY")
     assert http.api_key_problem() == "environment variable FS_TEST_WEAK_KEY is not set"
+
+
+def test_a_no_key_placeholder_is_sent_but_never_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`EMPTY` (vLLM's documented "no key" value for its OpenAI-compatible server) is not a secret: it passes the
+    check and is never redacted, so answers holding the word keep it."""
+    isolated_secrets(monkeypatch)
+    http = HTTPSpec(base_url="http://127.0.0.1:9", api_key_env="FS_TEST_EMPTY_KEY")
+    for placeholder in ("EMPTY", "none", "dummy"):
+        monkeypatch.setenv("FS_TEST_EMPTY_KEY", placeholder)
+        assert http.api_key_problem() is None
+        assert redact(f"the box is {placeholder}") == f"the box is {placeholder}"
 
 
 def test_a_recorded_spec_registers_its_strong_secrets_only(monkeypatch: pytest.MonkeyPatch) -> None:
