@@ -4,8 +4,8 @@ Every problem is named by its spec field and reported together, before the resul
 directory, the manifest or an engine is touched (`SpecError`, exit 2 in the CLI):
 unknown model families and decoders, a model path that does not exist (with the nearest
 existing folder), a hub id that is not in the local Hugging Face cache while downloads are off
-(`HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE`), an unset API key variable, an output directory that
-is a file or cannot be written.
+(`HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE`), an unset API key variable, an API key or a Ray token
+too short or too plain to be redacted safely, an output directory that is a file or cannot be written.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from engine.backends.families import get_family
 from engine.backends.kinds import BACKENDS, BackendKind
 from engine.config import ModelSpec, SpecError, SweepSpec
 from engine.frames.decode import get_decoder
+from engine.runtime.secrets import MIN_SECRET_LEN, secret_problem
 
 __all__ = ["close_sibling", "hub_cache", "is_hub_id", "model_problems", "offline_hub_problem", "preflight"]
 
@@ -113,6 +114,17 @@ def _out_dir_problem(out: Path) -> str | None:
     return None
 
 
+def _token_problem() -> str | None:
+    """The Ray token in RAY_AUTH_TOKEN is redacted wherever it shows up: one that could be ordinary text is
+    refused (never naming its value)."""
+    token = os.environ.get("RAY_AUTH_TOKEN")
+    if token and (why := secret_problem(token)):
+        return (f"RAY_AUTH_TOKEN: the cluster's token cannot be kept out of files and results ({why}: redacting it "
+                f"could rewrite ordinary text); give the cluster a random token of at least {MIN_SECRET_LEN} "
+                "characters (`ray get-auth-token --generate` makes one)")
+    return None
+
+
 def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True, *, only_engines: bool = False) -> None:
     """Raise `SpecError` naming every field whose value cannot work here.
 
@@ -146,6 +158,8 @@ def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True, *, 
             problems.append(f"decode.decoder: {spec.decode.decoder} cannot load ({err})")
     if not only_engines and (why := _out_dir_problem(Path(spec.store.out_dir))):
         problems.append(f"store.out_dir: {why}")
+    if why := _token_problem():
+        problems.append(why)
     if problems:
         what = "the engines" if only_engines else "the sweep"
         raise SpecError("\n".join([f"{source}: {what} cannot start ({len(problems)} problem(s))",
