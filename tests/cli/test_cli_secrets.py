@@ -91,7 +91,7 @@ def test_a_key_in_base_url_reaches_no_file(tmp_path: Path, monkeypatch: pytest.M
     assert URL_KEY not in res.output
 
 
-@pytest.mark.parametrize("weak", ["flash", "EMPTY", "sk-no-key-required"])
+@pytest.mark.parametrize("weak", ["flash", "token-abc123", "sk-no-key-required"])
 def test_a_key_that_cannot_be_redacted_safely_stops_the_run_naming_its_variable(
         weak: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     isolated_secrets(monkeypatch)
