@@ -16,7 +16,10 @@
   them from the frames it decoded (`engine.results.video_stats`: duration, frame rate, resolution, motion
   energy, scene cuts, brightness, contrast, static share); no rows for a sweep that decoded no video;
 - ``provenance.json``: the sweep spec as run, and per model its path and hashes;
-- ``README.md``: a datacard with counts and the meaning of every column.
+- ``README.md``: a Hugging Face dataset card: YAML (licence ``other``: the items stay under their benchmarks'
+  licences; task categories; the source benchmarks; the three tables as configs of one ``test`` split), then
+  counts, the meaning of every column, each benchmark's licence (`engine.datasets.citations`: named where its
+  release declares one, else "see the source benchmark", with where its release is) and its citation.
 
 The folder is built whole in a hidden temp folder beside `to` and then renamed into place (an earlier
 export there is replaced, its files never mixed with the new ones); a killed export leaves that temp
@@ -50,6 +53,9 @@ from typing import Any
 import polars as pl
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from engine.config import register_spec_secrets
+from engine.datasets.citations import CITATIONS
+from engine.datasets.sources import SOURCES
 from engine.metrics.benchmark_scores import group_scores
 from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP, chain_rows, grid_budgets, matched
@@ -59,6 +65,7 @@ from engine.metrics.registry import registered_metrics
 from engine.metrics.regression import terminal_items
 from engine.results.directory import ResultsDir
 from engine.results.provenance import model_hash, reader_versions, run_provenance
+from engine.results.schema import REDACTED_COLUMNS
 from engine.results.video_stats import scan_video_stats
 from engine.runtime.atomic import fsync_dir, is_own_temp, temp_name
 from engine.runtime.output import write_json
@@ -176,13 +183,82 @@ def _cell(value: object) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _card_data(prov: dict[str, Any]) -> DatasetCardData:
-    """The Hub's dataset-card metadata: the two tables as configs (`load_dataset(folder)` reads items.parquet)."""
+SPLIT = "test"
+"""The split every table of the artifact is (an audit evaluates: no table is training data)."""
+
+
+def _benchmarks(frame: pl.DataFrame, spec: dict[str, Any]) -> dict[str, str | None]:
+    """{dataset id of the rows: its adapter name} (from the spec's dataset tables; a dataset id that is an adapter's
+    name where the spec has none, as imported lmms-eval logs; None when unknown)."""
+    tables = [spec["dataset"]] if isinstance(spec.get("dataset"), dict) else spec.get("datasets") or []
+    named = {t.get("id") or t.get("name"): t.get("name") for t in tables if isinstance(t, dict)}
+    ids = sorted(frame["dataset"].unique().to_list()) if frame.height else []
+    return {d: named.get(d) or (d if d in SOURCES else None) for d in ids}
+
+
+def _release(adapter: str | None) -> str:
+    """Where a benchmark's release (and its licence) is: its Hub page, else the page its source names."""
+    src = SOURCES.get(adapter or "")
+    if src is None:
+        return "the source benchmark's own release"
+    return f"https://huggingface.co/datasets/{src.where}" if src.on_hub else src.where
+
+
+def _task_categories(frame: pl.DataFrame) -> list[str]:
+    """The Hub's task categories: visual question answering always (images and frames asked with a question),
+    video-text-to-text where some row sent more than one frame (a video)."""
+    video = frame.height > 0 and bool((frame["frames_sent"].fill_null(0) > 1).any())
+    return ["visual-question-answering", *(["video-text-to-text"] if video else [])]
+
+
+def _card_data(prov: dict[str, Any], frame: pl.DataFrame, benchmarks: dict[str, str | None]) -> DatasetCardData:
+    """The Hub's dataset-card metadata: licence, task categories, the source benchmarks, and the three tables as
+    configs of one `test` split (`load_dataset(folder)` reads items.parquet)."""
+    hub = sorted({SOURCES[a].where for a in benchmarks.values() if a in SOURCES and SOURCES[a].on_hub})
     return DatasetCardData(
         pretty_name=f"framesweep audit: {prov.get('sweep_id')}", tags=["video", "evaluation", "framesweep"],
-        configs=[{"config_name": "items", "data_files": "items.parquet", "default": True},
-                 {"config_name": "scores", "data_files": "scores.parquet"},
-                 {"config_name": "videos", "data_files": "videos.parquet"}])
+        license="other", license_name="source-benchmark-terms", task_categories=_task_categories(frame),
+        source_datasets=hub or None,
+        configs=[{"config_name": "items", "data_files": [{"split": SPLIT, "path": "items.parquet"}], "default": True},
+                 {"config_name": "scores", "data_files": [{"split": SPLIT, "path": "scores.parquet"}]},
+                 {"config_name": "videos", "data_files": [{"split": SPLIT, "path": "videos.parquet"}]}])
+
+
+def _licence_lines(benchmarks: dict[str, str | None]) -> list[str]:
+    """The card's licence section: the items are each benchmark's, under its licence (named where its release
+    declares one) and terms; where to read them."""
+    lines = ["## Licence", "",
+             "The items (questions, options, answers, video and image ids) are the source benchmarks'; each "
+             "benchmark's licence and terms govern them, and this artifact adds nothing that lifts them. The "
+             "responses are the models' (their licences apply); the annotations and scores are derived from both. "
+             "The header's `license: other` stands for these terms: set it to the licence you release the artifact "
+             "under, no looser than the benchmarks'.", "", "| dataset | benchmark | licence | where |",
+             "| --- | --- | --- | --- |"]
+    for dataset, adapter in benchmarks.items():
+        cite = CITATIONS.get(adapter or "")
+        if adapter == "synthetic":
+            name, licence = "framesweep's synthetic videos", "framesweep's own (no source benchmark)"
+        else:
+            name = cite.name if cite else adapter or "unknown"
+            licence = (f"{cite.licence} (as its release declares)" if cite and cite.licence
+                       else "see the source benchmark")
+        terms = f"; {cite.terms}" if cite and cite.terms else ""
+        lines.append(f"| {_cell(dataset)} | {_cell(name)} | {_cell(licence + terms)} | {_cell(_release(adapter))} |")
+    return lines
+
+
+def _citation_lines(benchmarks: dict[str, str | None]) -> list[str]:
+    """The card's citation section: each benchmark's paper, or where to find it."""
+    lines = ["## Citation", "", "Cite the benchmarks whose items this artifact holds:", ""]
+    for adapter in dict.fromkeys(benchmarks.values()):
+        if adapter == "synthetic":
+            continue
+        cite = CITATIONS.get(adapter or "")
+        lines.append(f"- {cite.name}: {cite.line()}" if cite else
+                     f"- {adapter or 'unknown'}: see the source benchmark ({_release(adapter)})")
+    if len(lines) == 4:
+        lines.append("- no source benchmark (framesweep's synthetic videos only)")
+    return lines
 
 
 _VIDEO_FIELDS = {
@@ -207,7 +283,8 @@ def _datacard(frame: pl.DataFrame, prov: dict[str, Any], n_videos: int = 0,
              f"Exported {prov['exported_at']}. {frame.height} rows in `items.parquet`; the spec as run and the "
              "models' hashes in `provenance.json`.", "",
              "Load it with Polars (`pl.read_parquet('items.parquet')`) or with the `datasets` library "
-             "(`load_dataset('parquet', data_files='items.parquet')`).", "",
+             f"(`load_dataset(FOLDER, split='{SPLIT}')`; `load_dataset(FOLDER, 'scores', split='{SPLIT}')` for the "
+             "official scores).", "",
              ("Rows are the budgets of each chain (text-only first, then one protocol's budgets by frames). "
               "The per-chain annotations describe right/wrong trajectories: they are null for items not "
               "matched in their chain (no usable result at some budget of it) and for open answers (scored, "
@@ -228,15 +305,17 @@ def _datacard(frame: pl.DataFrame, prov: dict[str, Any], n_videos: int = 0,
               "decoded (no second pass): one row per (dataset, video_id).", "", "| column | meaning |",
               "| --- | --- |"]
     lines += [f"| `{c}` | {m} |" for c, m in _VIDEO_FIELDS.items()]
+    benchmarks = _benchmarks(frame, prov.get("spec") or {})
+    lines += ["", *_licence_lines(benchmarks), "", *_citation_lines(benchmarks)]
     body = "\n".join(lines) + "\n"
-    return str(DatasetCard(f"---\n{_card_data(prov).to_yaml()}\n---\n\n{body}"))
+    return str(DatasetCard(f"---\n{_card_data(prov, frame, benchmarks).to_yaml()}\n---\n\n{body}"))
 
 
 def _register_secrets(spec: dict[str, Any]) -> None:
     """The API keys the spec's servers were called with (read from this environment, by the variable each
-    model names) and the cluster token, so that none is copied into the artifact."""
-    names = [(m.get("http") or {}).get("api_key_env") for m in spec.get("models", [])]
-    register_secret_env("RAY_AUTH_TOKEN", *[n for n in names if n])
+    model names), the credentials in their URLs and the cluster token, so that none is copied into the artifact."""
+    register_spec_secrets(spec)
+    register_secret_env("RAY_AUTH_TOKEN")
 
 
 def export(out_dir: Path | str | ResultsDir, to: Path | str) -> dict[str, Any]:
@@ -271,16 +350,16 @@ def export(out_dir: Path | str | ResultsDir, to: Path | str) -> dict[str, Any]:
         .join(models, on="model_id", how="left")
         .select(list(columns))
         .sort([*GROUP, "item_id", "frames", "budget_id"])
-        .pipe(redact_columns)  # rows stored by an older version or imported may hold a key
+        .pipe(redact_columns, REDACTED_COLUMNS)  # rows stored by an older version or imported may hold a key
         .collect()
     )
-    scores = chain_scores(rows).select(list(SCORE_FIELDS)).pipe(redact_columns).collect()
-    videos = scan_video_stats(out_dir).drop("written_at").sort("dataset", "video_id").pipe(redact_columns).collect()
+    scores = chain_scores(rows).select(list(SCORE_FIELDS)).collect()  # keys and numbers: nothing a server wrote
+    videos = scan_video_stats(out_dir).drop("written_at").sort("dataset", "video_id").collect()
     with _building(to) as tmp:
         _write_parquet(frame, tmp / "items.parquet")
         _write_parquet(scores, tmp / "scores.parquet")
         _write_parquet(videos, tmp / "videos.parquet")
-        write_json(tmp / "provenance.json", prov, redacted=True, durable=False)  # the folder is synced whole
+        write_json(tmp / "provenance.json", prov, durable=False)  # the folder is synced whole
         (tmp / "README.md").write_text(redact(_datacard(frame, prov, videos.height, columns)))
     return {"rows": frame.height, "path": str(to / "items.parquet"), "chains": frame.select(GROUP).n_unique()}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import string
 from collections import Counter
@@ -12,9 +13,12 @@ from typing import Literal
 
 __all__ = [
     "EXTRACTION_RULES",
+    "LOGPROB_TOLERANCE",
     "VIDEOMME_V2_PREFIXES",
+    "AbsurdLogprob",
     "ExtractionRule",
     "LetterScore",
+    "checked_logprob",
     "extract_letter",
     "extract_letter_lmms_eval",
     "extract_letter_videomme",
@@ -26,6 +30,37 @@ __all__ = [
     "spelled_letter",
     "token_f1",
 ]
+
+
+LOGPROB_TOLERANCE = 1e-4
+"""How far above 0 a log-probability may lie and still be read as 0 (float rounding of a probability near 1)."""
+
+
+class AbsurdLogprob(ValueError):
+    """A log-probability no engine can mean: not a number, NaN, +inf, or above 0 beyond `LOGPROB_TOLERANCE`."""
+
+
+def checked_logprob(value: object, what: str) -> float:
+    """`value` read as a log-probability: a real number <= 0 (-inf is probability 0; up to `LOGPROB_TOLERANCE`
+    above 0 is float rounding, read as 0).
+
+    Args:
+        value: What the engine or server gave.
+        what: What it is the log-probability of, for the message (e.g. "option letter 'B'").
+
+    Raises:
+        AbsurdLogprob: Anything else (a string, NaN, +inf, 800.0, 1e308), naming `what` and the value.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise AbsurdLogprob(f"{what}: log-probability {repr(value)[:80]} is not a number")
+    try:
+        v = float(value)
+    except OverflowError:  # an integer too large for a float
+        v = math.inf
+    if math.isnan(v) or v > LOGPROB_TOLERANCE:
+        raise AbsurdLogprob(f"{what}: log-probability {repr(value)[:80]} is impossible (a log-probability is a "
+                            "number <= 0)")
+    return min(v, 0.0)
 
 
 @dataclass(frozen=True)
@@ -47,10 +82,15 @@ def score_letters(letters: list[str], logprobs: dict[str, float]) -> LetterScore
     1). With only some returned, each keeps the probability the engine gave it, not renormalised:
     renormalising over the letters that happen to be there would overstate them (one letter returned
     would get 1.0), while the missing letters' unknown mass can only lower the true renormalised
-    value, so the confidence is then a lower bound of it. A letter the engine did not return stays
-    missing (None): it is never guessed.
+    value, so the confidence is then a lower bound of it. A letter the engine did not return (or
+    returned at -inf) stays missing (None): it is never guessed.
+
+    Raises:
+        AbsurdLogprob: A letter's log-probability is no log-probability (`checked_logprob`): the reply
+            is unreadable, and its row an error.
     """
-    present = [(x, logprobs[x]) for x in letters if x in logprobs and math.isfinite(logprobs[x])]
+    checked = [(x, checked_logprob(logprobs[x], f"option letter {x!r}")) for x in letters if x in logprobs]
+    present = [(x, lp) for x, lp in checked if math.isfinite(lp)]
     if not present:
         return LetterScore([None] * len(letters), None, None, 0)
     if len(present) == len(letters):
@@ -76,12 +116,18 @@ def letter_logprobs(alternatives: Iterable[tuple[str, float | None]], letters: S
     """Log-probabilities of the option letters among one position's returned tokens.
 
     Tokens spelling the same letter (" C", "C") are pooled (their probabilities add); letters
-    not returned are absent.
+    not returned (or returned at -inf) are absent.
+
+    Raises:
+        AbsurdLogprob: A letter token's log-probability is no log-probability (`checked_logprob`).
     """
     out: dict[str, float] = {}
-    for token, lp in alternatives:
+    for token, raw in alternatives:
         x = spelled_letter(token, letters)
-        if x is None or lp is None or not math.isfinite(lp):
+        if x is None or raw is None:
+            continue
+        lp = checked_logprob(raw, f"token {token!r} (option letter {x!r})")
+        if not math.isfinite(lp):
             continue
         out[x] = lp if x not in out else max(out[x], lp) + math.log1p(math.exp(-abs(out[x] - lp)))
     return out

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from engine.frames.view import FrameRef
+from engine.frames.view import FrameRef, RepeatedFrames
 
 __all__ = ["ANSWER_CHOICES", "IMAGE_URL_SLOT", "VIDEO_URL_SLOT", "Backend", "BackendBase", "EngineRequest",
            "EngineResult", "frames_node"]
@@ -32,7 +32,7 @@ class EngineRequest:
 
     request_id: str
     prompt: str
-    video: np.ndarray | FrameRef | None = None
+    video: np.ndarray | RepeatedFrames | FrameRef | None = None
     video_meta: dict[str, Any] | None = None
     media_uuid: str | None = None
     letters: list[str] = field(default_factory=list)

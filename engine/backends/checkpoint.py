@@ -3,11 +3,21 @@
 One resolver and one fingerprint serve every reader: the warm-engine key, the answer fingerprint
 recorded on result rows and in the manifest, and the export's model hash.
 
-The fingerprint is the checkpoint's content: every file that can shape an answer, by its path in the
-folder and the SHA-256 of its bytes (config, processor and preprocessor configs, tokenizer files, chat
-template, generation config, custom code, the weights). Only documentation (``*.md``, LICENSE, NOTICE,
-images) and hidden paths (``.cache/``, ``.gitattributes``, temp files) are left out. Two copies of one
-checkpoint fingerprint alike; an edit to any of those files changes it.
+The fingerprint is the checkpoint's content: every file in the folder and its subfolders (hidden ones
+included), by its path in the folder and the SHA-256 of its bytes (config, processor and preprocessor
+configs, tokenizer files, chat template, generation config, custom code, the weights, and whatever else
+custom code loaded with ``trust_remote_code`` may read). Left out is only what no loader reads, as code or
+as config, and what changes from one copy of a checkpoint to another:
+
+- documentation by its suffix (`_DOC_SUFFIXES`: ``*.md``, ``*.rst``, images, PDF) and licence files
+  named exactly ``LICENSE``, ``LICENCE``, ``NOTICE`` or ``COPYING`` (any case, no suffix);
+- version-control and download bookkeeping (`_BOOKKEEPING`): ``.gitattributes``, ``.gitignore``, the
+  ``.git/`` folder, and ``.cache/huggingface/`` (the hub's per-download metadata and locks).
+
+A file that a loader can read (`_LOADABLE`: ``*.py``, ``*.json``, ``*.safetensors``, ``*.bin``, ``*.txt``,
+``*.jinja``, ..., and any name with ``tokenizer`` in it) is never left out, whatever its name or folder:
+``LICENSE.py``, ``notice_utils.py``, ``README.md.json`` and ``.git/x.json`` all count. Two copies of one
+checkpoint fingerprint alike; an edit to any counted file changes it.
 
 Hashing the weights' bytes on every run would cost seconds per GB, so a file above `_DIRECT_BYTES` has its
 digest kept in a small cache file (``checkpoint-digests.json`` in the framesweep cache folder) keyed by its
@@ -36,8 +46,17 @@ log = logging.getLogger(__name__)
 
 _DIRECT_BYTES = 1 << 20
 """Files up to this size are hashed on every call (cheaper than a cache entry); larger ones through the cache."""
-_DOC_SUFFIXES = (".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf")
-_DOC_PREFIXES = ("license", "notice", "copying")
+_DOC_SUFFIXES = (".md", ".markdown", ".rst", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf")
+"""Documentation by suffix: no loader reads these (a model card edited upstream is the same checkpoint)."""
+_LICENCE_NAMES = frozenset({"license", "licence", "notice", "copying"})
+"""Licence files left out only under these exact names (lower-cased, no suffix): ``LICENSE.py`` counts."""
+_BOOKKEEPING = (".git/", ".cache/huggingface/")
+"""Folders (relative to the checkpoint) of version control and hub download metadata."""
+_BOOKKEEPING_NAMES = frozenset({".gitattributes", ".gitignore"})
+_LOADABLE = (".py", ".pyc", ".so", ".json", ".jsonl", ".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf",
+             ".npz", ".npy", ".h5", ".msgpack", ".onnx", ".model", ".spm", ".vocab", ".tiktoken", ".txt", ".jinja",
+             ".yaml", ".yml", ".toml", ".cfg", ".ini")
+"""Suffixes of files that code, configs, weights or tokenizers are loaded from: never left out."""
 _CACHE_LOCK = threading.Lock()
 
 
@@ -86,18 +105,20 @@ def checkpoint_fingerprint(folder: Path, *, mtime: bool = True) -> str | None:
 
 
 def _answer_files(folder: Path) -> list[Path]:
-    """The files of `folder` (and its subfolders, symlinks followed as in a hub snapshot) that can shape an
-    answer: all but hidden paths and documentation."""
-    out = []
-    for f in folder.rglob("*"):
-        rel = f.relative_to(folder)
-        name = f.name.lower()
-        if any(part.startswith(".") for part in rel.parts) or name.endswith(_DOC_SUFFIXES) \
-                or name.startswith(_DOC_PREFIXES):
-            continue
-        if f.is_file():
-            out.append(f)
+    """The files of `folder` (and its subfolders, hidden ones included, symlinks followed as in a hub snapshot)
+    that can shape an answer: all but those `_left_out` names."""
+    out = [f for f in folder.rglob("*") if not _left_out(f.relative_to(folder).as_posix()) and f.is_file()]
     return sorted(out, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def _left_out(rel: str) -> bool:
+    """Whether the file at `rel` (a POSIX path in the checkpoint) is documentation or bookkeeping that no
+    loader reads (see the module docstring)."""
+    name = rel.rsplit("/", 1)[-1].lower()
+    if name.endswith(_LOADABLE) or "tokenizer" in name:
+        return False
+    return (name.endswith(_DOC_SUFFIXES) or name in _LICENCE_NAMES or name in _BOOKKEEPING_NAMES
+            or rel.startswith(_BOOKKEEPING))
 
 
 class _DigestCache:

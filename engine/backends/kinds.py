@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,8 +155,8 @@ async def _openai_backend(m: ModelSpec, detached: bool) -> Backend:
 
 
 def _openai_check(m: ModelSpec) -> list[tuple[str, str]]:
-    env = m.http.api_key_env if m.http is not None else None
-    return [("http.api_key_env", f"environment variable {env} is not set")] if env and not os.environ.get(env) else []
+    why = m.http.api_key_problem() if m.http is not None else None  # unset, or too weak to be redacted
+    return [("http.api_key_env", why)] if why else []
 
 
 register_backend("vllm", BackendKind(_vllm_backend, in_cluster=True, started=_vllm_started, check=_vllm_check))

@@ -7,11 +7,14 @@ in-process engine: the first token is constrained with `allowed_token_ids` and
 the letters' logprobs are read from `top_logprobs` (start vLLM's server with
 `--logprobs-mode processed_logprobs` to get the renormalised distribution).
 
-Bounded concurrency; retries with exponential backoff on 5xx, connection errors
-and timeouts; then the request becomes an error result (an error row). httpx's
-`timeout_s` bounds each read, so a server that trickles bytes would never time
-out: every request also has a deadline for the whole of it (`request_timeout_s`),
-past which it counts as timed out (`TimeoutError`). The API key is read from an
+Bounded concurrency; retries with exponential backoff on 429, 5xx, connection
+errors and timeouts (after the server's `Retry-After` where it sends one, up to
+`retry_after_max_s`); then the request becomes an error result (an error row).
+httpx's `timeout_s` bounds each read, so a server that trickles bytes would never
+time out: every request also has a deadline for the whole of it (`request_timeout_s`),
+past which it counts as timed out (`TimeoutError`), and a cap on the bytes of its
+reply (`max_reply_bytes`, `ReplyTooLarge`). The reply is read field by field
+(`engine.backends.openai_reply`). The API key is read from an
 environment variable and never logged or returned; a server's text is redacted
 before it is cut short (a key across the cut would leave its prefix).
 """
@@ -22,10 +25,13 @@ import asyncio
 import base64
 import io
 import logging
+import math
 import os
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -33,23 +39,39 @@ import numpy as np
 from PIL import Image
 
 from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT, BackendBase, EngineRequest, EngineResult
+from engine.backends.openai_reply import MalformedReply, read_reply
 from engine.config import HTTPSpec, SpecError
 from engine.runtime.secrets import redact, register_secret
-from engine.scoring import letter_logprobs
+from engine.scoring import AbsurdLogprob
 
-__all__ = ["FrameEncoder", "MalformedReply", "OpenAIHTTPBackend"]
+__all__ = ["FrameEncoder", "MalformedReply", "OpenAIHTTPBackend", "ReplyTooLarge", "retry_after_s"]
 
 log = logging.getLogger(__name__)
 
 _RETRYABLE = (httpx.TimeoutException, httpx.TransportError, TimeoutError)
 
 
-class MalformedReply(ValueError):
-    """A 200 reply that cannot be scored (missing fields, no logprobs where letter scoring needs them)."""
+class ReplyTooLarge(Exception):
+    """A reply longer than `[models.http] max_reply_bytes` (read no further; never retried: it would come again)."""
 
-    def __init__(self, message: str, kind: str = "MalformedReply") -> None:
-        super().__init__(message)
-        self.kind = kind
+
+def retry_after_s(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait that a `Retry-After` header asks for: a number of seconds or an HTTP-date (0 when that
+    date is past); None when there is no header or it is neither."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # an HTTP-date is GMT; a zone-less one is read so
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 class FrameEncoder:
@@ -138,9 +160,8 @@ class OpenAIHTTPBackend(BackendBase):
         self._client = httpx.AsyncClient(base_url=self.http.base_url.rstrip("/"), headers=self._headers(),
                                          timeout=self.http.timeout_s)
         try:
-            async with asyncio.timeout(self.http.request_timeout_s):
-                resp: httpx.Response | None = await self._client.get("/version")
-        except (httpx.HTTPError, TimeoutError):
+            resp: httpx.Response | None = await self._send("GET", "/version")
+        except (httpx.HTTPError, TimeoutError, ReplyTooLarge):
             resp = None  # the chat requests will say what is wrong, each on its row
         self.info = {"engine_version": f"openai-http ({self._version(resp)})", "worker": self.http.base_url}
         return self.info
@@ -173,18 +194,21 @@ class OpenAIHTTPBackend(BackendBase):
             self._letter_ids[letter] = int(tokens[0])
         return self._letter_ids[letter]
 
-    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """POST with retries on 5xx / connection errors / timeouts; 4xx fails at once."""
+    async def _post(self, path: str, body: dict[str, Any]) -> Any:
+        """POST with retries on 429 / 5xx / connection errors / timeouts; any other 4xx (and a reply past
+        `max_reply_bytes`) fails at once. A 429 or 5xx that says when to come back (`Retry-After`) is retried then,
+        or fails at once when that is past `retry_after_max_s`; otherwise the wait is the doubling backoff."""
         assert self._client is not None, "backend not started"
         delay = self.http.backoff_s
         for attempt in range(self.http.max_retries + 1):
             try:
-                resp = await self._send(path, body)
-                if resp.status_code < 500:
+                resp = await self._send("POST", path, body)
+                if resp.status_code < 500 and resp.status_code != 429:
                     resp.raise_for_status()
                     return resp.json()
+                said = "rate limited" if resp.status_code == 429 else "server error"
                 err: Exception = httpx.HTTPStatusError(
-                    f"server error {resp.status_code}: {redact(resp.text)[:300]}", request=resp.request, response=resp)
+                    f"{said} {resp.status_code}: {redact(resp.text)[:300]}", request=resp.request, response=resp)
             except _RETRYABLE as e:
                 err = e
             except httpx.HTTPStatusError as e:
@@ -192,21 +216,56 @@ class OpenAIHTTPBackend(BackendBase):
                                             request=e.request, response=e.response) from None
             if attempt == self.http.max_retries:
                 raise err
-            log.info("%s %s failed (%s); retry %d in %.2fs", path, self.model, type(err).__name__, attempt + 1, delay)
-            await asyncio.sleep(delay)
+            wait = self._retry_wait(err, delay) if isinstance(err, httpx.HTTPStatusError) else delay
+            log.info("%s %s failed (%s); retry %d in %.2fs", path, self.model, type(err).__name__, attempt + 1, wait)
+            await asyncio.sleep(wait)
             delay *= 2
         raise AssertionError("unreachable")
 
-    async def _send(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        """One POST, its reply read to the last byte within `request_timeout_s` (else TimeoutError)."""
+    def _retry_wait(self, err: httpx.HTTPStatusError, backoff: float) -> float:
+        """How long to wait before retrying a 429 or 5xx: its `Retry-After` (seconds or an HTTP-date), else
+        `backoff`; a `Retry-After` past `retry_after_max_s` raises `err` now, saying so (an earlier retry would
+        only meet the same limit)."""
+        after = retry_after_s(err.response.headers.get("retry-after"))
+        if after is None:
+            return backoff
+        cap = self.http.retry_after_max_s
+        if after > cap:
+            raise httpx.HTTPStatusError(f"{err} (the server asks to retry after {after:g} s, more than "
+                                        f"[models.http] retry_after_max_s = {cap:g} s)",
+                                        request=err.request, response=err.response) from None
+        return after
+
+    async def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        """One request, its reply read to the last byte within `request_timeout_s` (else TimeoutError) and up to
+        `max_reply_bytes` (else `ReplyTooLarge`, read no further)."""
         assert self._client is not None, "backend not started"
         deadline = self.http.request_timeout_s
         try:
-            async with asyncio.timeout(deadline):
-                return await self._client.post(path, json=body)
+            async with asyncio.timeout(deadline), self._client.stream(method, path, json=body) as resp:
+                return await self._read_capped(resp, path)
         except TimeoutError:
             raise TimeoutError(f"{path}: no complete reply within {deadline:g} s "
                                "([models.http] request_timeout_s)") from None
+
+    async def _read_capped(self, resp: httpx.Response, path: str) -> httpx.Response:
+        """`resp` with its body read, at most `max_reply_bytes` of it (after any content decoding, so a
+        compressed reply is held to the same cap); `ReplyTooLarge` past it, without reading the rest."""
+        cap = self.http.max_reply_bytes
+        too_large = ReplyTooLarge(f"{path}: the reply is larger than {cap} bytes ([models.http] max_reply_bytes); "
+                                  "not read further")
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap and not resp.headers.get("content-encoding"):
+            raise too_large
+        chunks, size = [], 0
+        async for chunk in resp.aiter_bytes():
+            size += len(chunk)
+            if size > cap:
+                raise too_large
+            chunks.append(chunk)
+        headers = [(k, v) for k, v in resp.headers.multi_items()
+                   if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        return httpx.Response(resp.status_code, headers=headers, content=b"".join(chunks), request=resp.request)
 
     async def _body(self, r: EngineRequest) -> dict[str, Any]:
         messages = self._messages(r)
@@ -262,43 +321,19 @@ class OpenAIHTTPBackend(BackendBase):
                 return self._error(r, type(err).__name__, str(err) or repr(err))
             try:
                 return self._result(r, data, time.perf_counter() - t0)
-            except MalformedReply as err:
-                return self._error(r, err.kind, str(err))
+            except AbsurdLogprob as err:
+                return self._error(r, "AbsurdLogprob", f"the server's reply cannot be scored: {err}")
+            except MalformedReply as err:  # the reply itself is shown when its shape is wrong (redacted, then cut)
+                said = f"{err}: {redact(str(data))[:300]}" if err.kind == "MalformedReply" else str(err)
+                return self._error(r, err.kind, said)
             except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
                 reply = redact(str(data))[:300]  # redacted before it is cut
                 return self._error(r, "MalformedReply",
                                    f"unreadable chat completion ({type(err).__name__}: {err}): {reply}")
 
-    def _result(self, r: EngineRequest, data: dict[str, Any], engine_s: float) -> EngineResult:
-        choice = data["choices"][0]
-        logprobs = choice.get("logprobs")
-        content = (logprobs or {}).get("content") or []
-        if r.mode == "letter" and not content:
-            raise MalformedReply(
-                "the server answered without logprobs, so the option-letter distribution is unknown "
-                "(letter scoring needs them; vLLM: start the server with --logprobs-mode processed_logprobs)",
-                kind="NoLogprobs")
-        letters = set(r.letters)
-        first = {t["token"]: t["logprob"] for t in (content[0].get("top_logprobs") or [])} if content else {}
-        letter_lp = {tok: float(lp) for tok, lp in first.items() if tok in letters and lp is not None
-                     and np.isfinite(lp)}
-        lps = [c["logprob"] for c in content if c.get("logprob") is not None]
-        token_letters = [(c.get("token") or "", letter_logprobs(
-            ((t.get("token") or "", t.get("logprob")) for t in [c, *(c.get("top_logprobs") or [])]), r.letters))
-            for c in content] if r.mode == "generate" and r.letters else None
-        usage = data.get("usage") or {}
-        return EngineResult(
-            request_id=r.request_id,
-            text=choice["message"].get("content") or "",
-            letter_logprobs=letter_lp,
-            prompt_tokens=usage.get("prompt_tokens"),
-            output_tokens=usage.get("completion_tokens"),
-            mean_logprob=float(np.mean(lps)) if lps else None,
-            token_letters=token_letters,
-            engine_s=engine_s,
-            worker=self.http.base_url,
-            engine_version=self.info.get("engine_version"),
-        )
+    def _result(self, r: EngineRequest, data: Any, engine_s: float) -> EngineResult:
+        return read_reply(r, data, engine_s=engine_s, worker=self.http.base_url,
+                          engine_version=self.info.get("engine_version"))
 
     async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
         return list(await asyncio.gather(*(self._one(r) for r in requests)))

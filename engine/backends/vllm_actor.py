@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.backends.warm import NAMESPACE, WarmEngineStoppedError, engine_key, engine_settings, find_engine
 from engine.config import EngineSpec
@@ -30,7 +32,7 @@ from engine.frames.remote import FRAMES_LOST, FrameResolver, FramesLostError
 from engine.runtime.imports import heavy_imports
 from engine.runtime.placement import Placement, actor_options, place, release, resolve_gpus
 from engine.runtime.replicas import EngineHungError
-from engine.scoring import letter_logprobs
+from engine.scoring import AbsurdLogprob, checked_logprob, letter_logprobs
 
 __all__ = ["VLLMActorBackend", "VLLMWorker", "batch_deadline_s", "engine_env", "in_process_core"]
 
@@ -328,7 +330,9 @@ class VLLMWorker:
     def _inputs(self, r: EngineRequest) -> dict[str, Any]:
         prompt: dict[str, Any] = {"prompt": r.prompt}
         if r.video is not None:
-            video = (r.video, r.video_meta) if r.video_meta is not None else r.video
+            # vLLM's processor takes one array: frames that repeat (`RepeatedFrames`) become it here, once per view
+            frames = r.video if isinstance(r.video, np.ndarray) else np.asarray(r.video)
+            video = (frames, r.video_meta) if r.video_meta is not None else frames
             prompt["multi_modal_data"] = {"video": video}
             if r.media_uuid:
                 prompt["multi_modal_uuids"] = {"video": [r.media_uuid]}
@@ -353,6 +357,16 @@ class VLLMWorker:
                                   structured_outputs=StructuredOutputsParams(choice=list(r.choices)))
         return SamplingParams(max_tokens=r.max_tokens, temperature=0.0, logprobs=20)
 
+    def _read(self, r: EngineRequest, out: Any, engine_s: float) -> EngineResult:
+        """The result of one request's output; a log-probability that is no log-probability (`AbsurdLogprob`)
+        fails this request only, never the batch (which the driver would take for a dead engine)."""
+        try:
+            return self._result(r, out, engine_s)
+        except AbsurdLogprob as err:
+            return EngineResult(r.request_id, error_type="AbsurdLogprob",
+                                error=f"the engine's reply cannot be scored: {err}", worker=self.worker,
+                                engine_version=self.version)
+
     def _result(self, r: EngineRequest, out: Any, engine_s: float) -> EngineResult:
         comp = out.outputs[0]
         first = comp.logprobs[0] if comp.logprobs else {}
@@ -363,10 +377,12 @@ class VLLMWorker:
                 tid = self.letter_token_id(x)
             except ValueError:
                 continue
-            if tid in by_token and math.isfinite(by_token[tid]):
-                letter_lp[x] = float(by_token[tid])
+            if tid in by_token:
+                lp = checked_logprob(by_token[tid], f"option letter {x!r}")
+                if math.isfinite(lp):
+                    letter_lp[x] = lp
         chosen = [comp.logprobs[i].get(t) for i, t in enumerate(comp.token_ids)] if comp.logprobs else []
-        lps = [c.logprob for c in chosen if c is not None]
+        lps = [checked_logprob(c.logprob, f"generated token {k}") for k, c in enumerate(chosen) if c is not None]
         return EngineResult(
             request_id=r.request_id,
             text=comp.text,
@@ -426,7 +442,7 @@ class VLLMWorker:
             log.warning("batch of %d failed (%s: %s); retrying one by one", len(requests), type(err).__name__, err)
             return [self._one(r) for r in requests]
         per = (time.perf_counter() - t0) / len(requests)
-        return [self._result(r, o, per) for r, o in zip(requests, outs)]
+        return [self._read(r, o, per) for r, o in zip(requests, outs)]
 
     def _one(self, r: EngineRequest) -> EngineResult:
         t0 = time.perf_counter()
@@ -438,7 +454,7 @@ class VLLMWorker:
             # whole: the driver redacts the secrets it knows, then cuts (a cut here could split a secret)
             return EngineResult(r.request_id, error_type=type(err).__name__, error=str(err),
                                 worker=self.worker, engine_version=self.version)
-        return self._result(r, out, time.perf_counter() - t0)
+        return self._read(r, out, time.perf_counter() - t0)
 
 
 def _killed(err: BaseException) -> bool:

@@ -15,6 +15,7 @@ import typer
 from engine.cli._checks import check_output
 from engine.cli._console import console, fail, writing
 from engine.runtime.output import JSONValueError, json_text, write_json
+from engine.runtime.secrets import redact
 
 __all__ = ["STDOUT", "JsonPath", "check_json", "emit_json", "to_stdout"]
 
@@ -43,7 +44,7 @@ def emit_json(path: Path | None, doc: Any) -> None:
         return
     try:
         if to_stdout(path):
-            typer.echo(json_text(doc, "the JSON document"))
+            typer.echo(redact(json_text(doc, "the JSON document")))  # as `write_json` writes it to a file
             return
         with writing("the JSON document", path):
             write_json(path, doc)

@@ -381,6 +381,7 @@ def import_lmms_eval(
     for name, (model, data, budget) in summary.placed.items():
         console.print(f"{name} -> model {model}, dataset {data}, budget {budget}", markup=False, soft_wrap=True)
     same = f", {summary.duplicates} given twice" if summary.duplicates else ""
+    same += f", {summary.unscored} without a usable score (error rows)" if summary.unscored else ""
     console.print(f"imported {summary.runs} runs: {summary.rows} rows written, {summary.skipped} already there"
                   f"{same} -> {out}", markup=False, soft_wrap=True)
     reading = (f"read again with --extraction {summary.extraction} (lmms-eval's own parse kept in pred_extracted)"

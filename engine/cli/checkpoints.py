@@ -95,14 +95,24 @@ def _table(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> None:
     console.print(t)
 
 
+def _ceilings(rows: list[dict[str, Any]]) -> None:
+    """One line per checkpoint read at fewer frames than the study's most (its base's chains end early)."""
+    from engine.metrics.checkpoint_study import frame_ceilings
+
+    for model, note in frame_ceilings(rows).items():
+        console.print(f"{model}: {note}", markup=False)
+
+
 def _official(doc: dict[str, Any]) -> None:
     from engine.metrics.benchmark_scores import score_text
+    from engine.metrics.checkpoint_study import frames_label, trap_verdict
 
     _table(f"temporal trap vs {', '.join(doc['bases'])}: official scores (points of each one's full scale)",
            ("checkpoint", "base", "frames", "video datasets", "video gain", "image datasets", "image loss", "trapped"),
-           [[r["model_id"], r["base_id"], str(r["frames"]), str(r["n_video_datasets"]), points(r["video_gain"], True),
-             str(r["n_image_datasets"]), points(r["image_loss"], True), "yes" if r["trapped"] else ""]
+           [[r["model_id"], r["base_id"], frames_label(r["frames"]), str(r["n_video_datasets"]),
+             points(r["video_gain"], True), str(r["n_image_datasets"]), points(r["image_loss"], True), trap_verdict(r)]
             for r in doc["temporal_trap"]])
+    _ceilings(doc["temporal_trap"])
     images = sorted({b for r in doc["temporal_trap"] for b in r.get("image_budgets") or []})
     if images:
         console.print(f"image scores from (dataset:budget): {', '.join(images)}", markup=False)
@@ -123,14 +133,16 @@ def _official(doc: dict[str, Any]) -> None:
 
 def print_checkpoints(doc: dict[str, Any]) -> None:
     """The audit's tables on the console: official scores first, then the per-question view (points)."""
+    from engine.metrics.checkpoint_study import frames_label, trap_verdict
+
     kinds = ", ".join(f"{d} {k}" for d, k in doc["dataset_kinds"].items())
     console.print(f"datasets (kind from the items' media): {kinds}", markup=False)
     _official(doc)
     pq = doc["per_question"]
     _table("per question (every MMBench rotation, every MME question an item): temporal trap (points)",
            ("checkpoint", "base", "frames", "video acc", "video gain", "image acc", "image loss", "trapped"),
-           [[r["model_id"], r["base_id"], str(r["frames"]), points(r["video_accuracy"]), points(r["video_gain"], True),
-             points(r["image_accuracy"]), points(r["image_loss"], True), "yes" if r["trapped"] else ""]
+           [[r["model_id"], r["base_id"], frames_label(r["frames"]), points(r["video_accuracy"]),
+             points(r["video_gain"], True), points(r["image_accuracy"]), points(r["image_loss"], True), trap_verdict(r)]
             for r in pq["temporal_trap"] if r["model_id"] != r["base_id"]])
     _table("per question: each checkpoint and dataset at the dataset's score budget (points)",
            ("checkpoint", "dataset", "kind", "budget", "items", "acc", "base acc", "gain", "rescue", "harm"),

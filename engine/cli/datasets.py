@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from engine.cli._console import console, fail
+from engine.cli._console import UNWRAPPED, console, fail
 
 if TYPE_CHECKING:
+    from engine.config.catalog import AdapterInfo
     from engine.sweep.survey import DatasetSurvey
 
 __all__ = ["register"]
 
 
 _MISSING_SHOWN = 10
+_PLAIN_WIDTH = 80
+"""The width of `datasets NAME` in a file or a pipe without `COLUMNS` (its descriptions are paragraphs)."""
 
 
 def datasets(
@@ -42,14 +46,43 @@ def datasets(
         fail(f"unknown dataset {name!r}; known: {known}")
         raise typer.Exit(2)
     for info in infos:
-        t = Table(title=f"{info.name} ({info.version}): {info.summary}", title_justify="left",
-                  title_style="bold")
-        for col in ("field", "type", "default", "description"):
-            t.add_column(col, overflow="fold")
-        for f in info.fields:
-            t.add_row(f.name, f.type, "required" if f.required else f.default, f.description)
-        console.print(t)
+        if console.is_terminal:
+            _print_field_table(info)
+        else:
+            _print_field_blocks(info)
         _print_source(info.name)
+
+
+def _width() -> int:
+    """The width of `datasets NAME`: the terminal's, `COLUMNS`, else 80 (a file or a pipe)."""
+    return console.width if console.width < UNWRAPPED else _PLAIN_WIDTH
+
+
+def _say(text: str, indent: str = "", **style: str) -> None:
+    """A paragraph wrapped at `_width()` (paths and ids never split)."""
+    for line in textwrap.wrap(text, _width(), initial_indent=indent, subsequent_indent=indent or "  ",
+                              break_long_words=False, break_on_hyphens=False) or [""]:
+        console.print(line, soft_wrap=True, **style)
+
+
+def _print_field_table(info: AdapterInfo) -> None:
+    t = Table(title=f"{info.name} ({info.version}): {info.summary}", title_justify="left", title_style="bold")
+    for col in ("field", "type", "default", "description"):
+        t.add_column(col, overflow="fold")
+    for f in info.fields:
+        t.add_row(f.name, f.type, "required" if f.required else f.default, f.description)
+    console.print(t)
+
+
+def _print_field_blocks(info: AdapterInfo) -> None:
+    """Off a terminal: one block per field (its name, type and default, then its description indented), every
+    line within `_width()` columns, so a pipe, a pager or a file reads it as it is."""
+    _say(f"{info.name} ({info.version}): {info.summary}", style="bold")
+    for f in info.fields:
+        console.print()
+        _say(f"{f.name}: {f.type}; " + ("required" if f.required else f"default {f.default}"), indent="")
+        _say(f.description, indent="    ")
+    console.print()
 
 
 def _print_source(name: str) -> None:
@@ -60,9 +93,9 @@ def _print_source(name: str) -> None:
     if src is None:
         return
     how = f"framesweep fetch {name} --to DIR" if src.fetchable else "by hand"
-    console.print(f"source: {src.where} ({how}){'; ' + src.note if src.note else ''}", soft_wrap=True)
-    console.print("layout under --data DIR: " + ", ".join(f"{k} = DIR/{v}" if v != "." else f"{k} = DIR"
-                                                          for k, v in src.layout.items()), soft_wrap=True)
+    _say(f"source: {src.where} ({how}){'; ' + src.note if src.note else ''}")
+    _say("layout under --data DIR: " + ", ".join(f"{k} = DIR/{v}" if v != "." else f"{k} = DIR"
+                                                 for k, v in src.layout.items()))
 
 
 def _print_survey(s: DatasetSurvey) -> None:

@@ -2,7 +2,7 @@
 
 The quick path (`--model PATH --family F --dataset NAME --data DIR --frames 0,8,32 --limit 20 --out OUT`)
 builds a spec as a dict: one model (its family from `--family`, else from `tiny:<family>` or the
-checkpoint's `config.json` model_type), one dataset whose path fields come from the data folder's
+checkpoint's `config.json` model_type: a folder's, or a hub id's in the local Hugging Face cache), one dataset whose path fields come from the data folder's
 layout (`engine.datasets.sources`), a budget per frame count, the results in OUT. It is validated
 like a spec file (every problem named, exit 2) and written to `OUT/spec.toml` before the run, so the
 run can be repeated or edited as a file. On a spec file, `--limit`, `--models` and `--budgets` change
@@ -31,21 +31,57 @@ def _slug(text: str) -> str:
 
 
 def _family(model: str) -> str:
-    """The family of `tiny:<family>`, or the model_type of a checkpoint folder's config.json when it is a known
-    family; SpecError asking for --family otherwise."""
+    """The family of `tiny:<family>`, or the model_type of the checkpoint's config.json (a folder, or a hub id's
+    snapshot in the local Hugging Face cache) when it is a known family. SpecError otherwise: first for a
+    checkpoint that is not there (a missing folder, a hub id out of reach offline), then asking for --family."""
+    from engine.backends.checkpoint import model_folder
     from engine.backends.families import FAMILIES
+    from engine.config import ModelSpec
+    from engine.sweep.preflight import close_sibling, hub_cache, is_hub_id, model_problems
 
-    known = ", ".join(sorted(FAMILIES))
     if model.startswith("tiny:"):
         return model.removeprefix("tiny:")
     try:
-        kind = json.loads((Path(model) / "config.json").read_text()).get("model_type")
-    except (OSError, ValueError, AttributeError):
-        kind = None
+        folder = model_folder(model)
+    except OSError:  # a name the file system refuses: the path check below names it
+        folder = None
+    kind = _model_type(folder) if folder is not None else None
     if kind in FAMILIES:
         return str(kind)
-    said = f" (its config.json says model_type {kind!r})" if kind else ""
-    raise SpecError(f"--family: give the model family of {model}{said}; known: {known}")
+    if problems := model_problems(ModelSpec(id="quick", family="?", path=model)):
+        raise SpecError(f"--model: {problems[0][1]}")
+    if folder is not None:
+        said = f" (its config.json says model_type {kind!r})" if kind else " (its config.json names no model_type)"
+    elif is_hub_id(model):
+        near = close_sibling(model)
+        said = (f" (no folder here, and as a hub id not in the local Hugging Face cache, {hub_cache()}: its "
+                "config.json cannot be read before vLLM downloads it" + (f"; did you mean {near}?)" if near else ")"))
+    else:
+        said = ""
+    raise SpecError(f"--family: give the model family of {model}{said}; known: {', '.join(sorted(FAMILIES))}")
+
+
+def _model_type(folder: Path) -> str | None:
+    """The `model_type` of a checkpoint folder's config.json (None when it has none or cannot be read)."""
+    try:
+        kind = json.loads((folder / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return kind if isinstance(kind, str) else None
+
+
+def _need_folder(data: Path) -> None:
+    """`--data DIR` is a folder (else one sentence, with the nearest existing name), before anything is built."""
+    from engine.sweep.preflight import close_sibling
+
+    try:
+        if data.is_dir():
+            return
+        what = "is not a folder" if data.exists() else "no such folder"
+    except OSError as err:
+        raise SpecError(f"--data: {data}: {err.strerror or err}") from None
+    near = close_sibling(str(data)) if what == "no such folder" else None
+    raise SpecError(f"--data: {data}: {what}" + (f" (did you mean {near}?)" if near else ""))
 
 
 def _frames(text: str) -> list[int]:
@@ -69,6 +105,7 @@ def quick_spec(*, model: str, family: str | None, dataset: str, data: Path | Non
     if data is not None:
         if dataset not in SOURCES:
             raise SpecError(f"--data: no known layout for {dataset}; write a spec file (`framesweep spec --example`)")
+        _need_folder(data)
         table |= layout_fields(dataset, data.resolve())
     doc: dict[str, Any] = {
         "sweep_id": _slug(f"{Path(model.removeprefix('tiny:')).name}-{dataset}"),

@@ -1,11 +1,13 @@
 """`framesweep run` and `demo`: a sweep from a spec file or from flags, shown while it runs, logged, ended with
 one exit code, and summed up (the accuracy tables per chain, `OUT/summary.json`).
 
-What a run prints, in order: the run log's path (`OUT/logs/run-<time>.log`, `engine.cli.runlog`), then
-the progress (`engine.cli.progress`: phases with their elapsed time from the first second; plain lines
-when stderr is no terminal), the Ray cluster it joined and Ray's own log folder once Ray is up, and at
-the end one summary line, the accuracy and rescue/harm tables per chain, and `OUT/summary.json`'s
-path. A run that ends on an error prints one sentence (and where the log is) with its exit code.
+What a run prints, in order: the progress (`engine.cli.progress`: phases with their elapsed time from the
+first second; plain lines when stderr is no terminal), the run log's path (`OUT/logs/run-<time>.log`,
+`engine.cli.runlog`) once the run holds OUT (its plan recorded), the Ray cluster it joined and Ray's own log
+folder once Ray is up, and at the end one summary line, the accuracy and rescue/harm tables per chain, and
+`OUT/summary.json`'s path. A run that ends on an error prints one sentence (and where the log is) with its
+exit code; one refused before it held OUT writes no log there, and leaves no folder it made
+(`engine.cli.fresh_out`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from engine.cli._console import console, err_console, fail, setup_logging, warn
+from engine.cli.fresh_out import NewInOut, refuse_foreign
 from engine.cli.progress import RunProgress
 from engine.cli.quick import QUICK_FLAGS, load_with_overrides, quick_spec
-from engine.cli.runlog import run_log
+from engine.cli.runlog import RunLog
 from engine.cli.summary import print_tables, write_summary
 from engine.config import SpecError, SweepSpec, load_spec
 from engine.datasets.errors import DatasetError
@@ -121,22 +124,30 @@ def _failed_jobs(failed: int, permanent: int, out_dir: Path) -> int:
     return EXIT_PERMANENT_FAILURES
 
 
-def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None) -> SweepSummary:
-    """Run the sweep under its progress display; a quick path's spec is written to OUT/spec.toml once the run holds
-    the directory (its plan recorded)."""
+def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunLog) -> SweepSummary:
+    """Run the sweep under its progress display; once the run holds the directory (its plan recorded) its log
+    opens there and a quick path's spec is written to OUT/spec.toml."""
     from engine.backends.kinds import in_cluster
+    from engine.cli.local_assets import build_local_assets, local_assets
     from engine.config.toml_out import write_spec_toml
     from engine.sweep import Sweep
 
+    refuse_foreign(Path(spec.store.out_dir), spec.sweep_id)  # before the run writes its lock or anything there
     uses_ray = any(in_cluster(m) for m in spec.models)
-    with RunProgress(spec.sweep_id, [m.id for m in spec.models], every_s=every_s, on_ray=_say_ray,
-                     uses_ray=uses_ray) as progress:
+    steps = local_assets(spec)  # a fresh machine's tiny checkpoints and synthetic videos: phases of their own
+    progress = RunProgress(spec.sweep_id, [m.id for m in spec.models], every_s=every_s, on_ray=_say_ray,
+                           uses_ray=uses_ray)
+    progress.set_stage(steps[0][0] if steps else None)
+    with progress:
         def hook(event: str, n: int) -> None:
+            if event == "total" and not run_log.held and (path := run_log.hold()) is not None:
+                _note(f"log: {path}")
             if event == "total" and spec_doc is not None:
                 write_spec_toml(spec_doc, Path(spec.store.out_dir) / "spec.toml")
                 _note(f"spec: {Path(spec.store.out_dir) / 'spec.toml'} (`framesweep run` it to repeat this run)")
             progress(event, n)
 
+        build_local_assets(steps, progress)
         return asyncio.run(_watched(Sweep(spec, progress=hook)))
 
 
@@ -198,23 +209,25 @@ def run_spec(spec: SweepSpec, source: str = "<spec>", *, every_s: float = 30.0, 
     except SpecError as err:
         fail(err)
         return 2
-    with run_log(Path(spec.store.out_dir)) as log_path:
-        if log_path is not None:
-            _note(f"log: {log_path}")
+    out = Path(spec.store.out_dir)
+    made = NewInOut(out)
+    with RunLog(out) as run_log:
         try:
-            summary = _sweep(spec, every_s, spec_doc)
+            summary = _sweep(spec, every_s, spec_doc, run_log)
         except Exception as err:
+            if not run_log.held:  # refused before it recorded a plan: what it made in OUT goes again
+                made.discard()
             if (code := ending(err)) is None:
                 log.exception("the run failed")
                 raise
             log.info("the run ended with exit %d: %s", code, err, exc_info=code == EXIT_ENGINE_START)  # the file only
             fail(err)
-            if log_path is not None:
-                _note(f"the run's log (every engine line included): {log_path}")
+            if run_log.path is not None:
+                _note(f"the run's log (every engine line included): {run_log.path}")
             if code == EXIT_WARM_ENGINE_STOPPED:
                 leave(code)
             return code
-        code = _finish(spec, summary, log_path)
+        code = _finish(spec, summary, run_log.path)
     if summary.stopped:
         # a signal stopped the run and every finished row is committed: leave at once, since Ray's own
         # SIGTERM handler in this process turns its exit-time shutdown into an abort (-6 instead of 130)

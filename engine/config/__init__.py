@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from engine.config.budgets import MAX_SEED, BudgetPoint, GridSpec, IsoComputeSpec
 from engine.config.checkpoint import CheckpointSpec
-from engine.config.models import EngineSpec, HTTPSpec, ModelSpec
+from engine.config.models import EngineSpec, HTTPSpec, ModelSpec, register_spec_secrets
 from engine.config.options import DecodeSpec, PredictorSpec, PromptSpec, StoreSpec
 from engine.config.source import SpecError
 from engine.config.sweep import (
@@ -50,5 +50,6 @@ __all__ = [
     "load_spec",
     "parse_spec",
     "register_dataset_spec",
+    "register_spec_secrets",
     "unregister_dataset_spec",
 ]

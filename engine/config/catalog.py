@@ -46,17 +46,42 @@ def spec_classes() -> dict[str, type[BaseModel]]:
     return dict(dataset_spec_classes())
 
 
+_WORDS = {bool: "boolean", int: "integer", float: "number", str: "string", Path: "path", type(None): "null"}
+"""Plain types in words (`integer or null`, `list of strings`): what a user writes in TOML, not Python's typing."""
+
+
+def _either(names: list[str]) -> str:
+    """`a or b`, `a, b or c`; `list of strings, or null` where a part has words of its own."""
+    if len(names) == 1:
+        return names[0]
+    last = ", or " if any(" " in n for n in names) else " or "
+    return f"{', '.join(names[:-1])}{last}{names[-1]}"
+
+
+def _plural(name: str) -> str:
+    """A type's name for several values: `strings`, `lists of integers`, or as it is (a choice of literals)."""
+    if name.startswith('"') or " or " in name:
+        return name
+    head, _, rest = name.partition(" ")
+    return f"{head}s {rest}".rstrip()
+
+
 def _type_name(tp: Any) -> str:
+    """A field's type in words: `integer or null`, `list of strings`, `"first" or "joined"`."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        return _type_name(args[0])
     if origin is Literal:
-        return " | ".join(json.dumps(a) for a in args)
+        return _either([json.dumps(a) for a in args])
     if origin in (typing.Union, types.UnionType):
-        return " | ".join("null" if a is type(None) else _type_name(a) for a in args)
-    if origin is list:
-        return f"list[{_type_name(args[0])}]"
-    if tp is Path:
-        return "path"
-    return getattr(tp, "__name__", str(tp))
+        return _either([_type_name(a) for a in args])
+    if origin in (list, tuple, set, frozenset) and args:
+        return f"list of {_plural(_type_name(args[0]))}"
+    if origin is dict and len(args) == 2:
+        return f"table of {_plural(_type_name(args[1]))}"
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return "table"
+    return _WORDS.get(tp) or ("any value" if tp is Any else getattr(tp, "__name__", str(tp)))
 
 
 def _toml(value: Any) -> str:

@@ -1,10 +1,18 @@
 """The models of a sweep: how each engine is started (`EngineSpec`), an OpenAI-compatible server that
 answers for one (`HTTPSpec`), and the model itself (`ModelSpec`).
+
+A server's secrets are registered for redaction (`engine.runtime.secrets`) as soon as a spec names
+them: a credential written into `base_url` when the spec is read (one too short or too plain to be
+redacted safely is refused there, naming where it sits), the key in the `api_key_env` variable
+when the preflight checks it (`HTTPSpec.api_key_problem`). `register_spec_secrets` does both for a
+spec recorded in a results directory, so a later command writes neither into any file.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -12,7 +20,15 @@ from pydantic import Field, field_validator, model_validator
 from engine.config.budgets import BudgetPoint
 from engine.config.checkpoint import CheckpointSpec
 from engine.config.vllm_args import unknown_engine_args
+from engine.runtime.secrets import MIN_SECRET_LEN, register_secret, secret_problem, url_credentials
 from engine.strict import StrictModel
+
+_KEY_HINT = (f"use a random key of at least {MIN_SECRET_LEN} characters (python -c \"import secrets; "
+             "print(secrets.token_urlsafe(24))\")")
+
+PLACEHOLDER_KEYS = frozenset({"empty", "none", "null", "dummy", "no-key", "nokey", "-"})
+"""Values that say "no key" to a local server (OpenAI clients need some value; vLLM's docs use EMPTY): sent as
+they are, never registered as secrets (they are not, and redacting them would rewrite ordinary words)."""
 
 _PARALLEL = ("tensor_parallel_size", "pipeline_parallel_size")
 
@@ -167,13 +183,52 @@ class HTTPSpec(StrictModel):
         default=600.0, gt=0, allow_inf_nan=False,
         description="Deadline in seconds of one whole request, from sending it to the reply's last byte; past it "
         "the request counts as timed out (retried like a timeout, then an error row).")
-    max_retries: int = Field(default=3, ge=0, description="Retries on 5xx, connection errors and timeouts.")
+    max_retries: int = Field(default=3, ge=0, description="Retries on 429, 5xx, connection errors and timeouts.")
     backoff_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles each retry.")
+    retry_after_max_s: float = Field(
+        default=60.0, ge=0, allow_inf_nan=False,
+        description="Longest Retry-After (of a 429 or 5xx) waited for before a retry; a reply asking for longer "
+        "fails its request at once (an error row a rerun retries).")
+    max_reply_bytes: int = Field(
+        default=16 * 2**20, gt=0,
+        description="Most bytes of one reply read (after decompression); a longer reply is not read further and "
+        "fails its request (ReplyTooLarge).")
     jpeg_quality: int = Field(default=85, ge=1, le=100, description="JPEG quality of the frames sent.")
     send_video_metadata: bool = Field(
         default=True,
         description="Send fps/frame indices per request (server needs --trust-request-mm-kwargs).",
     )
+
+    @field_validator("base_url")
+    @classmethod
+    def _url_credentials_are_secrets(cls, url: str) -> str:
+        """A credential in the URL (`?api_key=...`, `user:password@`) is registered for redaction now, before any
+        file is written; one that redaction could not tell from other text is refused (never naming it)."""
+        for where, value in url_credentials(url):
+            if why := secret_problem(value):
+                raise ValueError(f"{where} holds a credential framesweep cannot keep out of its files and results "
+                                 f"({why}); {_KEY_HINT}, or pass it in api_key_env instead")
+            register_secret(value)
+        return url
+
+    def api_key_problem(self) -> str | None:
+        """What is wrong with the key `api_key_env` names, in this environment (unset, or too short or too plain
+        to be redacted safely: never naming its value); None when it is fine or none is named. A good key is
+        registered for redaction."""
+        env = self.api_key_env
+        if not env:
+            return None
+        key = os.environ.get(env)
+        if not key:
+            return f"environment variable {env} is not set"
+        if key.strip().lower() in PLACEHOLDER_KEYS:
+            return None  # the "no key" convention of local servers (vLLM's docs: EMPTY): nothing to keep secret
+        if why := secret_problem(key):
+            return (f"environment variable {env} holds an API key framesweep cannot keep out of its files and "
+                    f"results ({why}: redacting it could rewrite ordinary text); {_KEY_HINT}, or leave "
+                    "api_key_env out for a server that needs no key")
+        register_secret(key)
+        return None
 
 class ModelSpec(StrictModel):
     """A frozen model to audit."""
@@ -204,3 +259,20 @@ class ModelSpec(StrictModel):
         if self.backend == "openai" and self.http is None:
             raise ValueError("backend = 'openai' needs an [models.http] table with base_url")
         return self
+
+
+def register_spec_secrets(spec_doc: Any) -> None:
+    """Register the secrets of a spec recorded as a mapping (a manifest's): the credentials in each server's
+    `base_url` and the key in the `api_key_env` variable each names (from this environment). Values too short
+    or too plain to be redacted safely are left out (a run refuses them); anything malformed is skipped."""
+    models = spec_doc.get("models") if isinstance(spec_doc, Mapping) else None
+    for m in models if isinstance(models, list) else []:
+        http = m.get("http") if isinstance(m, Mapping) else None
+        if not isinstance(http, Mapping):
+            continue
+        url, env = http.get("base_url"), http.get("api_key_env")
+        values = [v for _, v in url_credentials(url)] if isinstance(url, str) else []
+        values += [os.environ.get(env, "")] if isinstance(env, str) and env else []
+        for value in values:
+            if value and secret_problem(value) is None:
+                register_secret(value)

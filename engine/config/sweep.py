@@ -12,6 +12,7 @@ from engine.config.budgets import BudgetPoint, GridSpec, IsoComputeSpec, cost_or
 from engine.config.models import ModelSpec
 from engine.config.options import DecodeSpec, PredictorSpec, PromptSpec, StoreSpec
 from engine.config.source import SpecError, SpecFileError, read_spec_file
+from engine.config.suggest import closest_field
 from engine.datasets import DatasetSpec
 from engine.datasets.spec import IMAGE_BUDGETS
 from engine.registry import Registry
@@ -229,10 +230,12 @@ def _rebuild_dataset_fields() -> None:
 
 
 def _format_error(source: str, err: ValidationError) -> str:
+    """One line per error at its field path; a key no table has names the closest field it does have."""
     lines = [f"{source}: invalid sweep spec ({err.error_count()} error(s))"]
     for e in err.errors():
         path = ".".join(str(p) for p in e["loc"]) or "<root>"
-        lines.append(f"  {path}: {e['msg']}")
+        near = closest_field(SweepSpec, e["loc"]) if e["type"] == "extra_forbidden" else None
+        lines.append(f"  {path}: {e['msg']}" + (f" (did you mean {near}?)" if near else ""))
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import tomli_w
 
 from engine.runtime.atomic import atomic_write
+from engine.runtime.secrets import redact
 
 __all__ = ["spec_toml", "toml_key", "toml_value", "write_spec_toml"]
 
@@ -38,9 +39,10 @@ def spec_toml(data: dict[str, Any]) -> str:
 
 
 def write_spec_toml(data: dict[str, Any], path: Path | str) -> Path:
-    """Write `spec_toml(data)` to `path` (atomically); returns `path`."""
+    """Write `spec_toml(data)` to `path` (atomically), every registered secret redacted (a key belongs in the
+    environment, not in a file framesweep writes); returns `path`."""
     out = Path(path)
-    atomic_write(out, spec_toml(data).encode("utf-8"))
+    atomic_write(out, redact(spec_toml(data)).encode("utf-8"))
     return out
 
 

@@ -34,6 +34,7 @@ import polars as pl
 
 from engine.datasets.mme import COGNITION, PERCEPTION, QUESTIONS_PER_IMAGE
 from engine.datasets.videomme_v2 import GROUP_SIZE as V2_GROUP_SIZE
+from engine.datasets.videomme_v2 import LOGIC_STEPS
 from engine.items import Item
 
 __all__ = [
@@ -121,18 +122,41 @@ def _group_map() -> pl.LazyFrame:
     return pl.LazyFrame(recs, schema={"map_key": pl.String, "k": pl.Int64, "score": pl.Float64}, orient="row")
 
 
+def _chain_steps() -> pl.LazyFrame:
+    recs = [(structure, q, step) for structure, steps in LOGIC_STEPS.items() for q, step in enumerate(steps, 1)]
+    return pl.LazyFrame(recs, schema={"_structure": pl.String, "position": pl.Int64, "step": pl.Int64},
+                        orient="row")
+
+
+def _logic_runs(answers: pl.LazyFrame) -> pl.LazyFrame:
+    """Per (model, dataset, budget, group): run, the right answers on the chain steps reached (`chain_steps` in
+    `engine.datasets.videomme_v2`: a step is reached when every earlier one is wholly right); a structure of no
+    known chain counts each position as its own step (the plain leading run)."""
+    c = pl.col("correct").fill_null(False).cast(pl.Int64)
+    per_step = (
+        answers.with_columns(_structure=pl.col("group_structure").str.replace_all(r"\s", ""))
+        .join(_chain_steps(), on=["_structure", "position"], how="left")
+        .group_by([*KEYS, "group_id", pl.coalesce("step", "position").alias("step")])
+        .agg(n_right=c.sum(), whole=c.min() == 1)
+    )
+    reached = pl.col("whole").sort_by("step").shift(1, fill_value=True).cum_min()
+    return per_step.group_by([*KEYS, "group_id"]).agg(run=pl.col("n_right").sort_by("step").filter(reached).sum())
+
+
 def videomme_v2_group_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
-    """One row per (model, dataset, budget, group): its answers right, leading run and score (0-100).
+    """One row per (model, dataset, budget, group): its answers right, chain run and score (0-100).
 
     relevance: k = answers right (any order) -> {0, 100/16, 400/16, 900/16, 100}.
-    logic: k = leading run of right answers in position order (first-error truncation),
-    mapped by the group's structure. A group missing any of its answers (``group_size``, 4) gets
-    no score (`complete` false).
+    logic: k = ``run``, the right answers along the group's chain (first-error truncation, where the parallel
+    questions of a structure such as ``[1,[2,3],4]`` are one step: each right one counts, and the chain goes on
+    past them only when all are right; the official rule, `engine.datasets.videomme_v2.chain_steps`), mapped by
+    the group's structure. A group missing any of its answers (``group_size``, 4) gets no score (`complete`
+    false).
     """
     c = pl.col("correct").fill_null(False).cast(pl.Int64)
+    answers = _ok_for_groups(rows).join(groups.lazy(), on=["dataset", "item_id"], how="inner")
     per_group = (
-        _ok_for_groups(rows)
-        .join(groups.lazy(), on=["dataset", "item_id"], how="inner")
+        answers
         .group_by([*KEYS, "group_id"])
         .agg(
             group_type=pl.col("group_type").first(),
@@ -141,8 +165,8 @@ def videomme_v2_group_scores(rows: pl.LazyFrame, groups: pl.DataFrame | pl.LazyF
             group_size=pl.col("group_size").first(),
             n=pl.len(),
             n_right=c.sum(),
-            run=c.sort_by("position").cum_min().sum(),
         )
+        .join(_logic_runs(answers), on=[*KEYS, "group_id"], how="left")
         .with_columns(
             complete=pl.col("n") == pl.col("group_size").fill_null(V2_GROUP_SIZE),
             map_key=pl.when(pl.col("group_type") == "logic")

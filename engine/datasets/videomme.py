@@ -4,15 +4,29 @@ Prompt and answer extraction are the official ones (`extract_characters_regex`, 
 included); accuracy is reported with empty extractions excluded (official) and counted
 wrong (`engine.datasets.scoring_rules.videomme_accuracy`).
 
-With subtitles ("w/ subs"), each job's prompt holds the subtitles on screen at the frames
-its budget sends, as lmms-eval's `videomme_doc_to_text_subtitle` does at the frame count it
-samples: the pipeline asks `VideoMME.job_prompt` per job (so each budget has its own
-`prompt_hash`). A text-only budget samples no frame; it gets every subtitle (the transcript
-alone), which is also the item's own `prompt`.
+With subtitles ("w/ subs"), the prompt holds lmms-eval's `videomme_doc_to_text_subtitle` text
+(header, subtitle lines, instruction); which cues it lists is the spec's `subtitles`:
+
+- ``true`` (framesweep's rule): the cues on screen at the frames each budget sends, by lmms-eval's
+  frame test, each cue's lines joined with their markup removed. The pipeline asks
+  `VideoMME.job_prompt` per job, so each budget has its own `prompt_hash`. A text-only budget
+  samples no frame; it gets every subtitle (the transcript alone), which is also the item's own
+  `prompt`. This is not what lmms-eval sends: it takes the cues at its own 32 frames, whatever the
+  model sees, and only the first line of a multi-line cue.
+- ``"lmms_eval"`` (lmms-eval's rule, so imported lmms-eval numbers and framesweep's can be
+  compared): the cues at lmms-eval's 32 frames (`engine.datasets._subtitles.lmms_eval_subtitles`:
+  ``np.linspace(0, total_frames - 1, 32, dtype=int)`` of the video's frame count as its container
+  declares it, else as counted, and its average fps), each cue's first ``<font>`` span, the same
+  text at every budget, text-only included (the item's own `prompt` keeps the transcript). An
+  unreadable video gets no subtitle line, as lmms-eval's OpenCV reader, at 0 frames and 0 fps, gives.
+
+Each rule has its own adapter version (`SUBTITLE_VERSIONS`), so rows record it and a resume under
+the other is refused; ``"lmms_eval"`` is also in the answer fingerprint as the dataset setting.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -24,15 +38,19 @@ from pydantic import Field, field_validator, model_validator
 from engine.datasets._base import BaseAdapter
 from engine.datasets._mcq import lettered_options
 from engine.datasets._paths import check_root, find_media, resolve_under
-from engine.datasets._subtitles import Cue, read_srt, subtitles_at
+from engine.datasets._subtitles import Cue, lmms_eval_subtitles, read_srt, subtitles_at
 from engine.datasets._tables import Kind, collect_rows, need, optional, read_parquet
 from engine.datasets.errors import Problems, RowError
 from engine.datasets.registry import register_adapter
 from engine.datasets.spec import VIDEO_EXTS, FileDatasetSpec
+from engine.frames.base import DecodeError
+from engine.frames.index import stream_index
 from engine.items import Item, option_letters
 from engine.scoring import extract_letter_videomme
 
-__all__ = ["INSTRUCTION", "VideoMME", "VideoMMESpec", "build_prompt", "subtitle_prompt"]
+__all__ = ["INSTRUCTION", "SUBTITLE_VERSIONS", "VideoMME", "VideoMMESpec", "build_prompt", "subtitle_prompt"]
+
+log = logging.getLogger(__name__)
 
 
 Duration = Literal["short", "medium", "long"]
@@ -51,8 +69,12 @@ class VideoMMESpec(FileDatasetSpec):
     durations: list[Duration] = Field(
         default_factory=lambda: list(get_args(Duration)), min_length=1, description="Duration groups to keep."
     )
-    subtitles: bool = Field(
-        default=False, description="Put the video's subtitles in the prompt (the official 'w/ subs' setting)."
+    subtitles: bool | Literal["lmms_eval"] = Field(
+        default=False,
+        description="Put the video's subtitles in the prompt (the official 'w/ subs' setting). true: the cues on "
+        "screen at the frames each budget sends, all lines of a cue (a text-only budget: every cue); "
+        "\"lmms_eval\": lmms-eval's rule, to compare with its numbers: the cues at its own 32 frames "
+        "(np.linspace(0, total_frames - 1, 32, dtype=int)), only a cue's first line, the same at every budget.",
     )
     subtitle_root: Path | None = Field(
         default=None,
@@ -78,14 +100,16 @@ class VideoMMESpec(FileDatasetSpec):
     @model_validator(mode="after")
     def _subtitle_root(self) -> VideoMMESpec:
         if self.subtitles and self.subtitle_root is None:
-            raise ValueError("subtitles = true needs subtitle_root")
+            raise ValueError(f"subtitles = {'true' if self.subtitles is True else repr(self.subtitles)} needs "
+                             "subtitle_root")
         return self
 
 
 VERSION = "videomme-v1.fs1"
-SUBTITLES_VERSION = "-subs-at-frames"
-"""Added to the version with subtitles: each job's prompt holds the subtitles at the frames it sends (earlier
-'w/ subs' rows held every subtitle at every budget, so a resume of them is refused, naming the version)."""
+SUBTITLE_VERSIONS: dict[bool | str, str] = {False: "", True: "-subs-at-frames", "lmms_eval": "-subs-lmms-eval"}
+"""Added to the version per `subtitles` setting: ``-subs-at-frames``, each job's prompt holds the subtitles at the
+frames it sends (earlier 'w/ subs' rows held every subtitle at every budget, so a resume of them is refused,
+naming the version); ``-subs-lmms-eval``, lmms-eval's cues at its 32 frames."""
 INSTRUCTION = (
     "Select the best answer to the following multiple-choice question based on the video. "
     "Respond with only the letter (A, B, C, or D) of the correct option.\n"
@@ -114,12 +138,13 @@ def build_prompt(question: str, options: Sequence[str], subtitles: Sequence[str]
 
 def subtitle_prompt(item: Item, cues: Sequence[Cue] | None, indices: Sequence[int] | np.ndarray | None,
                     fps: float | None) -> str:
-    """The 'w/ subs' prompt for the frames `indices` (of a video at `fps`) a budget sends.
+    """The 'w/ subs' prompt for the frames `indices` (of a video at `fps`) a budget sends (``subtitles = true``).
 
-    As lmms-eval's `videomme_doc_to_text_subtitle`: the subtitles on screen at those frames
-    (`engine.datasets._subtitles.subtitles_at`); "No subtitles available" when the video has no
-    subtitle file (`cues` None). `indices` None (a text-only budget, which samples no frame): every
-    subtitle, the video's whole transcript. An item without subtitles keeps its prompt.
+    lmms-eval's `videomme_doc_to_text_subtitle` text with the subtitles on screen at the budget's own frames
+    (`engine.datasets._subtitles.subtitles_at`; lmms-eval takes those at its own 32 frames, first lines only:
+    ``subtitles = "lmms_eval"``); "No subtitles available" when the video has no subtitle file (`cues` None).
+    `indices` None (a text-only budget, which samples no frame): every subtitle, the video's whole transcript.
+    An item without subtitles keeps its prompt.
     """
     if item.subtitle_path is None:
         return item.prompt or ""
@@ -136,8 +161,9 @@ class VideoMME(BaseAdapter):
     def __init__(self, spec: VideoMMESpec) -> None:
         super().__init__(spec)
         self.spec: VideoMMESpec = spec
-        self.version = VERSION + (SUBTITLES_VERSION if spec.subtitles else "")
+        self.version = VERSION + SUBTITLE_VERSIONS[spec.subtitles]
         self._cues: dict[Path, list[Cue] | None] = {}
+        self._lmms_eval_lines: dict[Path, list[str]] = {}
 
     def extract(self, response: str, item: Item | None = None) -> str:
         """Official `extract_characters_regex` (another reading: `[prompt] extraction`)."""
@@ -161,10 +187,25 @@ class VideoMME(BaseAdapter):
 
     def job_prompt(self, item: Item, indices: np.ndarray, fps: float | None) -> str | None:
         """The prompt of one job: with subtitles, those on screen at the frames it sends (`subtitle_prompt`;
-        a text-only job, no frames: every subtitle); None (the item's own prompt) without subtitles."""
+        a text-only job, no frames: every subtitle), or with ``subtitles = "lmms_eval"`` lmms-eval's at every
+        budget; None (the item's own prompt) without subtitles."""
         if item.subtitle_path is None:
             return None
+        if self.spec.subtitles == "lmms_eval":
+            lines = self._lmms_eval(item.subtitle_path, item.video_path)
+            return build_prompt(item.question, item.extra["raw_options"], lines)
         return subtitle_prompt(item, self._subtitles(item.subtitle_path), indices if len(indices) else None, fps)
+
+    def _lmms_eval(self, subtitles: Path, video: Path | None) -> list[str]:
+        """lmms-eval's subtitle lines for one video (worked out once per subtitle file)."""
+        if subtitles not in self._lmms_eval_lines:
+            cues = self._subtitles(subtitles)
+            if cues is None:
+                self._lmms_eval_lines[subtitles] = [NO_SUBTITLES]
+            else:
+                total, fps = _frame_count_and_fps(video)
+                self._lmms_eval_lines[subtitles] = lmms_eval_subtitles(cues, total, fps)
+        return self._lmms_eval_lines[subtitles]
 
     def _row(self, source: Path, i: int, rec: dict[str, Any]) -> Item | None:
         qid = need(rec, "question_id")
@@ -194,3 +235,17 @@ class VideoMME(BaseAdapter):
             extra={"sub_category": need(rec, "sub_category"), "video_number": optional(rec, "video_id"),
                    "url": optional(rec, "url"), "raw_options": raw_options},
         )
+
+
+def _frame_count_and_fps(path: Path | None) -> tuple[int, float]:
+    """The frame count and fps lmms-eval reads with OpenCV: the count the container declares (else the frames
+    counted) and the average rate; (0, 0.0) for an unreadable video, where OpenCV reads zeros."""
+    try:
+        info = stream_index(path).info if path is not None else None
+    except DecodeError as err:
+        log.warning("%s: the video does not open (%s): lmms-eval's subtitle rule finds no frame for its cues",
+                    path, err)
+        info = None
+    if info is None:
+        return 0, 0.0
+    return info.declared_frames or info.n_frames, info.fps

@@ -1,8 +1,8 @@
 """Video-MME v2: 8-option questions (A-H) in groups of 4 per video, scored per group.
 
 Each group is a `relevance` group (score from how many of its 4 answers are right) or
-a `logic` group (score from the leading run of right answers in structure order,
-mapped by the group's structure); see `engine.datasets.scoring_rules.videomme_v2_group_scores`.
+a `logic` group (score from how far along its chain the answers stay right, mapped by the
+group's structure: `chain_steps`); see `engine.datasets.scoring_rules.videomme_v2_group_scores`.
 Items carry `group_id` (the video) and, in `extra`, `position` (1-4, from the
 question_id suffix), `group_type`, `group_structure` (whitespace removed), `level` and
 `group_size` (4); rows record the group's size, type and structure, so the group scores
@@ -30,7 +30,8 @@ from engine.datasets.spec import VIDEO_EXTS, FileDatasetSpec
 from engine.items import Item, option_letters
 from engine.scoring import VIDEOMME_V2_PREFIXES, extract_letter_videomme
 
-__all__ = ["LOGIC_STRUCTURES", "VideoMMEv2", "VideoMMEv2Spec", "build_prompt", "extract_letter_v2"]
+__all__ = ["LOGIC_STEPS", "LOGIC_STRUCTURES", "VideoMMEv2", "VideoMMEv2Spec", "build_prompt", "chain_steps",
+           "extract_letter_v2"]
 
 
 class VideoMMEv2Spec(FileDatasetSpec):
@@ -55,6 +56,39 @@ COLUMNS: dict[str, Kind] = {
 OPTIONAL_COLUMNS: dict[str, Kind] = {"second_head": "str", "third_head": "str", "video": "str", "video_id": "str"}
 
 
+def _flat(x: Any) -> list[Any]:
+    return [z for y in x for z in _flat(y)] if isinstance(x, list) else [x]
+
+
+def chain_steps(structure: str) -> tuple[int, ...]:
+    """The step of a logic group's chain each question stands at, by position 1-4 (`structure` as rows hold it).
+
+    A top-level entry of the structure is one step; the questions of an inner list are parallel, one step
+    (``[1,[2,3],4]`` -> (0, 1, 1, 2); ``[[1,2],3,4]`` -> (0, 0, 1, 2)). The logic score's k is the number of
+    right answers on the steps the chain reaches, a step reached when every earlier step is wholly right; k is
+    then mapped by the structure (``{1: 100/12, 2: 400/12, 3: 700/12, 4: 100}`` for ``[1,[2,3],4]``).
+
+    This is the official rule, read from `cal_logic` in the Video-MME-v2 repository's
+    `evaluation/test_video_mme_v2.py`: k is the leading run of right answers in position order, plus one
+    where a parallel question continues the chain: under ``[1,[2,3],4]`` when the run is exactly question 1
+    and question 3 is right; under ``[[1,2],3,4]`` when question 1 is wrong and question 2 is right. Those are
+    the cases where the steps above differ from the plain leading run: answers (1, 0, 1, x) under
+    ``[1,[2,3],4]`` give k = 2 (400/12 = 33.33, where the plain run gives 1: 100/12 = 8.33), and the chain
+    stops there (x does not count: step [2,3] is not wholly right); (0, 1, x, y) under ``[[1,2],3,4]`` give
+    k = 1 (10, not 0). Every other answer pattern of the three structures gives the plain run.
+
+    An answer no letter is read from is wrong here. The official script marks it -1, which its chain reads as
+    right (``if val``) and its relevance count as minus one; that slip is not copied.
+    """
+    parsed = json.loads(structure)
+    step = {q: i for i, entry in enumerate(parsed) for q in _flat(entry)}
+    return tuple(step[q] for q in sorted(step))
+
+
+LOGIC_STEPS: dict[str, tuple[int, ...]] = {s: chain_steps(s) for s in LOGIC_STRUCTURES}
+"""Each logic structure's chain step per position 1-4 (`chain_steps`)."""
+
+
 def build_prompt(question: str, options_text: str, n_options: int) -> str:
     """Video-MME's prompt, widened to the item's letters (A-H)."""
     letters = option_letters(n_options)
@@ -77,10 +111,7 @@ def _structure(text: str) -> str:
     except json.JSONDecodeError:
         raise RowError(f"group_structure: not a list like [1, [2, 3], 4]: {text!r}") from None
 
-    def flat(x: Any) -> list[Any]:
-        return [z for y in x for z in flat(y)] if isinstance(x, list) else [x]
-
-    if not isinstance(parsed, list) or sorted(flat(parsed)) != [1, 2, 3, 4]:
+    if not isinstance(parsed, list) or sorted(_flat(parsed)) != [1, 2, 3, 4]:
         raise RowError(f"group_structure: expected positions 1-4 once each, got {text!r}")
     return json.dumps(parsed, separators=(",", ":"))
 

@@ -10,7 +10,8 @@
     video.py         DecodedVideo: decoded frames and their pure per-budget views
     resize.py        target_size (a budget's resolution rule) and the one resize filter
     cache.py         FrameCache: the on-disk frame cache (the "cached" pipeline)
-    view.py          MediaView (a budget's frames as a request carries them), FrameRef (the same by reference)
+    view.py          MediaView (a budget's frames as a request carries them), FrameRef (the same by reference),
+                     RepeatedFrames (a short video's repeated frames, each held once)
     actors.py        decode actors beside the engines: frames stay in their node's object store
     remote.py        RemoteVideo (the driver's handle on such a video), FrameResolver (the engine's reader)
     meter.py         FrameMeter: frame arrays deserialised in a process (benchmarks and tests)

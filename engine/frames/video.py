@@ -10,6 +10,7 @@ import numpy as np
 from engine.frames.base import DecodeError, DecodeRequest, FrameBatch, VideoInfo
 from engine.frames.resize import resize_frame
 from engine.frames.stats import VideoStats
+from engine.frames.view import RepeatedFrames
 
 __all__ = ["DecodedVideo"]
 
@@ -61,7 +62,7 @@ class DecodedVideo:
     shared by its questions and models); emptied when frames join or go."""
     _resized: dict[Size, dict[int, np.ndarray]] = field(default_factory=dict, repr=False)
     _times: dict[int, float] = field(default_factory=dict, repr=False)
-    _views: dict[tuple[Size, bytes], np.ndarray] = field(default_factory=dict, repr=False)
+    _views: dict[tuple[Size, bytes], np.ndarray | RepeatedFrames] = field(default_factory=dict, repr=False)
     _released: bool = field(default=False, repr=False)
 
     @classmethod
@@ -103,39 +104,69 @@ class DecodedVideo:
             raise KeyError("view asks for frames that were not decoded")
         return rows
 
-    def view(self, indices: np.ndarray, size: Size | None = None, shared: bool = False) -> np.ndarray:
+    def view(self, indices: np.ndarray, size: Size | None = None,
+             shared: bool = False) -> np.ndarray | RepeatedFrames:
         """One budget's frames (N, H, W, 3) in `indices` order, at `size` (w, h) or the decoded size.
 
         Frames at another size come from the per-size store; one not there yet is resized from
         the decoded frame (area filter) the first time any view asks for it, then kept.
 
         A view is a new array. With `shared=True`, views of the same (indices, size) are one
-        read-only array (the questions of one video and budget then hold one copy, not one each),
-        and at the decoded size one whose frames step evenly through the held ones (all of them,
-        every other one, one frame repeated) is no copy at all but a read-only view of them.
+        read-only value (the questions of one video and budget then hold one copy, not one each):
+        at the decoded size one whose frames step evenly through the held ones (all of them, every
+        other one, one frame repeated) is no copy at all but a read-only view of them; one whose
+        indices repeat frames otherwise (a video shorter than its budget: 0, 0, 1, 1, 2, ...) is a
+        `RepeatedFrames` naming each distinct frame once, at any size, so no budget copies a frame
+        per position (`np.asarray` gives the array, the same values a copy would hold).
         """
         if shared:
-            key = (self.size if size is None else (int(size[0]), int(size[1])),
-                   np.asarray(indices, dtype=np.int64).tobytes())
-            if key not in self._views:
-                held = self._held_view(indices) if key[0] == self.size else None
-                arr = held if held is not None else self.view(indices, size)
-                arr.setflags(write=False)
-                self._views[key] = arr
-            return self._views[key]
+            return self._shared(indices, size)
         if size is None or tuple(size) == self.size:
             return self.frames[self._rows(indices)]
         size = (int(size[0]), int(size[1]))
         idx = self.check(indices)
         if not idx:
             return np.empty((0, size[1], size[0], 3), np.uint8)
+        done = self._at_size(idx, size)
+        return np.stack([done[i] for i in idx])
+
+    def _shared(self, indices: np.ndarray, size: Size | None) -> np.ndarray | RepeatedFrames:
+        """The read-only view of (indices, size) every caller shares (`view` with `shared=True`)."""
+        at = self.size if size is None else (int(size[0]), int(size[1]))
+        idx = np.asarray(indices, dtype=np.int64)
+        key = (at, idx.tobytes())
+        if key not in self._views:
+            held = self._held_view(idx) if at == self.size else None
+            if held is None and np.unique(idx).size < idx.size:
+                self._views[key] = self._repeated(idx, at)
+            else:
+                arr = held if held is not None else self.view(idx, at)
+                arr.setflags(write=False)
+                self._views[key] = arr
+        return self._views[key]
+
+    def _at_size(self, idx: list[int], size: Size) -> dict[int, np.ndarray]:
+        """The per-size store of `size`, holding every frame of `idx` (resized now where missing)."""
         done = self._resized.setdefault(size, {})
         todo = sorted({i for i in idx if i not in done})
         if todo:
             for i, r in zip(todo, self._rows(np.asarray(todo)).tolist()):
                 done[i] = resize_frame(self.frames[r], size)
                 self.resizes += 1
-        return np.stack([done[i] for i in idx])
+        return done
+
+    def _repeated(self, idx: np.ndarray, size: Size) -> RepeatedFrames:
+        """`idx` (which repeats frames) at `size` as each distinct frame once: read-only views of the held frames
+        (decoded, or in the per-size store), none copied."""
+        distinct, order = np.unique(np.asarray(self.check(idx), dtype=np.int64), return_inverse=True)
+        if size == self.size:
+            frames = [self.frames[r] for r in self._rows(distinct).tolist()]
+        else:
+            store = self._at_size(distinct.tolist(), size)
+            frames = [store[i].view() for i in distinct.tolist()]
+        for f in frames:
+            f.setflags(write=False)  # on the view only: the held frames stay as they are
+        return RepeatedFrames(frames, order)
 
     def _held_view(self, indices: np.ndarray) -> np.ndarray | None:
         """The held frames at `indices` without a copy when their rows step evenly (a slice of `frames`, or
@@ -255,8 +286,10 @@ class DecodedVideo:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by decoded, resized and shared-view frames and JPEG bytes (a view of held frames adds none)."""
+        """Bytes held by decoded, resized and shared-view frames and JPEG bytes (a view of held frames adds none, nor
+        does a `RepeatedFrames` until an engine asks it for one array)."""
         resized = sum(a.nbytes for d in self._resized.values() for a in d.values())
-        resized += sum(a.nbytes for a in self._views.values() if not np.may_share_memory(a, self.frames))
+        resized += sum(a.held_bytes if isinstance(a, RepeatedFrames) else a.nbytes for a in self._views.values()
+                       if isinstance(a, RepeatedFrames) or not np.may_share_memory(a, self.frames))
         encoded = sum(len(b) for d in self.jpeg.values() for b in d.values())
         return int(self.frames.nbytes + resized + encoded)

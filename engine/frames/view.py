@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FrameRef", "MediaView", "media_fingerprint", "media_uuid"]
+__all__ = ["FrameRef", "MediaView", "RepeatedFrames", "media_fingerprint", "media_uuid"]
 
 
 def media_fingerprint(path: str | Path | None, *parts: object) -> str:
@@ -111,11 +112,88 @@ class FrameRef:
         return (self[k] for k in range(len(self.indices)))
 
 
+class RepeatedFrames:
+    """One budget's frames where frames repeat (a video shorter than its budget): each distinct frame held once and
+    shown at every position that repeats it, never copied per position.
+
+    Shaped like the (N, H, W, 3) array it stands for (`shape`, `dtype`, `len`, one frame by integer index,
+    iteration over frames, `np.asarray`), so a model family packs it as it packs frames and the HTTP backend encodes
+    each distinct frame once. An engine that needs one contiguous array (vLLM's processor) gets it from
+    `np.asarray`: made on the first ask and kept, so the questions and models sharing this view share that copy.
+
+    Attributes:
+        frames: The distinct frames, each (H, W, 3) and read-only (views of what the decoded video holds).
+        order: For each position, which of `frames` it shows.
+    """
+
+    __slots__ = ("_dense", "frames", "order")
+
+    def __init__(self, frames: Sequence[np.ndarray], order: np.ndarray) -> None:
+        self.frames = tuple(frames)
+        self.order = np.asarray(order, dtype=np.intp)
+        if not self.frames or self.order.ndim != 1 or self.order.min(initial=0) < 0 or \
+                self.order.max(initial=0) >= len(self.frames):
+            raise ValueError(f"RepeatedFrames: order {self.order.tolist()[:10]} does not index {len(self.frames)} frames")
+        self._dense: np.ndarray | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.order), *self.frames[0].shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.frames[0].dtype
+
+    @property
+    def ndim(self) -> int:
+        return 1 + self.frames[0].ndim
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the array this stands for (what a copy per position would hold)."""
+        return len(self.order) * int(self.frames[0].nbytes)
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes this holds beyond the frames it names: its contiguous copy, once an engine asked for one."""
+        return 0 if self._dense is None else int(self._dense.nbytes)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        """Frame `k` (the distinct frame it repeats, not a copy)."""
+        if not isinstance(k, (int, np.integer)):
+            raise TypeError("RepeatedFrames gives one frame by integer index (np.asarray for the whole array)")
+        return self.frames[self.order[k]]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return (self.frames[j] for j in self.order.tolist())
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("RepeatedFrames cannot be one array without a copy")
+        if self._dense is None:
+            dense = np.stack([self.frames[j] for j in self.order.tolist()])
+            dense.setflags(write=False)
+            self._dense = dense
+        return self._dense if dtype is None or np.dtype(dtype) == self._dense.dtype else self._dense.astype(dtype)
+
+    def __getstate__(self) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        return self.frames, self.order  # the distinct frames travel, never the copy
+
+    def __setstate__(self, state: tuple[tuple[np.ndarray, ...], np.ndarray]) -> None:
+        self.frames, self.order = state
+        self._dense = None
+
+
 @dataclass(frozen=True)
 class MediaView:
     """One budget's frames of one video, with what the model needs to know about them."""
 
-    frames: np.ndarray | FrameRef  # (N, H, W, 3) uint8 RGB, or a reference to them (resolved by the engine)
+    frames: np.ndarray | RepeatedFrames | FrameRef
+    """(N, H, W, 3) uint8 RGB (`RepeatedFrames` where frames repeat), or a reference to them (resolved by the
+    engine)."""
     indices: np.ndarray
     video_fps: float
     total_frames: int

@@ -20,6 +20,9 @@ value, as each benchmark publishes it (the rules live in `engine.datasets.scorin
   wrong), beside ``mmbench_n_questions``, ``mmbench_n_incomplete`` and
   ``mmbench_circular_accuracy_complete`` (over the complete questions only);
   ``mmbench_circular_accuracy`` per l2-category (`subset`, the rows' ``task_type``);
+  ``mmbench_leaf_circular_accuracy`` per leaf category (`subset`, the rows' ``category``: the file's
+  ``category`` column, e.g. attribute_recognition, celebrity_recognition), each as the overall figure
+  (every question of the category counts; one with a rotation failed or missing is wrong);
   ``mmbench_vanilla_accuracy`` (the unrotated question).
 - Video-MME: ``videomme_accuracy`` (headline; empty answers left out of the denominator, as the
   official script does), ``videomme_accuracy_counted`` (empty answers wrong), ``videomme_n_empty``.
@@ -184,12 +187,15 @@ def _pope(rows: pl.LazyFrame) -> list[pl.LazyFrame]:
 def _mmbench(rows: pl.LazyFrame, groups: pl.LazyFrame) -> list[pl.LazyFrame]:
     overall = mmbench_circular_accuracy(rows, groups, dataset=None)
     per_l2 = mmbench_circular_accuracy(rows, groups, by=("task_type",), dataset=None)
+    per_leaf = mmbench_circular_accuracy(rows, groups, by=("category",), dataset=None)
     return [_long(overall, {"circular_accuracy": "mmbench_circular_accuracy",
                             "circular_accuracy_complete": "mmbench_circular_accuracy_complete",
                             "n_questions": "mmbench_n_questions", "n_incomplete": "mmbench_n_incomplete",
                             "vanilla_accuracy": "mmbench_vanilla_accuracy"}),
             _long(per_l2.drop_nulls("task_type"), {"circular_accuracy": "mmbench_circular_accuracy"},
-                  subset="task_type")]
+                  subset="task_type"),
+            _long(per_leaf.drop_nulls("category"), {"circular_accuracy": "mmbench_leaf_circular_accuracy"},
+                  subset="category")]
 
 
 def _videomme_v2(rows: pl.LazyFrame, groups: pl.LazyFrame) -> list[pl.LazyFrame]:

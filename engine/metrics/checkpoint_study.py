@@ -26,7 +26,7 @@ Views:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -35,8 +35,9 @@ import polars as pl
 from engine.datasets.spec import IMAGE_BUDGETS
 from engine.metrics.benchmark_scores import FULL_SCALE
 
-__all__ = ["STUDY_SCHEMA", "Checkpoint", "families", "resolve_study", "score_budget", "score_deltas", "score_rows",
-           "study_frame", "study_from_models", "study_from_spec", "study_records", "train_frames_view"]
+__all__ = ["NO_VIDEO", "STUDY_SCHEMA", "Checkpoint", "families", "frame_ceilings", "frames_label", "resolve_study",
+           "score_budget", "score_deltas", "score_rows", "study_frame", "study_from_models", "study_from_spec",
+           "study_records", "train_frames_view", "trap_verdict"]
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,9 @@ def train_frames_view(table: pl.LazyFrame, study: Sequence[Checkpoint]) -> pl.La
 
     Returns:
         architecture, size, train_frames, train_frames_n, model_id, label, base_id, n_video_datasets (datasets
-        with a gain), video_gain, n_image_datasets, image_gain, image_loss, trapped (video gained and image
+        with a gain), video_frames (the most frames a video dataset's gain was read at: its dearest budget; a
+        model whose base's chains end early, as LLaVA-1.5's at 4 frames, is read there), video_gain,
+        n_image_datasets, image_gain, image_loss, trapped (video gained and image
         lost; null without one of the two); per question also video_accuracy, video_base_accuracy,
         video_rescue, video_harm (summed over the datasets) and their image counterparts; by architecture,
         size, train frames (fixed counts ascending, then hybrid, then others), order.
@@ -175,18 +178,19 @@ def train_frames_view(table: pl.LazyFrame, study: Sequence[Checkpoint]) -> pl.La
         extra = [pl.col("accuracy").mean().alias(f"{kind}_accuracy"),
                  pl.col("base_accuracy").mean().alias(f"{kind}_base_accuracy"),
                  pl.col("rescue").sum().alias(f"{kind}_rescue"), pl.col("harm").sum().alias(f"{kind}_harm")]
+        frames = [pl.col("frames").filter(pl.col("gain").is_not_null()).max().alias("video_frames")]
         return _dearest(table, kind).group_by("base_id", "model_id").agg(
             pl.col("gain").count().cast(pl.Int64).alias(f"n_{kind}_datasets"), pl.col("gain").mean().alias(
-                f"{kind}_gain"), *(extra if per_question else []))
+                f"{kind}_gain"), *(extra if per_question else []), *(frames if kind == "video" else []))
 
     loss = pl.when(pl.col("image_gain") == 0).then(pl.lit(0.0)).otherwise(-pl.col("image_gain"))
     tuned = study_frame(study).filter(pl.col("base_id").is_not_null())
     hybrid_last = pl.when(pl.col("train_frames_n").is_not_null()).then(pl.lit(0, pl.Int8)).when(
         pl.col("train_frames") == "hybrid").then(pl.lit(1, pl.Int8)).otherwise(pl.lit(2, pl.Int8))
-    columns = (["n_video_datasets", "video_accuracy", "video_base_accuracy", "video_gain", "video_rescue",
-                "video_harm", "n_image_datasets", "image_accuracy", "image_base_accuracy", "image_gain",
+    columns = (["n_video_datasets", "video_frames", "video_accuracy", "video_base_accuracy", "video_gain",
+                "video_rescue", "video_harm", "n_image_datasets", "image_accuracy", "image_base_accuracy", "image_gain",
                 "image_loss", "image_rescue", "image_harm"] if per_question else
-               ["n_video_datasets", "video_gain", "n_image_datasets", "image_gain", "image_loss"])
+               ["n_video_datasets", "video_frames", "video_gain", "n_image_datasets", "image_gain", "image_loss"])
     return (
         tuned.join(side("video"), on=["base_id", "model_id"], how="left")
         .join(side("image"), on=["base_id", "model_id"], how="left")
@@ -228,3 +232,37 @@ def score_deltas(scores: pl.LazyFrame, study: Sequence[Checkpoint]) -> pl.LazyFr
                 "delta_scaled", "missing", "base_missing")
         .sort(["order", *keys], nulls_last=False)
     )
+
+
+# --- how the study's tables label their rows (the report's and the terminal's) ---------------------------------
+
+NO_VIDEO = "none (text only: no video)"
+"""The trap verdict of a frames = 0 row: the video benchmarks asked without their video, so their "video gain" is
+what the fine-tune changed in text-only answers, and video up / image down says nothing of video."""
+
+
+def frames_label(frames: int | None) -> str:
+    """A trap row's evaluated frame count as a table shows it: ``text only`` for 0 (no video was sent)."""
+    return "text only" if frames == 0 else str(frames)
+
+
+def trap_verdict(row: Mapping[str, Any]) -> str:
+    """A trap row's verdict as a table shows it: ``yes`` (video gained, image lost), empty (not, or no image
+    gain to weigh), `NO_VIDEO` at frames = 0 whatever its ``trapped`` (the value is kept in the document)."""
+    if row.get("frames") == 0:
+        return NO_VIDEO
+    return "yes" if row.get("trapped") else ""
+
+
+def frame_ceilings(rows: Iterable[Mapping[str, Any]], frames: str = "frames") -> dict[str, str]:
+    """{model_id: note} for the checkpoints whose video benchmarks were read at fewer frames than the study's most
+    (`frames`: a trap row's evaluated count, or a train-frames row's ``video_frames``): every checkpoint is read
+    on its base's chains, and a base with a short context ends them early (LLaVA-1.5-7B: 4 frames), so its
+    video gains are not at the others' frame counts."""
+    most: dict[str, int] = {}
+    for r in rows:
+        if r.get(frames) is not None:
+            most[r["model_id"]] = max(most.get(r["model_id"], 0), int(r[frames]))
+    top = max(most.values(), default=0)
+    return {m: f"video at {n} frames at most (its base's budgets end there; others up to {top})" if n else
+            f"no video budget: text only (others up to {top} frames)" for m, n in most.items() if n < top}

@@ -6,13 +6,17 @@ or None when the group carries nothing to draw (no matched item, no cascade, no 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+import polars as pl
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from engine.metrics.cascade import pareto_front
+from engine.report.labels import protocol_label
 from engine.report.style import (
     BLUE,
     COLUMN,
@@ -33,7 +37,8 @@ DARK = "#333333"
 
 
 def chain_title(g: dict[str, Any]) -> str:
-    return f"{g['model_id']} on {g['dataset']}, chain {g.get('protocol_id', 'default')}"
+    """``MODEL on DATASET, PROTOCOL`` with the protocol in words (`protocol_label`: ``max 448x448 px``)."""
+    return f"{g['model_id']} on {g['dataset']}, {protocol_label(g.get('protocol_id', 'default'))}"
 
 
 def _interval(g: dict[str, Any], metric: str, key: str | None = None) -> tuple[float, float] | None:
@@ -183,8 +188,21 @@ def _two_colours() -> Any:
     return ListedColormap([RED, GREEN])
 
 
+def _front(points: list[tuple[float, float, float]]) -> list[tuple[float, float]]:
+    """(cost, accuracy) of the points (cost, accuracy, tie-break) that no other dominates, by cost: the rule of
+    `engine.metrics.cascade.pareto_front` (kept when every point of lower or equal cost has a lower accuracy)."""
+    if not points:
+        return []
+    cols = list(zip(*points, strict=True))
+    frame = pl.LazyFrame({"chain": [0] * len(points), "mean_frames": cols[0], "accuracy": cols[1], "tau": cols[2]},
+                         schema={"chain": pl.Int64, "mean_frames": pl.Float64, "accuracy": pl.Float64,
+                                 "tau": pl.Float64})
+    return list(pareto_front(frame, ["chain"]).select("mean_frames", "accuracy").collect().iter_rows())
+
+
 def cascade_figure(g: dict[str, Any]) -> Figure | None:
-    """The cascade's accuracy against mean frames per threshold, its Pareto front, and the fixed budgets."""
+    """The cascade's accuracy against mean frames per threshold, the fixed budgets, and the Pareto front over both
+    (every point drawn: a fixed budget above the cascade's own front is on it; a front of one point is a ring)."""
     c = g.get("cascade")
     curve = [p for p in (c or {}).get("curve") or [] if p["accuracy"] is not None]
     stages = len((c or {}).get("stages") or [])
@@ -193,14 +211,14 @@ def cascade_figure(g: dict[str, Any]) -> Figure | None:
     fig, ax = new_figure()
     ax.plot([p["mean_frames"] for p in curve], [points(p["accuracy"]) for p in curve], "o", color=BLUE,
             markersize=3, alpha=0.6, label="cascade, per threshold")
-    front = set((c or {}).get("pareto_front") or [])
-    on = sorted((p for p in curve if p["tau"] in front), key=lambda p: p["mean_frames"])
-    if on:
-        ax.plot([p["mean_frames"] for p in on], [points(p["accuracy"]) for p in on], "-", color=BLUE,
-                label="Pareto front")
-    fixed = [(g["budget_frames"][b], points(a), b) for b, a in g["fixed_accuracy"].items()
+    fixed = [(float(g["budget_frames"][b]), points(a)) for b, a in g["fixed_accuracy"].items()
              if a is not None and g["budget_frames"].get(b)]
     ax.plot([f[0] for f in fixed], [f[1] for f in fixed], "s", color=ORANGE, label="fixed budget")
+    front = _front([(p["mean_frames"], points(p["accuracy"]), p["tau"]) for p in curve if p["mean_frames"] is not None]
+                   + [(x, y, math.inf) for x, y in fixed])
+    if front:
+        ax.plot([x for x, _ in front], [y for _, y in front], "-", color=DARK, linewidth=0.8, marker="o",
+                markersize=6, mfc="none", label="Pareto front of all points", zorder=1)
     ax.set_xlabel("mean frames processed per item")
     ax.set_ylabel("accuracy (%)")
     ax.set_xlim(left=0)

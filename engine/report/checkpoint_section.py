@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.metrics.benchmark_scores import score_text
+from engine.metrics.checkpoint_study import NO_VIDEO, frame_ceilings, frames_label, trap_verdict
 from engine.report.html import PALETTE, Scale, e, line, svg, table, text
 from engine.runtime.output import points
 
@@ -47,7 +48,8 @@ def trap_figure(c: dict[str, Any]) -> str:
     frames = sorted({r["frames"] for r in rows})
     vals = [v for r in rows for v in (r["video_gain"], r["image_gain"]) if v is not None]
     w, h, left, top, pw, ph = 640, 260, 60, 20, 440, 200
-    xs, sy, body = _gain_axes(frames, [f"{f} frames" for f in frames], vals, (left, top, pw, ph))
+    xs, sy, body = _gain_axes(frames, [f"{f} frames" if f else "text only" for f in frames], vals,
+                              (left, top, pw, ph))
     for k, model in enumerate(dict.fromkeys(r["model_id"] for r in rows)):
         color, mine = PALETTE[k % len(PALETTE)], [r for r in rows if r["model_id"] == model]
         pts = [(xs[r["frames"]], sy(r["video_gain"]), r) for r in mine if r["video_gain"] is not None]
@@ -123,13 +125,37 @@ def _category_rows(c: dict[str, Any]) -> list[list[object]]:
     return out
 
 
+_TRAP_NOTE = (f"text only: the video benchmarks asked without their video, so no trap verdict ({NO_VIDEO}): its "
+              "video gain is what the fine-tune changed in answers without frames. A checkpoint is read on its base's "
+              "chains: a note says where they end below the study's most frames (LLaVA-1.5-7B's 4,096-token "
+              "context holds 4 frames), so its video gain is not at the others' frame counts.")
+
+
+def _trap_rows(rows: list[dict[str, Any]], per_question: bool = False) -> list[list[object]]:
+    """The trap table's rows: frames 0 labelled text only with no verdict, a note on checkpoints read at fewer
+    frames than the study's most (`engine.metrics.checkpoint_study`)."""
+    notes, signed = frame_ceilings(rows), not per_question  # (the per-question view's gains print unsigned)
+    acc = (lambda r, k: [points(r[f"{k}_accuracy"])]) if per_question else (lambda r, k: [])
+    return [[r["model_id"], r["base_id"], frames_label(r["frames"]), r["n_video_datasets"], *acc(r, "video"),
+             points(r["video_gain"], signed), r["n_image_datasets"], *acc(r, "image"),
+             points(r["image_loss"], signed), trap_verdict(r), notes.get(r["model_id"], "")] for r in rows]
+
+
+def _train_rows(rows: list[dict[str, Any]], per_question: bool = False) -> list[list[object]]:
+    """The train-frames table's rows, with the frames each checkpoint's video gain was read at and its note."""
+    notes = frame_ceilings(rows, "video_frames")
+    flows = ((lambda r: [f"{r['video_rescue']}/{r['video_harm']}", f"{r['image_rescue']}/{r['image_harm']}"])
+             if per_question else (lambda r: []))
+    return [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"], r["base_id"],
+             "" if r.get("video_frames") is None else r["video_frames"],
+             points(r["video_gain"], not per_question), points(r["image_loss"], not per_question), *flows(r),
+             "yes" if r["trapped"] else "", notes.get(r["model_id"], "")]
+            for r in rows]
+
+
 def _official(c: dict[str, Any], figures: Mapping[str, str]) -> str:
-    trap = [[r["model_id"], r["base_id"], r["frames"], r["n_video_datasets"], points(r["video_gain"], True),
-             r["n_image_datasets"], points(r["image_loss"], True), "yes" if r["trapped"] else ""]
-            for r in c["temporal_trap"]]
-    tf = [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"], r["base_id"],
-           points(r["video_gain"], True), points(r["image_loss"], True), "yes" if r["trapped"] else ""]
-          for r in c["train_frames"]]
+    trap = _trap_rows(c["temporal_trap"])
+    tf = _train_rows(c["train_frames"])
     top = {(r["model_id"], r["dataset"], r["budget_id"]) for r in c["datasets"]}
     heads = [[r["model_id"], r["base_id"], r["dataset"], r["kind"], r["budget_id"], r["metric"], r["subset"] or "",
               score_text(r["metric"], r["value"]), score_text(r["metric"], r["base_value"]),
@@ -141,13 +167,14 @@ def _official(c: dict[str, Any], figures: Mapping[str, str]) -> str:
               for r in c["score_deltas"] if r["subset"] is None or r["headline"]]
     return "".join([
         table("table-temporal-trap", ["checkpoint", "base", "frames", "video datasets", "video gain",
-                                       "image datasets", "image loss", "trapped"], trap),
+                                       "image datasets", "image loss", "trapped", "note"], trap),
+        f'<p class="note">{e(_TRAP_NOTE)}</p>',
         figures.get("fig-trap", ""),
         ('<p class="note">solid: video gain per frame budget; dashed: image gain (below zero: image loss); each '
          "benchmark's official delta on its full scale, macro mean over datasets</p>"),
         "<h3>Video gain and image loss against train frames (official scores, points of full scale)</h3>",
-        table("table-train-frames", ["architecture", "size", "train frames", "checkpoint", "base", "video gain",
-                                      "image loss", "trapped"], tf),
+        table("table-train-frames", ["architecture", "size", "train frames", "checkpoint", "base", "video frames",
+                                      "video gain", "image loss", "trapped", "note"], tf),
         figures.get("fig-train-frames", ""),
         '<p class="note">solid circles: video gain; dashed squares: image loss; hybrid unjoined on the right</p>',
         ("<h3>Headline scores against the base (each benchmark's own unit, at the budget its score is read from: "
@@ -166,12 +193,8 @@ def _official(c: dict[str, Any], figures: Mapping[str, str]) -> str:
 
 def _per_question(c: dict[str, Any]) -> str:
     pq = c["per_question"]
-    trap = [[r["model_id"], r["base_id"], r["frames"], r["n_video_datasets"], points(r["video_accuracy"]),
-             points(r["video_gain"]), r["n_image_datasets"], points(r["image_accuracy"]), points(r["image_loss"]),
-             "yes" if r["trapped"] else ""] for r in pq["temporal_trap"]]
-    tf = [[r["architecture"] or "", r["size"] or "", r["train_frames"] or "?", r["label"], r["base_id"],
-           points(r["video_gain"]), points(r["image_loss"]), f"{r['video_rescue']}/{r['video_harm']}",
-           f"{r['image_rescue']}/{r['image_harm']}", "yes" if r["trapped"] else ""] for r in pq["train_frames"]]
+    trap = _trap_rows(pq["temporal_trap"], per_question=True)
+    tf = _train_rows(pq["train_frames"], per_question=True)
     per_ds = [[r["model_id"], r["base_id"], r["dataset"], r["kind"], r["budget_id"], r["n_items"], points(r["accuracy"]),
                points(r["base_accuracy"]), points(r["gain"], True), r["rescue"], r["harm"]]
               for r in pq["datasets"] if r["model_id"] != r["base_id"]]
@@ -184,10 +207,10 @@ def _per_question(c: dict[str, Any]) -> str:
         "benchmarks' official scores</p>",
         table("table-temporal-trap-per-question", ["checkpoint", "base", "frames", "video datasets", "video acc",
                                                     "video gain", "image datasets", "image acc", "image loss",
-                                                    "trapped"], trap),
+                                                    "trapped", "note"], trap),
         table("table-train-frames-per-question", ["architecture", "size", "train frames", "checkpoint", "base",
-                                                   "video gain", "image loss", "video R/H", "image R/H", "trapped"],
-              tf),
+                                                   "video frames", "video gain", "image loss", "video R/H",
+                                                   "image R/H", "trapped", "note"], tf),
         table("table-checkpoint-datasets", ["checkpoint", "base", "dataset", "kind", "budget", "items", "acc",
                                              "base acc", "delta", "rescue", "harm"], per_ds),
         table("table-checkpoints", ["checkpoint", "dataset", "kind", "budget", "items", "acc", "gain", "rescue",

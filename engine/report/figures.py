@@ -7,7 +7,8 @@ stable name, made from what it shows, never from its position:
 - per chain: ``accuracy--MODEL--DATASET--PROTOCOL`` (accuracy per budget with its confidence band and
   the oracle), ``transitions--...`` (items rescued and harmed per step), ``flows--...`` (item states
   across the grid), ``trajectories--...`` (the most frequent right/wrong patterns), ``cascade--...``
-  (the confidence cascade's accuracy-cost front; left out when the rows carry no confidence);
+  (the confidence cascade's thresholds and the fixed budgets, with the Pareto front over both; left out
+  when the rows carry no confidence);
 - per model and dataset: ``robustness--MODEL--DATASET`` (confused and harmed items shared by two
   chains), ``iso-compute--MODEL--DATASET--pxCOST`` (allocations at about the same pixels sent);
 - ``predictor--PREDICTOR--MODEL--DATASET``; from the checkpoint study: ``temporal-trap`` (video gain vs
@@ -88,7 +89,7 @@ def chain_figures(g: dict[str, Any], idx: int, level: float = 0.95) -> Iterator[
     yield from _made("trajectories", key, f"fig-trajectories-{idx}", "Right/wrong patterns along the chain",
                      lambda: trajectories_figure(g))
     yield from _made("cascade", key, f"fig-cascade-{idx}", "Confidence cascade: accuracy against frames per "
-                     "threshold, its Pareto front and the fixed budgets", lambda: cascade_figure(g))
+                     "threshold and the fixed budgets, with the Pareto front over both", lambda: cascade_figure(g))
 
 
 def _mine(rows: list[dict[str, Any]], key: tuple[str, str]) -> list[dict[str, Any]]:

@@ -47,9 +47,11 @@ from engine.report.figures import (
     predictor_figures,
 )
 from engine.report.html import CSS, blocks, e, table
+from engine.report.labels import pixels, protocol_label
 from engine.report.run_info import run_section
 from engine.runtime.atomic import atomic_write
 from engine.runtime.output import points
+from engine.runtime.secrets import redact
 
 __all__ = ["render_report", "write_report"]
 
@@ -81,8 +83,8 @@ def _headline(g: dict[str, Any]) -> str:
 
 def _protocol_note(g: dict[str, Any]) -> str:
     p = g.get("protocol") or {}
-    size = (f"max_pixels {p['max_pixels']}" if p.get("max_pixels") else
-            f"exact pixels {p['exact_pixels']}" if p.get("exact_pixels") else
+    size = (f"max {pixels(p['max_pixels'])} px" if p.get("max_pixels") else
+            f"exactly {pixels(p['exact_pixels'])} px" if p.get("exact_pixels") else
             f"short side {p['short_side']}" if p.get("short_side") else "decoded size")
     what = (f"{size}, {p.get('policy', 'uniform')} sampling (seed {p.get('seed', 0)}), "
             f"{p.get('pipeline', 'raw')} pipeline")
@@ -95,9 +97,10 @@ def _figure(pf: PaperFigure) -> str:
 
 def _group_section(g: dict[str, Any], idx: int, level: float) -> str:
     """A chain's headline table, then every registered group metric's section in registration order."""
-    primary = " (primary)" if g.get("primary") else ""
+    pid = g.get("protocol_id", "default")
+    chain = f"{protocol_label(pid)} (chain {pid}{', primary' if g.get('primary') else ''})"
     figs = {pf.html_id: _figure(pf) for pf in chain_figures(g, idx, level)}
-    parts = [f"<h2>{e(g['model_id'])} on {e(g['dataset'])}, chain {e(g.get('protocol_id', 'default'))}{primary}</h2>",
+    parts = [f"<h2>{e(g['model_id'])} on {e(g['dataset'])}: {e(chain)}</h2>",
              _protocol_note(g), _headline(g)]
     parts += [blocks(m.report(g, idx), figs) for m in registered_metrics("group") if m.report is not None]
     return "".join(parts)
@@ -218,8 +221,8 @@ _FIGURE_CSS = "figure{margin:8px 0}figcaption{margin-top:2px}pre{font-size:12px;
 
 
 def write_report(doc: dict[str, Any], path: str | Path, title: str = "framesweep report") -> Path:
-    """Write `render_report` to `path` (UTF-8) and return it."""
+    """Write `render_report` to `path` (UTF-8), every registered secret redacted, and return it."""
     out = Path(path)
-    atomic_write(out, render_report(doc, title).encode("utf-8"))
+    atomic_write(out, redact(render_report(doc, title)).encode("utf-8"))  # `e` escaped it: entities are matched
     log.info("wrote %s", out)
     return out

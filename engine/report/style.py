@@ -38,6 +38,9 @@ _RC: dict[str, Any] = {
     "pdf.fonttype": 42, "ps.fonttype": 42,  # TrueType in PDFs: editable text, accepted by publishers
     "svg.fonttype": "none", "svg.hashsalt": "framesweep",  # text as text; the same ids on every run
     "path.simplify": True,
+    # every label is plain text: a model id, dataset or budget holding `$...$` (an imported lmms-eval log) is
+    # drawn as written, never parsed as mathtext (which fails on `$\bad{$` and rewrites `$x^2$`)
+    "text.parse_math": False,
     # the layout is the figure's own (constrained, then kept by `declutter`), whatever a matplotlibrc says
     "figure.autolayout": False, "figure.constrained_layout.use": False, "savefig.bbox": "standard",
 }
@@ -130,6 +133,8 @@ def declutter(fig: Figure) -> None:
     labels may crowd another axis, checked again). The last check laid the figure out as it now is, so that
     layout is kept (the figure's layout engine is removed): saving draws the figure once, in exactly the
     layout whose labels were checked, where a constrained layout would be computed twice more per file."""
+    for t in fig.findobj(Text):  # drawn outside `paper_style` too: still plain text, never mathtext
+        t.set_parse_math(False)
     done: list[Axes] = []
     while crowded := _crowded(fig, [ax for ax in fig.axes if ax not in done]):
         for ax in crowded:

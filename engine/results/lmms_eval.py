@@ -13,7 +13,10 @@ is written.
 
 Correctness: a metric dict with ``score`` gives it (1 = right); else ``pred_answer``
 vs ``answer``; a numeric metric that is always 0 or 1 is correctness, any other numeric
-metric is a graded score (open task, ``correct`` null).
+metric is a graded score (open task, ``correct`` null). A sample whose score is NaN or inf
+(or who has none) is kept as an error row naming its file and line, never read as wrong, and
+counted in a warning; one whose id (``question_id``, else ``doc_id``) is missing, NaN or inf
+refuses the import, naming its line (it would be a key no run ever matches).
 
 lmms-eval's own parsed answer is kept in ``pred_extracted``: the task's ``pred_answer``, empty when
 lmms-eval found none (its regex matched no letter), else the filtered response (the task's filters
@@ -34,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -72,6 +76,8 @@ class ImportSummary:
     """Rows given again, with the same answer, by a second log of the import."""
     extraction: str | None = None
     """The rule multiple-choice answers were read again with (None: lmms-eval's own parse)."""
+    unscored: int = 0
+    """Samples read without a usable score (none, NaN or inf): kept as error rows, each naming its line."""
 
     @property
     def budgets(self) -> dict[str, str]:
@@ -107,21 +113,43 @@ def _norm(answer: Any) -> str:
     return str(answer).strip().strip("().").upper()
 
 
+class _Unscored(ValueError):
+    """A sample whose score is no number (NaN, inf): imported as an error row, never as a right or wrong answer."""
+
+
 def _outcome(info: dict[str, Any], numeric: dict[str, float], binary: bool) -> tuple[str, bool | None, float | None]:
-    """(task kind, correct, score) of one sample."""
+    """(task kind, correct, score) of one sample; `_Unscored` naming the metric when its score is NaN or inf."""
     score = info.get("score")
     if isinstance(score, bool | int | float):
+        if not math.isfinite(score):
+            raise _Unscored(f"its score is {score}")
         ok = float(score) >= 1.0
         return "mcq", ok, float(ok)
     if info.get("pred_answer") is not None and info.get("answer") is not None:
         ok = _norm(info["pred_answer"]) == _norm(info["answer"])
         return "mcq", ok, float(ok)
     if numeric:
-        value = next(iter(numeric.values()))
+        name, value = next(iter(numeric.items()))
+        if not math.isfinite(value):
+            raise _Unscored(f"its metric {name} is {value}")
         if binary:
             return "mcq", value >= 1.0, float(value >= 1.0)
         return "open", None, min(max(value, 0.0), 1.0)
     return "mcq", None, None
+
+
+def _item_id(info: dict[str, Any], doc: dict[str, Any], sample: dict[str, Any], where: str) -> str:
+    """The sample's item id (question_id, else doc_id); ValueError naming the line when it has none usable (a
+    NaN or inf would be a key no run ever matches)."""
+    for name, value in (("question_id", info.get("question_id")), ("question_id", doc.get("question_id")),
+                        ("doc_id", sample.get("doc_id"))):
+        if value in (None, ""):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{where}: {name} is {value}, not an id: the sample cannot be keyed (fix or drop the "
+                             "line)")
+        return str(value)
+    raise ValueError(f"{where}: no doc_id or question_id: the sample cannot be keyed (fix or drop the line)")
 
 
 @dataclass(frozen=True)
@@ -138,17 +166,22 @@ class _Context:
     extraction: ExtractionRule | None = None
 
 
-def _row(sample: dict[str, Any], ctx: _Context) -> ResultRow:
+def _row(sample: dict[str, Any], ctx: _Context, where: str) -> ResultRow:
+    """The row of one sample (`where`: its file and line, for messages)."""
     info, numeric = _metrics(sample)
-    doc = sample.get("doc") or {}
-    kind, correct, score = _outcome(info, numeric, ctx.binary)
+    doc = sample.get("doc") if isinstance(sample.get("doc"), dict) else {}
+    unscored = None
+    try:
+        kind, correct, score = _outcome(info, numeric, ctx.binary)
+    except _Unscored as err:
+        kind, correct, score, unscored = "mcq", None, None, str(err)
     response = _text(sample.get("resps")) or _text(sample.get("filtered_resps"))  # resps: raw, when kept
     filtered = _text(sample.get("filtered_resps"))
     prompt = sample.get("input")
     row = ResultRow(
         sweep_id=ctx.sweep_id, model_id=ctx.model_id, model_family=ctx.model_family, dataset=ctx.dataset,
         dataset_version=ctx.dataset_version,
-        item_id=str(_first(info.get("question_id"), doc.get("question_id"), sample.get("doc_id"))),
+        item_id=_item_id(info, doc, sample, where),
         video_id=str(_first(info.get("videoID"), info.get("video_id"), doc.get("videoID"), doc.get("video_id"),
                             doc.get("video"), "") or ""),
         task_kind=kind, budget_id=ctx.budget_id, frames=ctx.frames, policy="uniform", seed=0,
@@ -164,7 +197,8 @@ def _row(sample: dict[str, Any], ctx: _Context) -> ResultRow:
     if ctx.extraction is not None and kind == "mcq" and row.answer:
         _reextract(row, doc, ctx.extraction)
     if correct is None and score is None:
-        row.status, row.error_type, row.error = "error", "ImportError", "no per-sample score in the log line"
+        why = f"{unscored}, not a number" if unscored else "no per-sample score in the log line"
+        row.status, row.error_type, row.error = "error", "ImportError", f"{where}: {why}"
     return row
 
 
@@ -187,7 +221,8 @@ def _reextract(row: ResultRow, doc: dict[str, Any], rule: ExtractionRule) -> Non
     row.score, row.scoring = float(row.correct), f"lmms-eval:{rule}"
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
+def _read(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The samples of a samples file, each with its line number."""
     samples = []
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
@@ -197,9 +232,11 @@ def _read(path: Path) -> list[dict[str, Any]]:
                 sample = json.loads(line)
             except ValueError as err:
                 raise ValueError(f"{path}:{n}: not a JSON line ({err})") from None
+            except RecursionError:
+                raise ValueError(f"{path}:{n}: JSON nested too deeply to read") from None
             if not isinstance(sample, dict):
                 raise ValueError(f"{path}:{n}: not an lmms-eval sample (no JSON object)")
-            samples.append(sample)
+            samples.append((n, sample))
     return samples
 
 
@@ -290,15 +327,21 @@ def _resolve(runs: list[LmmsRun], *, frames: int | None, budget_id: str | None, 
 
 
 def _rows_of(log_: _Log, sweep_id: str, extraction: ExtractionRule | None) -> list[ResultRow]:
-    samples = _read(log_.run.samples)
-    numeric = [v for s in samples for v in _metrics(s)[1].values()]
+    path = log_.run.samples
+    samples = _read(path)
+    numeric = [v for _, s in samples for v in _metrics(s)[1].values() if math.isfinite(v)]
     ctx = _Context(
         sweep_id=sweep_id, model_id=log_.model_id, model_family=log_.config.family or "lmms-eval",
         dataset=log_.dataset, dataset_version=log_.config.version or "lmms-eval", budget_id=log_.budget_id,
-        frames=log_.frames, finished_at=datetime.fromtimestamp(log_.run.samples.stat().st_mtime, UTC),
+        frames=log_.frames, finished_at=datetime.fromtimestamp(path.stat().st_mtime, UTC),
         binary=bool(numeric) and all(v in (0.0, 1.0) for v in numeric), extraction=extraction,
     )
-    return [_row(s, ctx) for s in samples]
+    rows = [_row(s, ctx, f"{path}:{n}") for n, s in samples]
+    unscored = [n for (n, _), row in zip(samples, rows, strict=True) if row.status == "error"]
+    if unscored:
+        log.warning("%s: %d sample(s) without a usable score (none, NaN or inf), imported as error rows: line(s) %s",
+                    path, len(unscored), ", ".join(map(str, unscored[:10])) + (", ..." if len(unscored) > 10 else ""))
+    return rows
 
 
 def run_rows(run: LmmsRun, *, frames: int | None = None, budget_id: str | None = None, model_id: str | None = None,
@@ -398,6 +441,6 @@ def import_lmms_eval(paths: Sequence[str | Path], out_dir: str | Path, *, frames
     for lg in logs:
         log.info("%s: model %s, dataset %s, budget %s", lg.run.samples, lg.model_id, lg.dataset, lg.budget_id)
     return ImportSummary(runs=len(runs), rows=written, skipped=len(rows) - len(fresh), duplicates=duplicates,
-                         extraction=extraction,
+                         extraction=extraction, unscored=sum(row.status == "error" for row, _ in rows),
                          placed={f"{lg.run.samples.parent.name}/{lg.run.samples.name}": (lg.model_id, lg.dataset,
                                                                                       lg.budget_id) for lg in logs})

@@ -148,6 +148,8 @@ def read_config(run: LmmsRun) -> LogConfig:
         doc = json.loads(run.results.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise ValueError(f"{source}: not readable as JSON ({err})") from None
+    except RecursionError:  # json's decoder recurses once per level: 100,000 levels end Python's stack
+        raise ValueError(f"{source}: not readable as JSON (nested too deeply)") from None
     if not isinstance(doc, dict):
         raise ValueError(f"{source}: not an lmms-eval results.json (no JSON object)")
     args = _model_args(doc)

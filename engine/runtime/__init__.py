@@ -10,5 +10,7 @@
     placement.py  what an engine actor reserves (GPUs in a placement group, CPUs spread) and whether it fits
     processes.py  whether a process is alive (pid_alive)
     reaper.py     a watcher process that ends Ray's processes when the driver is killed
-    secrets.py    redaction of registered secrets in every spelling (raw, JSON-escaped, URL-encoded)
+    secrets.py    redaction of registered secrets, which values are safe to treat as one, credentials in a URL
+    secret_spellings.py  the one pattern of a secret's spellings (raw, case-changed, JSON, URL, HTML, hex,
+                  base64, split across lines), read alike by Python's and Polars' regex engines
 """

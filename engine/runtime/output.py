@@ -9,6 +9,12 @@ A producer for which a value can be undefined writes None (null) itself, or pass
 document through `finite` first. Paths and dates are written as their text; any other value
 that is not JSON is refused the same way.
 
+A document (the manifest, `summary.json`, `--json` files, the export's provenance) is scrubbed of
+every registered secret (`engine.runtime.secrets.redact`, over its whole text) as it is written:
+a key the spec holds (a `base_url` with `?api_key=`) or a server echoed reaches no file. Lines
+are keyed data (items, caches, predictions: ids that must match their items) and are written as
+they are, as a row's key columns are.
+
 Rates in a document are fractions in [0, 1]; on a terminal or a page they are points to one
 place (`points`: 0.613 is ``61.3``).
 """
@@ -91,17 +97,16 @@ def json_line(record: Any, what: str = "JSON record") -> str:
     return _dumps(record, what, ensure_ascii=False)
 
 
-def write_json(path: Path | str, doc: Any, *, redacted: bool = False, durable: bool = True) -> Path:
-    """Write `doc` to `path` atomically as `json_text` gives it; nothing is written when it is refused.
+def write_json(path: Path | str, doc: Any, *, durable: bool = True) -> Path:
+    """Write `doc` to `path` atomically as `json_text` gives it, every registered secret redacted
+    (`engine.runtime.secrets.redact`); nothing is written when it is refused.
 
     Args:
         path: The target (its folder is created).
         doc: The document.
-        redacted: Pass the text through secret redaction (`engine.runtime.secrets.redact`) first.
         durable: fsync (False only for caches that may be rebuilt).
     """
-    text = json_text(doc, str(path))
-    return atomic_write(path, (redact(text) if redacted else text).encode(), durable=durable)
+    return atomic_write(path, redact(json_text(doc, str(path))).encode(), durable=durable)
 
 
 def write_json_lines(path: Path | str, records: Iterable[Any], *, durable: bool = True) -> int:

@@ -1,35 +1,52 @@
-"""Secrets (API keys, cluster tokens) kept out of every stored or printed text.
+"""Secrets (API keys, cluster tokens, credentials in a URL) kept out of every stored or printed text.
 
 A component that reads a secret registers it here; `redact` replaces every registered
-secret in a text with `***`, `redact_columns` does the same to every text column of a
-Polars frame. Result rows (every string column, as they are committed and as they are
-exported), log records and CLI messages pass through them, so a server that echoes the
-Authorization header back in an error body or in its answer cannot put the key into a
-result row or onto the terminal.
+secret in a text with `***`, `redact_columns` does the same to the text columns of a Polars
+frame. The columns of a result row that carry a server's, an engine's or an error's text
+(`engine.results.schema.REDACTED_COLUMNS`, as they are committed and as they are exported),
+every file framesweep writes, log records and CLI messages pass through them, so a server that
+echoes the Authorization header back in an error body or in its answer cannot put the key into
+a result row, a file or onto the terminal. Key columns and what came from the dataset are never
+rewritten: a secret there would make the row's key another one.
 
-A secret is found in any of the spellings a server or a library may give it back in:
-raw; JSON-escaped (`\\/` for `/`, `\\uXXXX` for any character, `\\"`, `\\\\`); URL-encoded
-(`%XX` in upper or lower case hex, `+` for a space); or any mixture of them (each character
-may come in any of its spellings).
+A secret is found in any of the spellings a server or a library may give it back in
+(`engine.runtime.secret_spellings`): raw or case-changed, JSON-escaped, URL-encoded once or
+twice, HTML character references, hex, base64 (standard or URL-safe, any alignment), and split
+across lines.
+
+Redaction is only safe for a value that cannot be ordinary text: `secret_problem` says why a
+value is not one (shorter than `MIN_SECRET_LEN` characters, a word, a number, a few characters
+repeated), and the spec's checks refuse such a key by the variable or field that holds it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import threading
+from collections.abc import Collection
 from typing import TYPE_CHECKING, TypeVar, overload
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from engine.runtime.secret_spellings import secret_pattern
 
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["REDACTED", "RedactingFilter", "redact", "redact_columns", "register_secret", "register_secret_env",
-           "secret_pattern"]
+__all__ = ["MIN_SECRET_LEN", "REDACTED", "RedactingFilter", "redact", "redact_columns", "register_secret",
+           "register_secret_env", "secret_pattern", "secret_problem", "url_credentials"]
 
 REDACTED = "***"
-_MIN_LEN = 4  # shorter values would redact ordinary words
+MIN_SECRET_LEN = 16
+"""The shortest value a spec may use as a key. Every key a provider issues is longer (OpenAI's and Anthropic's
+`sk-...` 51 to 108 characters, Hugging Face's `hf_...` 37, Google's `AIza...` 39, 32 and more elsewhere); a key
+chosen for `vllm serve --api-key` must be too (vLLM's docs' `token-abc123` is not)."""
+_MIN_LEN = 4  # shorter values are never registered (they would redact ordinary words wherever they are)
+_MIN_DISTINCT = 6  # fewer different characters: a few repeated (`abababab...`, `1111...`)
+_SEPARATORS = re.compile(r"[\s._\-/:]")
+_WORDS = re.compile(r"(?:[A-Z]?[a-z]+)+|[A-Z]+")  # lower-case, upper-case or CamelCase words, run together
+_CREDENTIAL_NAME = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential|session", re.IGNORECASE)
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -37,44 +54,39 @@ _pattern: str | None = None  # every registered secret in every spelling, longes
 _regex: re.Pattern[str] | None = None
 
 
-def _escape(c: str) -> str:
-    """`c` as a regular expression both Python's `re` and Polars' (Rust) regex read the same way."""
-    if c.isascii() and c.isalnum():
-        return c
-    n = ord(c)
-    return f"\\x{n:02x}" if n < 0x80 else f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}"
+def secret_problem(value: str) -> str | None:
+    """Why `value` could also be ordinary text (so redacting it could rewrite other text, and other text could
+    hide it), or None for a value safe to treat as a secret. Never names the value itself."""
+    if len(value) < MIN_SECRET_LEN:
+        return f"it is {len(value)} character(s) long, fewer than {MIN_SECRET_LEN}"
+    if len(set(value)) < _MIN_DISTINCT:
+        return f"it repeats {len(set(value))} different character(s)"
+    plain = _SEPARATORS.sub("", value)
+    if plain.isdigit():
+        return "it is a number"
+    if _WORDS.fullmatch(plain):
+        return "it is made of words (letters only)"
+    return None
 
 
-def _hex(text: str) -> str:
-    """Hex digits as a pattern matching them in either case (`2f` and `2F`)."""
-    return "".join(f"[{h.lower()}{h.upper()}]" if h.isalpha() else h for h in text)
-
-
-def _json_u(c: str) -> str:
-    """The `\\uXXXX` escape(s) of `c` (a surrogate pair beyond the BMP), hex in either case."""
-    units = c.encode("utf-16-be")
-    return "".join("\\x5cu" + _hex(units[i:i + 2].hex()) for i in range(0, len(units), 2))
-
-
-def _char_pattern(c: str) -> str:
-    """Every spelling of one character: raw, JSON escapes, URL encoding, Python's repr escape."""
-    alts = [_json_u(c), "".join("%" + _hex(f"{b:02x}") for b in c.encode())]
-    short = json.dumps(c)[1:-1]  # \" \\ \n ... (json.dumps writes non-ASCII as \uXXXX: covered above)
-    if short != c and not short.startswith("\\u"):
-        alts.append("".join(_escape(x) for x in short))
-    if c == "/":
-        alts.append("\\x5c\\x2f")  # \/ (JSON may escape a slash)
-    if c == "'":
-        alts.append("\\x5c\\x27")  # \' (Python's repr)
-    if c == " ":
-        alts.append("\\x2b")  # + (quote_plus)
-    alts.append(_escape(c))  # last: a backslash's escape `\\` begins with the backslash itself
-    return "(?:" + "|".join(dict.fromkeys(alts)) + ")"
-
-
-def secret_pattern(secret: str) -> str:
-    """A regular expression matching `secret` in each of its spellings (see the module docstring)."""
-    return "".join(_char_pattern(c) for c in secret)
+def url_credentials(url: str) -> list[tuple[str, str]]:
+    """The credentials written into `url`, each with where it sits: the password of `user:password@` (the user
+    when no password is given: a token), and the value of each query or fragment parameter whose name says
+    key, token, secret, password, auth, signature or session (decoded, as the server reads it)."""
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:  # not a URL: the spec's own check says so
+        return []
+    found = []
+    if password:
+        found.append(("the password in the URL's user:password@", unquote(password)))
+    elif user:
+        found.append(("the user name in the URL's user@ (a token)", unquote(user)))
+    for part, what in ((parts.query, "query"), (parts.fragment, "fragment")):
+        found += [(f"the URL's {what} parameter {name!r}", value)
+                  for name, value in parse_qsl(part) if _CREDENTIAL_NAME.search(name) and value]
+    return found
 
 
 def register_secret(value: str | None) -> None:
@@ -118,17 +130,19 @@ def redact(text: str | None) -> str | None:
 Frame = TypeVar("Frame", "pl.DataFrame", "pl.LazyFrame")
 
 
-def redact_columns(frame: Frame) -> Frame:
-    """`frame` with every registered secret redacted from each string column and list-of-string column."""
+def redact_columns(frame: Frame, columns: Collection[str] | None = None) -> Frame:
+    """`frame` with every registered secret redacted from each string and list-of-string column, or from only
+    those of them named in `columns` (the others, key columns above all, are kept as they are)."""
     import polars as pl
 
     pattern = _pattern
     if pattern is None:
         return frame
     schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
-    exprs = [pl.col(c).str.replace_all(pattern, REDACTED) for c, t in schema.items() if t == pl.String]
+    names = [c for c in schema if columns is None or c in columns]
+    exprs = [pl.col(c).str.replace_all(pattern, REDACTED) for c in names if schema[c] == pl.String]
     exprs += [pl.col(c).list.eval(pl.element().str.replace_all(pattern, REDACTED))
-              for c, t in schema.items() if t == pl.List(pl.String)]
+              for c in names if schema[c] == pl.List(pl.String)]
     return frame.with_columns(exprs) if exprs else frame
 
 

@@ -21,6 +21,11 @@ A job's fingerprint is the SHA-256 of a canonical JSON of named fields (`answer_
   for a visual budget also ``decode.decoder`` (``pyav`` for image items) and, for a cached one,
   ``decode.cache_format``.
 
+Each field belongs to a part of the run (`field_scope`): the sweep (``prompt.*``), the model (``checkpoint``,
+``family``, ``template``, ``engine.*``, ``http.*``), the dataset (``dataset.*``, the synthetic ``seed`` among
+them: it names the items) or the (model, dataset, budget) itself (``budget.*``, ``decode.*``). Every row of a
+model shares its model's fields, every row of a dataset its dataset's, every row of a sweep its prompt.
+
 Rows carry their fingerprint (`answer_fingerprint`); the manifest keeps each one's fields, so a
 refused resume can name what changed (`engine.sweep.resume`).
 """
@@ -31,7 +36,7 @@ import hashlib
 import json
 import logging
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -44,8 +49,8 @@ from engine.items import Item, Job
 
 __all__ = ["DATASET_SELECTORS", "EXTRA_THROUGHPUT_ONLY", "HTTP_FIELDS", "IMAGE_SIZE_FIELDS", "LATER_BUDGET_FIELDS",
            "THROUGHPUT_ONLY",
-           "AnswerPrints",
-           "checkpoint_identity", "fingerprint", "item_decoder", "template_digest"]
+           "AnswerPrints", "FieldScope",
+           "checkpoint_identity", "field_scope", "fingerprint", "item_decoder", "template_digest"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +87,21 @@ def item_decoder(spec: SweepSpec, item: Item) -> str:
     """The decoder of an item's media: the spec's, except still images (decord cannot open them; PyAV decodes
     them, EXIF rotation applied)."""
     return "pyav" if item.media_kind == "image" else spec.decode.decoder
+
+
+FieldScope = Literal["sweep", "model", "dataset", "budget"]
+_MODEL_FIELDS = frozenset({"checkpoint", "family", "template"})
+
+
+def field_scope(name: str) -> FieldScope:
+    """The part of a run that an answer field belongs to (see the module docstring)."""
+    if name.startswith("prompt."):
+        return "sweep"
+    if name in _MODEL_FIELDS or name.startswith(("engine.", "http.")):
+        return "model"
+    if name.startswith("dataset."):
+        return "dataset"
+    return "budget"
 
 
 def fingerprint(fields: dict[str, Any]) -> str:

@@ -2,25 +2,107 @@
 
 Every problem is named by its spec field and reported together, before the results
 directory, the manifest or an engine is touched (`SpecError`, exit 2 in the CLI):
-unknown model families and decoders, a model path that does not exist, an unset API key
-variable, a server `base_url` that is not an http(s) URL, an output directory that is a file
-or cannot be written. A model path or output directory the system cannot even look up (a NUL
-byte, a name longer than the file system takes) is named first, alone: every other check of
-it would fail inside the OS.
+unknown model families and decoders, a model path that does not exist (with the nearest
+existing folder), a hub id that is not in the local Hugging Face cache while downloads are off
+(`HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE`), an unset API key variable, an API key or a Ray token
+too short or too plain to be redacted safely, a server `base_url` that is not an http(s) URL, an
+output directory that is a file or cannot be written. A model path or output directory the system
+cannot even look up (a NUL byte, a name longer than the file system takes) is named first, alone:
+every other check of it would fail inside the OS.
 """
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from engine.backends.checkpoint import model_folder
 from engine.backends.families import get_family
-from engine.backends.kinds import BACKENDS
-from engine.config import SpecError, SweepSpec
+from engine.backends.kinds import BACKENDS, BackendKind
+from engine.config import ModelSpec, SpecError, SweepSpec
 from engine.frames.decode import get_decoder
+from engine.runtime.secrets import MIN_SECRET_LEN, secret_problem
 
-__all__ = ["preflight"]
+__all__ = ["close_sibling", "hub_cache", "is_hub_id", "model_problems", "offline_hub_problem", "preflight"]
+
+_OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+_SIBLINGS_READ = 10_000
+"""Entries of a folder read when looking for the name nearest a missing one (a huge folder is not listed whole)."""
+
+
+def is_hub_id(path: str) -> bool:
+    """Whether a model path is taken as a hub id (`org/name`) when no such folder exists here."""
+    return path.count("/") == 1 and not path.startswith(("/", ".", "~", "tiny:"))
+
+
+def hub_cache() -> Path:
+    """The local Hugging Face hub cache huggingface_hub reads (`HF_HUB_CACHE`, else `HF_HOME/hub`)."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def _offline_var() -> str | None:
+    """The variable that turns the hub's downloads off (`HF_HUB_OFFLINE=1`), None when downloads are on."""
+    from huggingface_hub import constants
+
+    for name in _OFFLINE_VARS:
+        if os.environ.get(name, "").strip().upper() in ("1", "ON", "YES", "TRUE"):
+            return f"{name}={os.environ[name]}"
+    return "HF_HUB_OFFLINE" if constants.HF_HUB_OFFLINE else None
+
+
+def close_sibling(path: str) -> str | None:
+    """The existing path nearest a missing one: its first missing part swapped for the closest name beside it
+    (`./modles/Qwen` -> `models/Qwen`, or `models` when that has no `Qwen`); None when nothing is close."""
+    if path.startswith("tiny:"):
+        return None
+    try:
+        parts = Path(path).expanduser().parts
+        depth = next((i for i in range(len(parts)) if not Path(*parts[: i + 1]).exists()), None)
+        if depth is None:
+            return None
+        parent = Path(*parts[:depth]) if depth else Path(".")
+        names = [e.name for e in itertools.islice(parent.iterdir(), _SIBLINGS_READ)]
+        near = difflib.get_close_matches(parts[depth], names, n=1, cutoff=0.7)
+        if not near:
+            return None
+        guess = parent / near[0]
+        whole = guess.joinpath(*parts[depth + 1:])
+        return str(whole if whole.exists() else guess)
+    except OSError:  # a name too long, a folder that cannot be listed: no guess
+        return None
+
+
+def offline_hub_problem(path: str) -> str | None:
+    """Why a hub id cannot be loaded here: no folder of that name, not in the local hub cache, and downloads off
+    (vLLM would fail on it only after Ray and the engine started); None otherwise."""
+    if not is_hub_id(path) or (offline := _offline_var()) is None:
+        return None
+    try:
+        if model_folder(path) is not None:
+            return None
+    except OSError:  # a name the file system refuses: the backend's own check names it
+        return None
+    near = close_sibling(path)
+    return (f"{path} is no folder here, and as a hub id it is not in the local Hugging Face cache ({hub_cache()}); "
+            f"{offline} forbids downloading it" + (f" (did you mean {near}?)" if near else ""))
+
+
+def model_problems(m: ModelSpec, kind: BackendKind | None = None) -> list[tuple[str, str]]:
+    """(field, why) for each setting of model `m` that cannot work here: its backend's own check (a missing
+    checkpoint folder named with the nearest existing one), then a hub id out of reach offline."""
+    kind = kind or BACKENDS.get(m.backend)
+    found = []
+    for field, why in kind.check(m):
+        near = close_sibling(m.path) if field == "path" else None
+        found.append((field, why + (f" (did you mean {near}?)" if near else "")))
+    if kind.in_cluster and not found and (why := offline_hub_problem(m.path)):
+        found.append(("path", why))
+    return found
 
 
 _NAME_MAX, _PATH_MAX = 255, 4096  # where the file system does not say (Linux's limits)
@@ -104,6 +186,17 @@ def _out_dir_problem(out: Path) -> str | None:
     return None
 
 
+def _token_problem() -> str | None:
+    """The Ray token in RAY_AUTH_TOKEN is redacted wherever it shows up: one that could be ordinary text is
+    refused (never naming its value)."""
+    token = os.environ.get("RAY_AUTH_TOKEN")
+    if token and (why := secret_problem(token)):
+        return (f"RAY_AUTH_TOKEN: the cluster's token cannot be kept out of files and results ({why}: redacting it "
+                f"could rewrite ordinary text); give the cluster a random token of at least {MIN_SECRET_LEN} "
+                "characters (`ray get-auth-token --generate` makes one)")
+    return None
+
+
 def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True, *, only_engines: bool = False) -> None:
     """Raise `SpecError` naming every field whose value cannot work here.
 
@@ -130,7 +223,7 @@ def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True, *, 
             problems.append(f"models.{i}.family: {err.args[0]}")
         if not engines:
             continue
-        problems += [f"models.{i}.{field}: {why}" for field, why in kind.check(m)]  # its path, its key
+        problems += [f"models.{i}.{field}: {why}" for field, why in model_problems(m, kind)]  # its path, its key
     if not only_engines and any(b.frames for b in spec.budgets):
         try:
             get_decoder(spec.decode.decoder)
@@ -140,5 +233,7 @@ def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True, *, 
             problems.append(f"decode.decoder: {spec.decode.decoder} cannot load ({err})")
     if not only_engines and (why := _out_dir_problem(Path(spec.store.out_dir))):
         problems.append(f"store.out_dir: {why}")
+    if why := _token_problem():
+        problems.append(why)
     if problems:
         _refuse(source, what, problems)

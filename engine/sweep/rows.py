@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,7 +17,7 @@ from engine.frames.decode import decoder_version
 from engine.items import Job
 from engine.results.schema import ResultRow
 from engine.runtime.secrets import redact
-from engine.scoring import extract_letter, score_at_answer, score_letters
+from engine.scoring import AbsurdLogprob, checked_logprob, extract_letter, score_at_answer, score_letters
 
 __all__ = ["ErrorKind", "JobContext", "error_kind", "error_row", "scored_row"]
 
@@ -147,6 +148,10 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scor
     `prompt.extraction` rule, reads the generated text; an MCQ item's confidence is then the
     renormalised probability of the *extracted* letter at the answer position (the token spelling
     it where the rule read it; `engine.scoring.score_at_answer`), null when no letter was extracted.
+
+    A reply that cannot be scored fails its own row only, never the run: a log-probability that is no
+    log-probability (`AbsurdLogprob`: NaN, +inf, above 0, not a number) or any other value the row cannot
+    hold becomes an error row naming it.
     """
     if not res.ok:
         return error_row(spec, ctx, res.error_type or "EngineError", res.error or "", res.worker)
@@ -157,9 +162,30 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scor
         # silently wrong `ok` row
         return error_row(spec, ctx, "NoLetterLogprobs", "the engine returned no log-probability for any option "
                          f"letter ({', '.join(item.letters)}) at the first answer token", res.worker)
+    try:
+        return _scored(spec, ctx, res, scorer, letter_mode)
+    except AbsurdLogprob as err:
+        return error_row(spec, ctx, "AbsurdLogprob", f"the engine's reply cannot be scored: {err}", res.worker)
+    except (ArithmeticError, ValueError, TypeError) as err:  # e.g. a count the row cannot hold
+        return error_row(spec, ctx, type(err).__name__, f"the engine's reply cannot be scored: {err}", res.worker)
+
+
+def _count(value: object, what: str) -> int | None:
+    """A token count as a row holds it (None: not reported); ValueError for anything but a whole number >= 0 that
+    fits the column (Int32)."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31):
+        return value  # type: ignore[return-value]
+    raise ValueError(f"its {what} token count {repr(value)[:40]} is not a whole number in [0, 2**31)")
+
+
+def _scored(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scorer, letter_mode: bool) -> ResultRow:
+    """The ok row of a reply (`scored_row`); raises when the reply holds a value that cannot be scored."""
+    item = ctx.job.item
     row = _base(spec, ctx)
+    if not isinstance(res.text, str):
+        raise TypeError(f"its text is a {type(res.text).__name__}, not a string")
     row.response = redact(res.text)
-    row.prompt_tokens, row.output_tokens = res.prompt_tokens, res.output_tokens
+    row.prompt_tokens, row.output_tokens = _count(res.prompt_tokens, "prompt"), _count(res.output_tokens, "output")
     row.engine_s, row.worker, row.engine_version = res.engine_s, res.worker, res.engine_version
     judged = _judge(spec, item, res.text, scorer)
     if item.kind == "mcq" and letter_mode:
@@ -178,5 +204,5 @@ def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scor
         if at is not None:
             row.option_probs, row.confidence, row.letters_returned = at.probs, at.confidence, at.returned
     elif res.mean_logprob is not None:
-        row.confidence = float(np.exp(res.mean_logprob))
+        row.confidence = math.exp(checked_logprob(res.mean_logprob, "the mean log-probability of the answer"))
     return row

@@ -68,14 +68,37 @@ def test_two_copies_fingerprint_alike_and_documentation_does_not_count(tmp_path:
         os.utime(f, ns=(10**18, 10**18))
     assert checkpoint_fingerprint(copy) == checkpoint_fingerprint(ckpt) is not None
     assert checkpoint_fingerprint(copy, mtime=False) == checkpoint_fingerprint(copy)  # the keyword has no effect
-    (copy / "README.md").write_text("# another card")
-    (copy / "LICENSE").write_text("terms")
-    (copy / ".cache").mkdir()
-    (copy / ".cache" / "x.lock").write_text("")
+    # what no loader reads: documentation, licence files by their exact names, git's and the hub's bookkeeping
+    for rel in LEFT_OUT:
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        (copy / rel).write_text("another text")
     assert checkpoint_fingerprint(copy) == checkpoint_fingerprint(ckpt)
     (copy / "extra_tokens.json").write_text("{}")  # any other file may shape an answer: it counts
     assert checkpoint_fingerprint(copy) != checkpoint_fingerprint(ckpt)
     assert checkpoint_fingerprint(tmp_path) is None  # no config.json: not a checkpoint folder
+
+
+LEFT_OUT = ["README.md", "docs/usage.rst", "logo.png", "LICENSE", "Notice", "COPYING", ".gitattributes",
+            ".git/objects/ab/cdef0123", ".cache/huggingface/download/config.json.metadata",
+            ".cache/huggingface/download/model.safetensors.lock"]
+
+
+@pytest.mark.parametrize("rel", ["LICENSE.py", "notice_utils.py", "license_tokenizer.md", "LICENSE.txt",
+                                 "NOTICE.jinja", ".hidden/settings", ".hidden/helper.py",
+                                 ".cache/huggingface/modeling_extra.py", ".git/generation_config.json",
+                                 "copying/processor_config.json"])
+def test_a_file_custom_code_can_load_counts_whatever_its_name_or_folder(tmp_path: Path, rel: str) -> None:
+    """Files named like licences or notices, and files under hidden folders, were left out by their name, though
+    `trust_remote_code` can load them (``LICENSE.py``, ``notice_utils.py``, ``.hidden/``): an edit to one changes
+    the fingerprint now; only documentation suffixes, exact licence names and git's and the hub's bookkeeping are
+    left out, and a loadable suffix (or a tokenizer's name) counts even there."""
+    ckpt = _checkpoint(tmp_path / "ckpt")
+    f = ckpt / rel
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text("VALUE = 1\n")
+    before = checkpoint_fingerprint(ckpt)
+    f.write_text("VALUE = 2\n")
+    assert checkpoint_fingerprint(ckpt) != before
 
 
 def test_a_weight_file_is_read_once_then_known_by_its_stat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

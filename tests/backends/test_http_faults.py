@@ -98,7 +98,7 @@ def malformed_server():
 
 def test_retries_then_error_rows_then_rerun_retries_only_failures(server: FaultyServer, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FS_TEST_KEY", "sekret-123")
+    monkeypatch.setenv("FS_TEST_KEY", "sekret-123-0a1b2c3d4e")
     out = tmp_path / "out"
     spec = parse_spec({
         "sweep_id": "faults",
@@ -124,7 +124,7 @@ def test_retries_then_error_rows_then_rerun_retries_only_failures(server: Faulty
     assert set(errors["error_type"]) == {"HTTPStatusError", "ReadTimeout"}
     assert errors.filter(pl.col("error_type") == "HTTPStatusError")["error"].str.contains("500").all()
     assert errors["task_type"].is_in(["flash_count", "static_shape"]).all()
-    assert server.auth == {"Bearer sekret-123"}
+    assert server.auth == {"Bearer sekret-123-0a1b2c3d4e"}
     assert not rows.select(pl.any_horizontal(pl.col(pl.String).str.contains("sekret", literal=True))
                            ).to_series().any(), "the API key leaked into results"
 
@@ -144,7 +144,7 @@ def test_malformed_200_replies_fail_only_their_own_rows(malformed_server: Faulty
     either, hence the stand-in. Each fails its own request's row with a reason, once (no batch retry, no
     `ok` row with a null prediction), while the other requests of the same coalesced batch are answered;
     the key the server echoed back is redacted from the stored error."""
-    monkeypatch.setenv("FS_TEST_KEY", "sekret-456")
+    monkeypatch.setenv("FS_TEST_KEY", "sekret-456-0a1b2c3d4e")
     out = tmp_path / "out"
     spec = parse_spec({
         "sweep_id": "malformed",
@@ -178,7 +178,7 @@ def test_run_exits_4_when_jobs_failed_and_prints_no_key(malformed_server: Faulty
 
     from engine.cli.app import EXIT_FAILED_JOBS, app
 
-    monkeypatch.setenv("FS_TEST_KEY", "sekret-789")
+    monkeypatch.setenv("FS_TEST_KEY", "sekret-789-0a1b2c3d4e")
     spec = tmp_path / "s.toml"
     spec.write_text(f'''sweep_id = "cli"
 [[models]]

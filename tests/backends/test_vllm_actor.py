@@ -12,7 +12,7 @@ import pytest
 from engine.backends.families import get_family
 from engine.backends.vllm_actor import VLLMActorBackend
 from engine.config import EngineSpec
-from engine.frames.view import MediaView
+from engine.frames.view import MediaView, RepeatedFrames
 from engine.items import Item
 from engine.scoring import score_letters
 
@@ -124,3 +124,19 @@ def test_generate_mode_returns_text_and_top_letters(backend) -> None:
     assert r.token_letters is not None and len(r.token_letters) == r.output_tokens
     assert "".join(tok for tok, _ in r.token_letters) == r.text
     assert all(set(lps) <= set(ITEM.letters) for _, lps in r.token_letters)
+
+
+def test_repeated_frames_reach_the_engine_as_the_array_they_stand_for(backend) -> None:
+    """A short video's budget names each distinct frame once (`RepeatedFrames`); the engine gets the array a copy
+    per position would have been, so the answer is the one the copy gets (under another media uuid: no cache hit)."""
+    be, loop, _, fam = backend
+    distinct = np.random.default_rng(7).integers(0, 255, (3, 64, 96, 3), dtype=np.uint8)
+    order = np.array([0, 0, 1, 1, 2, 2, 2, 2])
+    idx = order.astype(np.int64)
+    lazy = MediaView(RepeatedFrames(list(distinct), order), idx, 8.0, 3, "rep-lazy:f8", "pyav")
+    dense = MediaView(distinct[order], idx, 8.0, 3, "rep-dense:f8", "pyav")
+    res = loop.run_until_complete(be.generate([fam.build("lazy", ITEM, lazy, "letter", None, 1),
+                                               fam.build("dense", ITEM, dense, "letter", None, 1)]))
+    assert res[0].ok and res[1].ok, (res[0].error, res[1].error)
+    assert res[0].prompt_tokens == res[1].prompt_tokens
+    assert res[0].letter_logprobs == pytest.approx(res[1].letter_logprobs, abs=1e-5)

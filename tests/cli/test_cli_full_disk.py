@@ -3,7 +3,8 @@ a small tmpfs filled up (mounting needs root; skipped without it).
 
 - `report`, `metrics --json`, `export` (it said "Invalid thrift: transport error": the Parquet writer's word for
   ENOSPC), `figures`;
-- the run log: logging printed "--- Logging error ---" and a traceback for every record it could not write.
+- the run log: logging printed "--- Logging error ---" and a traceback for every record it could not write;
+- `run` itself: the lock it cannot sign.
 """
 
 from __future__ import annotations
@@ -51,14 +52,30 @@ def test_an_output_onto_a_full_disk_is_one_sentence_and_exit_5(results: Path, tm
         assert [p.name for p in mnt.rglob("*") if not p.is_dir()] == ["filler"]  # nothing half-written left behind
 
 
-def test_a_run_whose_log_hits_a_full_disk_says_so_once_and_exits_5(tmp_path: Path) -> None:
+def test_a_run_log_on_a_full_disk_says_so_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The log opens (a file takes no space), its lines do not fit: one sentence, then the file takes no more."""
+    import logging
+
+    from engine.cli.runlog import run_log
+
+    with tmpfs(tmp_path / "full", size="256k") as mnt:
+        fill(mnt)
+        with run_log(mnt) as path:
+            assert path is not None
+            for n in range(50):
+                logging.getLogger("engine.sweep.scheduler").info("record %d %s", n, "x" * 200)
+        err = " ".join(capsys.readouterr().err.split())
+    assert "Logging error" not in err and "Traceback" not in err, err
+    assert err.count(f"the run log {path} takes no more lines: No space left on device (the run goes on without "
+                     "it)") == 1, err
+
+
+def test_a_run_onto_a_full_disk_is_one_sentence_and_exit_5(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "full", size="256k") as mnt:
         fill(mnt)
         d = small_spec_dict(mnt / "out")
         d["models"][0].update(backend="openai", http={"base_url": "http://127.0.0.1:9"})  # never asked
         res = runner.invoke(app, ["run", str(write_toml(tmp_path / "spec.toml", d))])
-        said = _said(res)
-        assert res.exit_code == 5, res.output  # the lock cannot be signed either: no space
-        assert "Logging error" not in res.output and "Traceback" not in res.output, res.output
-        assert said.count("takes no more lines: No space left on device (the run goes on without it)") == 1, said
-        assert "no space left on device to take the directory's lock" in said
+    assert res.exit_code == 5, res.output
+    assert "no space left on device to take the directory's lock" in _said(res)
+    assert "Logging error" not in res.output and "Traceback" not in res.output, res.output

@@ -63,3 +63,57 @@ def test_plain_lines_come_at_the_interval_too() -> None:
                 break
             time.sleep(0.05)
     assert len(out.getvalue().splitlines()) > 2
+
+
+def test_engines_up_never_goes_back_to_its_first_phase() -> None:
+    out = io.StringIO()
+    with RunProgress("engines up", ["a", "b"], every_s=3600, console=Console(file=out, width=200),
+                     first="starting engines") as p:
+        for event, n in [("ray", 0), ("ray_up", 0), ("engine_up", 0), ("engine_up", 1)]:
+            p(event, n)
+    assert _lines(out.getvalue()) == [
+        "engines up: starting engines",
+        "engines up: starting Ray",
+        "engines up: loading a, b (0/2 up)",
+        "engines up: loading b (1/2 up)",
+        "engines up: engines ready (2/2 up)",
+    ]
+
+
+def test_plain_lines_carry_the_time_left_at_the_pace_since_the_first_answers() -> None:
+    """A clock the test sets, so the pace is exact (no sleeps, no wall-clock asserts)."""
+    now = [0.0]
+    out = io.StringIO()
+    with RunProgress("s", ["m"], every_s=3600, console=Console(file=out, width=200), uses_ray=False,
+                     clock=lambda: now[0]) as p:
+        p("total", 20)
+        now[0] = 300.0  # start-up: not part of the pace
+        p("done", 4)
+        assert p.line() == "[0:05:00] s: answering; 4/20 jobs"  # one batch: no pace yet
+        now[0] = 320.0
+        p("done", 4)  # 4 jobs in 20 s: 12 left take 60 s
+        assert p.line() == "[0:05:20] s: answering; 8/20 jobs; ~1:00 left"
+        now[0] = 330.0
+        assert p.line() == "[0:05:30] s: answering; 8/20 jobs; ~1:30 left"  # 4 jobs in 30 s now
+        p("done", 12)
+        assert p.line() == "[0:05:30] s: done; 20/20 jobs"
+    slow = RunProgress("s", ["m"], clock=lambda: now[0])
+    slow("total", 10_000)
+    slow("done", 1)
+    now[0] += 10
+    slow("done", 1)
+    assert slow.remaining() == "~27:46:20 left"  # 9,998 jobs at 10 s each: hours shown
+
+
+def test_the_live_bar_shows_no_job_count_before_the_total() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120, color_system=None)
+    with RunProgress("s", ["m"], every_s=3600, console=console) as p:
+        p.set_stage("building the tiny qwen2_5_vl checkpoint")
+        assert p._live is not None
+        p._live.refresh()
+        p.set_stage(None)
+        p("total", 5)
+        p._live.refresh()
+    text = out.getvalue()
+    assert "building the tiny qwen2_5_vl checkpoint" in text and "0/?" not in text and "0/5" in text

@@ -19,6 +19,7 @@ runner = CliRunner()
 
 
 def test_the_quick_flags_build_a_spec_with_the_data_folders_layout(tmp_path: Path) -> None:
+    (tmp_path / "vmme").mkdir()
     spec, doc = quick_spec(model="tiny:qwen2_5_vl", family=None, dataset="videomme", data=tmp_path / "vmme",
                            frames="32,0,8", limit=20, out=tmp_path / "out")
     ds = spec.dataset_specs()[0]
@@ -83,3 +84,52 @@ def test_every_source_names_a_dataset_and_its_spec_fields() -> None:
         fields = classes[name].model_fields
         assert src.layout and set(src.layout) <= set(fields), (name, src.layout)
         assert not src.on_hub or "/" in src.where
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_qwen25: Path) -> Path:
+    """A local hub cache holding `Org/Tiny-VL` (the tiny checkpoint's real config.json), downloads on."""
+    from helpers.hub_cache import cache_model
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hub"
+    cache_model(cache, "Org/Tiny-VL", {"config.json": (tiny_qwen25 / "config.json").read_bytes()})
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    return cache
+
+
+def _quick(tmp_path: Path, model: str) -> str:
+    spec, _ = quick_spec(model=model, family=None, dataset="synthetic", data=None, frames="0", limit=None,
+                         out=tmp_path / "out")
+    return spec.models[0].family
+
+
+def test_a_hub_id_takes_its_family_from_the_local_hub_cache(tmp_path: Path, hub: Path) -> None:
+    assert _quick(tmp_path, "Org/Tiny-VL") == "qwen2_5_vl"
+    with pytest.raises(SpecError, match=r"--family: give the model family of Org/Other \(no folder here, and as a "
+                                        r"hub id not in the local Hugging Face cache, .*/hub: its config.json"):
+        _quick(tmp_path, "Org/Other")  # downloads on: the run may fetch it, but its family cannot be read first
+
+
+def test_offline_an_uncached_hub_id_is_refused_before_the_family_is_asked(
+        tmp_path: Path, hub: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert _quick(tmp_path, "Org/Tiny-VL") == "qwen2_5_vl"
+    with pytest.raises(SpecError, match=rf"--model: Org/Tiny-VK is no folder here, and as a hub id it is not in the "
+                                        rf"local Hugging Face cache \({hub}\); HF_HUB_OFFLINE=1 forbids"):
+        _quick(tmp_path, "Org/Tiny-VK")
+
+
+def test_a_typo_in_a_local_model_path_names_the_missing_folder_before_the_family(tmp_path: Path) -> None:
+    real = tmp_path / "models" / "Qwen2.5-VL-3B"
+    real.mkdir(parents=True)
+    with pytest.raises(SpecError, match=r"^--model: .*/modles/Qwen2.5-VL-3B: no such checkpoint directory "
+                                        rf"\(did you mean {real}\?\)$"):
+        _quick(tmp_path, str(tmp_path / "modles" / "Qwen2.5-VL-3B"))
+    res = runner.invoke(app, ["run", "--model", str(tmp_path / "models" / "Qwen2.5-VL"), "--dataset", "synthetic",
+                              "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2 and f"(did you mean {real}?)" in res.output and "--family" not in res.output

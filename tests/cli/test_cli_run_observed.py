@@ -22,7 +22,7 @@ from engine.config import load_spec
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
-LINE = re.compile(r"^\[\d+:\d\d:\d\d\] (?P<label>[^:]+): (?P<phase>.+?)(?:; (?P<done>\d+)/(?P<total>\d+) jobs)?$")
+LINE = re.compile(r"^\[\d+:\d\d:\d\d\] (?P<label>[^:]+): (?P<phase>.+?)(?:; (?P<done>\d+)/(?P<total>\d+) jobs)?(?:; ~[\d:]+ left)?$")
 
 
 def _framesweep(*args: str, cwd: Path, env: dict[str, str] | None = None,

@@ -32,3 +32,21 @@ def test_a_run_log_that_cannot_be_made_is_said_once(tmp_path: Path) -> None:
     (tmp_path / "logs").write_text("a file where the folder would go")
     with run_log(tmp_path) as path:
         assert path is None
+
+
+def test_a_run_log_opens_once_the_run_holds_out_with_the_records_of_its_start(tmp_path: Path) -> None:
+    from engine.cli.runlog import RunLog
+
+    with RunLog(tmp_path / "refused") as refused:
+        logging.getLogger("engine.sweep.prepare").info("reading the items")
+    assert refused.path is None and not (tmp_path / "refused").exists()  # never held: nothing written there
+    with RunLog(tmp_path / "out") as run:
+        logging.getLogger("engine.backends.tiny").info("building tiny qwen2_5_vl")
+        assert not (tmp_path / "out").exists()
+        path = run.hold()
+        assert run.hold() == path  # once
+        logging.getLogger("engine.sweep.scheduler").info("answering")
+    logging.getLogger("engine.sweep.scheduler").info("after the run: not kept")
+    assert path is not None and path.parent == tmp_path / "out" / "logs"
+    lines = path.read_text().splitlines()
+    assert [line.split(": ", 1)[1] for line in lines] == ["building tiny qwen2_5_vl", "answering"]

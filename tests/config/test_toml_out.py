@@ -6,6 +6,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from engine.config import load_spec, parse_spec
 from engine.config.toml_out import write_spec_toml
 
@@ -61,3 +63,17 @@ def test_the_example_spec_is_toml() -> None:
 
     parsed = tomllib.loads(example_toml())
     assert parsed["sweep_id"] == "my-audit"
+
+
+def test_a_written_spec_holds_no_registered_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quick path's `OUT/spec.toml` goes through this writer: a credential the spec named is written `***`."""
+    from helpers.secrets import isolated_secrets
+
+    isolated_secrets(monkeypatch)
+    key = "Zq8-toml-cred-0b1c2d3e4f"
+    data = _spec()
+    data["models"] = [{"id": "r", "family": "qwen2_5_vl", "path": "served", "backend": "openai",
+                       "http": {"base_url": f"http://127.0.0.1:9/?token={key}"}}]
+    parse_spec(data)  # reading the spec registers the credential
+    text = write_spec_toml(data, tmp_path / "spec.toml").read_text()
+    assert key not in text and 'base_url = "http://127.0.0.1:9/?token=***"' in text

@@ -71,8 +71,22 @@ def test_datasets_lists_every_adapter_with_fields() -> None:
     assert max(len(line) for line in narrow.output.splitlines()) <= 80
     one = runner.invoke(app, ["datasets", "pope"], env={"COLUMNS": "200"})
     assert one.exit_code == 0 and "categories" in one.output and "mlvu" not in one.output
-    assert "list[str]" in runner.invoke(app, ["datasets", "videomme"], env={"COLUMNS": "200"}).output
+    assert "list of strings" in runner.invoke(app, ["datasets", "videomme"], env={"COLUMNS": "200"}).output
     assert runner.invoke(app, ["datasets", "nope"]).exit_code == 2
+
+
+def test_datasets_name_into_a_pipe_is_one_block_per_field_at_80_columns() -> None:
+    """Off a terminal (CliRunner's output is a pipe) and without COLUMNS: every line within 80 columns, each field
+    a block of its own (name, type and default; then its description), the source line wrapped too."""
+    res = runner.invoke(app, ["datasets", "videomme"], env={"COLUMNS": None})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert "limit: integer or null; default (unset)" in lines and "annotations: path; required" in lines
+    assert any(line.startswith("    Keep only the first N questions") for line in lines)
+    assert any(line.startswith("source: lmms-lab/Video-MME") for line in lines)
+    wide = runner.invoke(app, ["datasets", "videomme"], env={"COLUMNS": "120"}).output.splitlines()
+    assert max(map(len, wide)) <= 120 and len(wide) < len(lines)
 
 
 def test_inspect_counts_items_media_and_jobs(tmp_path: Path) -> None:

@@ -71,17 +71,17 @@ def test_group_scores_by_hand(tmp_path: Path) -> None:
     rows = _results({
         "001": [True, False, True, True],   # relevance: 3 right -> 900/16
         "002": [True, True, False, True],   # logic [1,[2,3],4]: leading run 2 -> 400/12
-        "003": [False, True, True, True],   # logic [[1,2],3,4]: run 0 -> 0
+        "003": [False, True, True, True],   # logic [[1,2],3,4]: q1 wrong, its parallel q2 right: k = 1 -> 10
     })
     got = videomme_v2_group_scores(rows, groups).collect()
     assert got["group_id"].to_list() == ["001", "002", "003"]
     assert got["n_right"].to_list() == [3, 3, 3]
-    assert got["run"].to_list() == [1, 2, 0]
-    assert got["score"].to_list() == pytest.approx([56.25, 400 / 12, 0.0])
+    assert got["run"].to_list() == [1, 2, 1]
+    assert got["score"].to_list() == pytest.approx([56.25, 400 / 12, 10.0])
     summary = videomme_v2_summary(got.lazy()).collect()
     want = pl.DataFrame({"model_id": ["m"], "dataset": ["videomme_v2"], "budget_id": ["f32"], "n_groups": [3],
-                         "n_incomplete": [0], "score": [(56.25 + 400 / 12) / 3], "relevance_score": [56.25],
-                         "logic_score": [(400 / 12) / 2]})
+                         "n_incomplete": [0], "score": [(56.25 + 400 / 12 + 10) / 3], "relevance_score": [56.25],
+                         "logic_score": [(400 / 12 + 10) / 2]})
     assert_frame_equal(summary, want, check_dtypes=False)
 
 

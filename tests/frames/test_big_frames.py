@@ -1,5 +1,5 @@
 """Large frames: a video over `[decode] max_source_pixels` is refused before decoding; views of held frames that
-step evenly (all of them, every other one, one frame repeated) are no copy."""
+step evenly (all of them, every other one, one frame repeated) are no copy, nor are views repeating frames unevenly."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from engine.config import DecodeSpec
 from engine.frames.decode import DecodeRequest, SourceTooLargeError, check_source_size, decode_video, get_decoder
+from engine.frames.view import RepeatedFrames
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TINY = ASSETS / "tiny.mp4"  # 48 frames, 96x64
@@ -40,8 +41,9 @@ def test_views_that_step_evenly_through_the_held_frames_are_no_copy() -> None:
         assert not v.flags.writeable and v.shape == (idx.size, 64, 96, 3), name
         assert np.array_equal(v, d.view(idx)), name  # the same pixels as a copied view
     before = d.nbytes
-    uneven = np.array([0, 0, 2, 2, 2, 4])  # a short video's repeats: copied (once per budget, shared by questions)
+    uneven = np.array([0, 0, 2, 2, 2, 4])  # a short video's repeats: each distinct frame named once, no copy
     v = d.view(uneven, shared=True)
-    assert not np.shares_memory(v, d.frames) and np.array_equal(v, d.view(uneven))
-    assert d.view(uneven, shared=True) is v
-    assert d.nbytes == before + v.nbytes  # views of held frames add nothing; the copy adds its own bytes
+    assert isinstance(v, RepeatedFrames) and all(np.shares_memory(f, d.frames) for f in v.frames)
+    assert d.view(uneven, shared=True) is v and d.nbytes == before  # views of held frames add nothing
+    assert np.array_equal(v, d.view(uneven))  # the same pixels; the array an engine asks for is made once
+    assert d.nbytes == before + v.nbytes == before + v.held_bytes

@@ -280,7 +280,7 @@ def test_frames_at_smaller_sizes_come_from_the_same_pass_and_match_a_direct_deco
 
 def test_shared_views_are_one_read_only_array_per_budget_and_size() -> None:
     d = decode_video(DecodeRequest(TINY, np.arange(0, 48, 4), "pyav"))
-    idx = np.array([0, 8, 8, 44])
+    idx = np.array([0, 8, 12, 44])  # no repeat (repeated frames: tests/frames/test_repeated_frames.py)
     a, b = d.view(idx, (48, 32), shared=True), d.view(idx.copy(), (48, 32), shared=True)
     assert a is b and not a.flags.writeable
     assert np.array_equal(a, d.view(idx, (48, 32))) and d.view(idx, (48, 32)).flags.writeable

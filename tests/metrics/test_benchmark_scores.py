@@ -216,6 +216,39 @@ def test_mmbench_rotations_come_from_the_options_and_a_missing_one_is_wrong(with
     assert _headlines(got) == {("mmbench", "mmbench_circular_accuracy", None)}
 
 
+LEAF_QUESTIONS = (  # question, options, rotation marks, l2-category, leaf category
+    (0, 2, "11", "fp", "celebrity_recognition"),
+    (1, 2, "01", "fp", "celebrity_recognition"),
+    (2, 3, "111", "fp", "attribute_recognition"),
+    (3, 2, "1e", "fp", "attribute_recognition"),  # its second rotation an error row: wrong
+    (4, 4, "1111", "cp", "image_style"),
+    (5, 4, "1110", "cp", "image_style"),  # 3 of 4 rotations right: wrong
+    (6, 3, "111", "fp", "attribute_recognition"),
+)
+
+
+def test_mmbench_circular_accuracy_per_leaf_category() -> None:
+    """Questions right (every rotation right): q0, q2, q4, q6 -> overall 4/7; per l2-category fp = q0 q1 q2 q3
+    q6 -> 3/5, cp = q4 q5 -> 1/2; per leaf category celebrity_recognition = q0 q1 -> 1/2,
+    attribute_recognition = q2 q3 q6 -> 2/3 (q3 incomplete: wrong), image_style = q4 q5 -> 1/2. Complete: all
+    but q3 -> 4/6. Vanilla (rotation 0): all but q1 -> 6/7. Per question: 17 of the 19 ok rows right (q1 and
+    q5 one wrong each)."""
+    rows = [_img("mmbench", "mmbench-dev.fs1", str(q + r * 1_000_000), m, group_id=str(q), group_size=k,
+                 task_type=l2, category=leaf)
+            for q, k, marks, l2, leaf in LEAF_QUESTIONS for r, m in enumerate(marks)]
+    got = _values(collect_both(benchmark_scores(lazy(rows))), "mmbench")
+    assert got == pytest.approx({
+        ("accuracy", None): 17 / 19,
+        ("mmbench_circular_accuracy", None): 4 / 7, ("mmbench_circular_accuracy_complete", None): 4 / 6,
+        ("mmbench_n_questions", None): 7.0, ("mmbench_n_incomplete", None): 1.0,
+        ("mmbench_vanilla_accuracy", None): 6 / 7,
+        ("mmbench_circular_accuracy", "fp"): 3 / 5, ("mmbench_circular_accuracy", "cp"): 1 / 2,
+        ("mmbench_leaf_circular_accuracy", "celebrity_recognition"): 1 / 2,
+        ("mmbench_leaf_circular_accuracy", "attribute_recognition"): 2 / 3,
+        ("mmbench_leaf_circular_accuracy", "image_style"): 1 / 2,
+    })
+
+
 def test_a_question_no_row_ever_reached_is_not_in_the_universe() -> None:
     """The questions are those some row names: with q3 absent from every row (nothing knows it exists), f16 is
     q0 right, q1 wrong, q2 incomplete -> 1/3."""

@@ -25,7 +25,7 @@ def videomme_rows() -> list[ResultRow]:
 V2_GROUPS = {  # video: (type, structure, marks in position order)
     "001": ("relevance", "[1,2,3,4]", "1011"),  # 3 right -> 900/16 = 56.25
     "002": ("logic", "[1,[2,3],4]", "1101"),  # leading run 2 -> 400/12
-    "003": ("logic", "[[1,2],3,4]", "0111"),  # leading run 0 -> 0
+    "003": ("logic", "[[1,2],3,4]", "0111"),  # q1 wrong, but q2 (parallel to it) right: k = 1 -> 10
     "004": ("relevance", "[1,2,3,4]", "111"),  # 3 of its 4 answers: incomplete, no score
 }
 
@@ -63,8 +63,8 @@ def test_official_video_scores() -> None:
         ("videomme_accuracy_counted", None): 2 / 4, ("videomme_n_empty", None): 1.0})
     assert _table(got, "videomme_v2") == pytest.approx({
         ("accuracy", None): 12 / 15,
-        ("videomme_v2_score", None): (56.25 + 400 / 12 + 0) / 3,  # complete groups 001, 002, 003
-        ("videomme_v2_relevance_score", None): 56.25, ("videomme_v2_logic_score", None): (400 / 12 + 0) / 2,
+        ("videomme_v2_score", None): (56.25 + 400 / 12 + 10) / 3,  # complete groups 001, 002, 003
+        ("videomme_v2_relevance_score", None): 56.25, ("videomme_v2_logic_score", None): (400 / 12 + 10) / 2,
         ("videomme_v2_n_groups", None): 3.0, ("videomme_v2_n_incomplete", None): 1.0})
     assert _table(got, "mvbench") == pytest.approx({
         ("accuracy", None): 3 / 6,

@@ -69,8 +69,11 @@ def test_chain_figures_draw_the_documents_numbers(doc: dict) -> None:
 def test_the_cascade_only_where_confidences_stop_it(doc: dict) -> None:
     idx, g = _group(doc, "c", "d2")
     cascade = _kinds(doc, idx, g)["cascade"].axes[0]
-    front = cascade.get_lines()[1]
-    assert len(front.get_xdata()) == len(g["cascade"]["pareto_front"])
+    (front,) = [ln for ln in cascade.get_lines() if ln.get_label().startswith("Pareto front")]
+    drawn = {(x, y) for ln in cascade.get_lines() if ln is not front
+             for x, y in zip(ln.get_xdata(), ln.get_ydata(), strict=True)}
+    on = list(zip(front.get_xdata(), front.get_ydata(), strict=True))  # of every point drawn, none dominated
+    assert on and all(p in drawn and not any(x <= p[0] and y > p[1] for x, y in drawn) for p in on)
     # imported logs: no confidence on any row; the document still carries a curve (every threshold runs
     # every stage), which is no cascade at all
     imported = _doc(frame({"a": "0110", "b": "1100", "c": "1011"}, per_item={k: {"confidence": None} for k in "abc"}))
@@ -215,7 +218,7 @@ def test_sections_without_data_are_left_out() -> None:
         (trap, train) = checkpoint_figures(study)
         video, image = trap.figure.axes[0].get_lines()[:2]
         assert list(video.get_ydata()) == pytest.approx([0.0, 5.0, 10.0]) and list(image.get_ydata()) == [-10.0] * 2
-        assert [t.get_text() for t in trap.figure.axes[0].get_xticklabels()] == ["text", "8", "16"]
+        assert [t.get_text() for t in trap.figure.axes[0].get_xticklabels()] == ["text only", "8", "16"]
         assert [t.get_text() for t in train.figure.axes[0].get_xticklabels()] == ["8", "16", "32"]
         gains = train.figure.axes[0].get_lines()[0]  # video gain, joined over the fixed train-frame counts
         assert list(gains.get_ydata()) == pytest.approx([0.0, 2.0, 4.0])

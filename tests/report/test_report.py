@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from engine.adaptive.predictions import write_predictions
 from engine.cli import app
+from engine.metrics.checkpoint_study import NO_VIDEO
 from engine.metrics.document import summary_document
 from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
 from engine.report import render_report
@@ -224,18 +225,20 @@ def test_adaptive_sections(adaptive_html: Path) -> None:
     # hand: ft1 vid text 1/3 - 1/2, f8 0, f16 2/4 - 1/4; vid2 f8 and f16 +1/2; img 1/3 - 2/3, img2 1/2 - 1;
     # ft2 vid text +1/2, f8 2/3 - 3/4, f16 1 - 1/4; vid2 f8 0, f16 -1/2; img and img2 0
     assert p.tables["table-temporal-trap"] == [
-        ["checkpoint", "base", "frames", "video datasets", "video gain", "image datasets", "image loss", "trapped"],
-        ["ft1", "base", "0", "1", "-16.7", "2", "+41.7", ""],  # image loss (1/3 + 1/2) / 2 = 5/12
-        ["ft1", "base", "8", "2", "+25.0", "2", "+41.7", "yes"],  # (0 + 1/2) / 2
-        ["ft1", "base", "16", "2", "+37.5", "2", "+41.7", "yes"],  # (1/4 + 1/2) / 2
-        ["ft2", "base", "0", "1", "+50.0", "2", "+0.0", ""],
-        ["ft2", "base", "8", "2", "-4.2", "2", "+0.0", ""],  # (-1/12 + 0) / 2
-        ["ft2", "base", "16", "2", "+12.5", "2", "+0.0", ""],  # (3/4 - 1/2) / 2
+        ["checkpoint", "base", "frames", "video datasets", "video gain", "image datasets", "image loss", "trapped",
+         "note"],
+        # text only: no video was sent, so no verdict (ft2's video +50 with image loss 0 would read "not trapped")
+        ["ft1", "base", "text only", "1", "-16.7", "2", "+41.7", NO_VIDEO, ""],  # image loss (1/3 + 1/2) / 2 = 5/12
+        ["ft1", "base", "8", "2", "+25.0", "2", "+41.7", "yes", ""],  # (0 + 1/2) / 2
+        ["ft1", "base", "16", "2", "+37.5", "2", "+41.7", "yes", ""],  # (1/4 + 1/2) / 2
+        ["ft2", "base", "text only", "1", "+50.0", "2", "+0.0", NO_VIDEO, ""],
+        ["ft2", "base", "8", "2", "-4.2", "2", "+0.0", "", ""],  # (-1/12 + 0) / 2
+        ["ft2", "base", "16", "2", "+12.5", "2", "+0.0", "", ""],  # (3/4 - 1/2) / 2
     ]
-    trap = p.tables["table-temporal-trap-per-question"]  # the per-question view, as before
+    trap = p.tables["table-temporal-trap-per-question"]  # the per-question view, as before (and its note)
     assert trap[0] == ["checkpoint", "base", "frames", "video datasets", "video acc", "video gain", "image datasets",
-                       "image acc", "image loss", "trapped"]
-    assert trap[6] == ["ft1", "base", "16", "2", "66.7", "41.7", "2", "41.7", "41.7", "yes"]
+                       "image acc", "image loss", "trapped", "note"]
+    assert trap[6] == ["ft1", "base", "16", "2", "66.7", "41.7", "2", "41.7", "41.7", "yes", ""]
     assert len(trap) == 10
     rows = p.tables["table-checkpoints"]
     assert len(rows) == 17 and ["ft1", "vid", "video", "f16", "3", "33.3", "33.3", "1", "0", "33.3", "33.3"] in rows
@@ -279,7 +282,8 @@ def test_online_cascade_section() -> None:
 def test_chains_robustness_and_iso_compute_sections(report_html: Path) -> None:
     text = report_html.read_text()
     # (m, d) has a default chain and the random-seed3 chain of its alternate policy; the primary leads
-    assert text.index("m on d, chain default (primary)") < text.index("m on d, chain random-seed3<")
+    assert text.index("m on d: decoded size (chain default, primary)") < text.index(
+        "m on d: random sampling, seed 3 (chain random-seed3)<")
     assert "table-robustness-1" in _parse(text).ids  # (c, d2) = 0 has one chain: no robustness table
     assert "table-robustness-0" not in _parse(text).ids
     iso = [row("m", "iso", i, b, f, mark, max_pixels=px, pixels_total=f * px)

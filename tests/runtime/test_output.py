@@ -69,3 +69,21 @@ def test_finite_writes_null_where_a_value_is_undefined() -> None:
     (float("nan"), True, "n/a")])
 def test_points_are_a_fraction_times_100_to_one_place(value: float | None, signed: bool, text: str) -> None:
     assert points(value, signed) == text
+
+
+def test_every_json_document_is_written_without_a_registered_secret(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the export asked for redaction (`redacted=True`): a spec's key reached `manifest.json` and
+    `summary.json` raw. Every document is scrubbed now, whatever its writer; JSONL lines (keyed data) are not."""
+    from helpers.secrets import isolated_secrets
+
+    from engine.runtime.secrets import register_secret
+
+    isolated_secrets(monkeypatch)
+    key = "sk-doc/key-0123456789"
+    register_secret(key)
+    write_json(tmp_path / "doc.json", {"spec": {"base_url": f"http://h/?api_key={key}"}, key: 1})
+    assert json.loads((tmp_path / "doc.json").read_text()) == {"spec": {"base_url": "http://h/?api_key=***"},
+                                                               "***": 1}
+    write_json_lines(tmp_path / "items.jsonl", [{"id": key}])
+    assert json.loads((tmp_path / "items.jsonl").read_text()) == {"id": key}

@@ -116,10 +116,10 @@ def _ctx(item, tmp_path: Path):  # type: ignore[no-untyped-def]
     return parse_spec(small_spec_dict(tmp_path)), ctx
 
 
-def test_stored_rows_hold_no_secret_in_any_column(tmp_path: Path) -> None:
+def test_stored_rows_hold_no_secret_in_any_text_column(tmp_path: Path) -> None:
     """A server that answers with the key: the open answer's `pred` (the text itself) held it verbatim, since
     only `response` was redacted; an error echoing it JSON-escaped or URL-encoded kept it in `error`. Every
-    string and list-of-string column of a committed row is redacted now."""
+    column a server, an engine or an error writes is redacted now; a budget id in `stage_path` is the spec's."""
     import json
     from urllib.parse import quote_plus
 
@@ -147,10 +147,10 @@ def test_stored_rows_hold_no_secret_in_any_column(tmp_path: Path) -> None:
         store.add([answered, failed])
         store.commit()
     rows = scan_results(tmp_path / "out").collect()
-    text = rows.select(pl.col(pl.String)).write_csv() + str(rows["stage_path"].to_list())
+    text = rows.select(pl.col(pl.String)).write_csv()
     assert "stored" not in text and "sk-" not in text, text
     assert rows.filter(pl.col("item_id") == "i")["pred"].to_list() == ["The key is ***"]
-    assert rows["stage_path"].to_list()[0] == ["***"]
+    assert rows["stage_path"].to_list()[0] == [key]  # budget ids: never rewritten
     assert rows.filter(pl.col("item_id") == "j")["error"][0].count("***") == 2
 
 
@@ -207,3 +207,140 @@ def test_log_tracebacks_are_redacted() -> None:
     finally:
         log.removeHandler(handler)
     assert seen and "tok-traceback-77" not in seen[0] and "server said ***" in seen[0], seen
+
+
+# --- encoded spellings: base64 and base64url, hex, split across lines, HTML references, case, URL-encoded twice ---
+
+ENCODED_KEY = "sk-Enc0ded/Key+9&_zq"  # "/", "+", "&": escaped by JSON, URLs or HTML; base64 of "/", "+" differs
+
+
+def _b64(data: bytes, urlsafe: bool, padded: bool) -> str:
+    import base64
+
+    text = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(data).decode()
+    return text if padded else text.rstrip("=")
+
+
+@pytest.mark.parametrize("urlsafe", [False, True])
+@pytest.mark.parametrize("padded", [True, False])
+@pytest.mark.parametrize("before", [b"", b"u:", b"us:"])  # the key at each of the 3 alignments of a group
+@pytest.mark.parametrize("after", [b"", b"!", b"!!"])
+def test_a_secret_echoed_in_base64_is_redacted(urlsafe: bool, padded: bool, before: bytes, after: bytes,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that echoes the Authorization header of Basic auth (`user:KEY` in base64), or a key base64url-
+    encoded in a token: stored as sent before. Now only the few characters that encode the neighbouring bytes
+    are left (the first of them may hold 4 bits of the key), in text and in a Polars column alike."""
+    import re
+
+    import polars as pl
+    from helpers.secrets import isolated_secrets
+
+    from engine.runtime.secrets import redact_columns
+
+    isolated_secrets(monkeypatch)
+    register_secret(ENCODED_KEY)
+    encoded = _b64(before + ENCODED_KEY.encode() + after, urlsafe, padded)
+    text = f"echo: {encoded}."
+    for out in (redact(text), redact_columns(pl.DataFrame({"s": [text]}))["s"][0]):
+        assert re.fullmatch(r"echo: [\w+/-]{0,5}\*\*\*[\w+/=-]{0,5}\.", out), (encoded, out)  # ~27 if kept
+
+
+def _text_spellings(key: str) -> dict[str, str]:
+    import html
+    import json
+    from urllib.parse import quote
+
+    return {
+        "hex": key.encode().hex(),
+        "HEX": key.encode().hex().upper(),
+        "hex, wrapped": key.encode().hex()[:16] + "\n" + key.encode().hex()[16:],
+        "split across lines": key[:5] + "\n" + key[5:12] + "\r\n    " + key[12:],
+        "split, JSON-escaped": json.dumps(key[:7] + "\n" + key[7:])[1:-1],
+        "html.escape": html.escape(key),
+        "&#NN;": "".join(f"&#{ord(c)};" for c in key),
+        "&#xNN;": "".join(f"&#x{ord(c):X};" for c in key),
+        "named references": key.replace("/", "&sol;").replace("+", "&plus;").replace("_", "&lowbar;"),
+        "upper case": key.upper(),
+        "lower case": key.lower(),
+        "URL-encoded twice": quote(quote(key, safe=""), safe=""),
+    }
+
+
+@pytest.mark.parametrize("spelling", list(_text_spellings(ENCODED_KEY)))
+def test_a_secret_echoed_in_another_encoding_is_redacted(spelling: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hex, a line-wrapped key (raw or JSON-escaped line breaks), HTML character references, a case-changed echo,
+    a key URL-encoded twice: each was stored as sent."""
+    import polars as pl
+    from helpers.secrets import isolated_secrets
+
+    from engine.runtime.secrets import redact_columns
+
+    isolated_secrets(monkeypatch)
+    register_secret(ENCODED_KEY)
+    text = f"server said: {_text_spellings(ENCODED_KEY)[spelling]}!"
+    assert redact(text) == "server said: ***!"
+    assert redact_columns(pl.DataFrame({"s": [text]}))["s"].to_list() == ["server said: ***!"]
+
+
+@pytest.mark.parametrize("spelling", ["base64", "hex", "split across lines", "&#NN;"])
+def test_an_encoded_secret_across_the_cut_leaves_no_prefix(spelling: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redact, then cut, for the encoded spellings too: an error row's text is cut at 2000 characters after
+    the whole message is redacted, so an encoded key that straddles the cut leaves nothing of itself."""
+    from helpers.secrets import isolated_secrets
+    from helpers.specs import small_spec_dict
+
+    from engine.config import parse_spec
+    from engine.items import Item
+    from engine.sweep.rows import error_row
+
+    isolated_secrets(monkeypatch)
+    register_secret(ENCODED_KEY)
+    encoded = (_b64(ENCODED_KEY.encode(), False, True) if spelling == "base64"
+               else _text_spellings(ENCODED_KEY)[spelling])
+    message = "x" * 1990 + encoded + " and more"  # the cut falls inside the encoded key
+    item = Item(dataset="d", dataset_version="v", item_id="i", video_id="v", video_path=None, question="Q?",
+                answer="A", kind="mcq")
+    spec = parse_spec(small_spec_dict(tmp_path))
+    row = error_row(spec, _ctx(item, tmp_path)[1], "X", message)
+    assert row.error == ("x" * 1990 + "*** and more")[:2000], row.error[1980:]
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("flash", "5 character(s) long"),
+    ("token-abc123", "12 character(s) long"),
+    ("sk-no-key-required", "words"),
+    ("InternationalBusinessMachines", "words"),
+    ("PLACEHOLDER_API_KEY", "words"),
+    ("1234567890123456", "a number"),
+    ("2024-01-01 12:00:00", "a number"),
+    ("abababababababab", "2 different"),
+])
+def test_a_value_that_could_be_ordinary_text_is_no_safe_secret(value: str, why: str) -> None:
+    from engine.runtime.secrets import secret_problem
+
+    problem = secret_problem(value)
+    assert problem is not None and why in problem and value not in problem
+
+
+@pytest.mark.parametrize("value", [
+    "sk-proj-" + "Xq7_" * 12,  # OpenAI's shape
+    "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567",  # Hugging Face's shape
+    "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",  # Google's shape
+    "0f3a9c1be47d52a8",  # 16 hex digits
+    "token-abc123-long-enough-42",
+])
+def test_keys_of_real_formats_are_safe_secrets(value: str) -> None:
+    from engine.runtime.secrets import secret_problem
+
+    assert secret_problem(value) is None
+
+
+def test_credentials_in_a_url_are_found_decoded() -> None:
+    from engine.runtime.secrets import url_credentials
+
+    url = "https://bob:p%40ss-w0rd-123456@h:8000/v1?model=m&api_key=K1&access_token=a+b#sig=S9"
+    assert [v for _, v in url_credentials(url)] == ["p@ss-w0rd-123456", "K1", "a b", "S9"]
+    assert [w for w, _ in url_credentials(url)][1] == "the URL's query parameter 'api_key'"
+    assert url_credentials("https://tok-0123456789abcdef@h/")[0][1] == "tok-0123456789abcdef"
+    assert url_credentials("http://127.0.0.1:8000") == [] and url_credentials("http://[::1") == []

@@ -39,11 +39,11 @@ def test_a_base_url_that_is_not_an_http_url_is_named(tmp_path: Path, url: str) -
 
 def test_a_base_url_key_is_not_echoed() -> None:
     d = small_spec_dict(Path("/tmp/never"))
-    d["models"][0].update(backend="openai", http={"base_url": "localhost:8000/v1?api_key=sk-do-not-print"})
+    d["models"][0].update(backend="openai", http={"base_url": "localhost:8000/v1?api_key=sk-do-not-print-Zq8vN2xLw4Rt7Yp"})
     with pytest.raises(SpecError) as err:
         preflight(parse_spec(d), "spec.toml")
     assert "models.0.http.base_url: 'localhost:8000/v1' is not an http(s) URL" in str(err.value)
-    assert "sk-do-not-print" not in str(err.value)
+    assert "sk-do-not-print-Zq8vN2xLw4Rt7Yp" not in str(err.value)
 
 
 def test_good_base_urls_pass() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,35 @@ def test_a_changed_prompt_is_refused_before_any_work_naming_the_keys_and_fields(
     import ray
 
     assert not ray.is_initialized()
+
+
+def test_a_seed_that_renames_the_items_exits_2_and_commits_nothing(tmp_path: Path, tiny_qwen25: Path) -> None:
+    """The issue's case through the CLI: the synthetic seed renames every item (syn0-* -> syn1-*), so no committed
+    key matched a planned job and `framesweep run` went on (exit 0), mixing two item sets in one sweep. Now it
+    exits 2 before any engine, naming the changed setting, with the shards and the manifest untouched."""
+    import hashlib
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    spec = parse_spec(_spec(out))
+    _commit_all(spec)
+    _run(spec)  # records each fingerprint's fields
+    shards = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (out / "results").glob("part-*")}
+    before = (out / "manifest.json").read_bytes()
+    reseeded = _spec(out)
+    reseeded["dataset"] = {**reseeded["dataset"], "seed": 1}
+    path = write_toml(tmp_path / "reseeded.toml", reseeded)
+    res = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(path)], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "COLUMNS": "200"})
+    err = " ".join(res.stderr.split())  # rich wraps long lines
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "18 committed key(s) were answered another way" in err and "Traceback" not in err
+    for budget in ("text", "f2"):
+        assert f"model tiny, dataset synthetic, budget {budget} (9 key(s)): dataset.seed: 0 -> 1" in err
+    assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (out / "results").glob("part-*")} == shards
+    assert (out / "manifest.json").read_bytes() == before
+    assert set(scan_results(out).collect()["item_id"].str.slice(0, 4)) == {"syn0"}
 
 
 def test_max_new_tokens_is_part_of_the_answer_under_letter_scoring(tmp_path: Path, tiny_qwen25: Path) -> None:
