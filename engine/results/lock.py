@@ -31,9 +31,10 @@ log = logging.getLogger(__name__)
 _FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
-class LockFileError(ResultsDirError):
+class LockFileError(ResultsDirError, OSError):
     """`OUT/.lock` cannot be made or opened: a directory in its place, a read-only or unwritable folder (the message
-    names it and what to do)."""
+    names it and what to do). An `OSError` too, as the lock's failures were: a caller that let them pass still
+    does."""
 
 
 class DirLock:
