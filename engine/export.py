@@ -41,6 +41,7 @@ question, its group's score at that budget (``group_score``).
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import shutil
@@ -355,12 +356,20 @@ def export(out_dir: Path | str | ResultsDir, to: Path | str) -> dict[str, Any]:
     scores = chain_scores(rows).select(list(SCORE_FIELDS)).collect()  # keys and numbers: nothing a server wrote
     videos = scan_video_stats(out_dir).drop("written_at").sort("dataset", "video_id").collect()
     with _building(to) as tmp:
-        frame.write_parquet(tmp / "items.parquet", compression="zstd")
-        scores.write_parquet(tmp / "scores.parquet", compression="zstd")
-        videos.write_parquet(tmp / "videos.parquet", compression="zstd")
+        _write_parquet(frame, tmp / "items.parquet")
+        _write_parquet(scores, tmp / "scores.parquet")
+        _write_parquet(videos, tmp / "videos.parquet")
         write_json(tmp / "provenance.json", prov, durable=False)  # the folder is synced whole
         (tmp / "README.md").write_text(redact(_datacard(frame, prov, videos.height, columns)))
     return {"rows": frame.height, "path": str(to / "items.parquet"), "chains": frame.select(GROUP).n_unique()}
+
+
+def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
+    """`frame` as Parquet, encoded in memory first: a full disk then fails in a plain write with ENOSPC, not inside
+    the Parquet writer (which reports it as "Invalid thrift: transport error")."""
+    buf = io.BytesIO()
+    frame.write_parquet(buf, compression="zstd")
+    path.write_bytes(buf.getvalue())
 
 
 def check_target(out_dir: Path | str, to: Path | str) -> None:

@@ -169,16 +169,16 @@ def test_an_earlier_export_is_replaced_whole_and_an_empty_folder_taken(tmp_path:
 
 _KILLED_MID_WRITE = """
 import os, sys, time
-import polars as pl
+import engine.export
 from engine.cli.app import main
 
-def stalled(self, path, **kw):  # writes part of the file, then stalls there for the test to kill it
+def stalled(frame, path):  # writes part of the file, then stalls there for the test to kill it
     with open(path, "wb") as fh:
         fh.write(b"PAR1 partial")
     print("WRITING", flush=True)
     time.sleep(600)
 
-pl.DataFrame.write_parquet = stalled
+engine.export._write_parquet = stalled  # the artifact's one Parquet writer
 sys.argv = ["framesweep", "export", sys.argv[1], "--to", sys.argv[2]]
 main()
 """

@@ -2,7 +2,11 @@
 
 Messages carry user text (paths, ids, error messages, server replies) that may hold
 `[brackets]`; with markup off they print as written, and styling is given explicitly
-(`style=`). Error messages also pass through `redact`, so no registered secret is printed.
+(`style=`). Error messages also pass through `redact`, so no registered secret is printed. Control
+characters in that text (an item id holding ESC, a CSI colour or an OSC title sequence, BEL, a carriage
+return: dataset ids are the user's data) are written as escapes (`\x1b`, `visible`) by the consoles
+themselves, and by the log formatters of the terminal and the run log (`VisibleFormatter`), so none reaches
+a terminal or a log raw; newlines and tabs stay.
 Nothing is recoloured by rich's highlighter (an id like `f16-px200704` keeps one colour), and
 output that goes to a file or a pipe is neither coloured (rich's own rule) nor wrapped at 80
 columns (`COLUMNS` still sets a width). The same holds for `-h`: help to a file or a pipe is plain text with one
@@ -11,29 +15,67 @@ line per option (`plain_help`), where rich's help panels would be drawn at 80 co
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console, ConsoleDimensions
 from rich.highlighter import NullHighlighter
 from rich.logging import RichHandler
+from rich.segment import Segment
+from rich.text import Text
 
 from engine.runtime.secrets import RedactingFilter, redact
 
-__all__ = ["UNWRAPPED", "console", "err_console", "fail", "heading", "plain_help", "setup_logging", "shards_named",
-           "warn"]
+__all__ = ["EXIT_NOT_WRITTEN", "EXIT_NO_SPACE", "UNWRAPPED", "VisibleFormatter", "console", "err_console", "fail",
+           "heading", "plain_help", "setup_logging", "shards_named", "visible", "warn", "writing"]
 
 UNWRAPPED = 100_000
 """The width of a console that writes to a file or a pipe: lines and tables are as long as they need."""
+EXIT_NO_SPACE = 5
+"""A command's output (a report, a JSON document, an export, figures) could not be written for lack of disk space."""
+EXIT_NOT_WRITTEN = 1
+"""A command's output could not be written for another reason of the system's (named: permission, a read-only file
+system, ...)."""
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""C0 controls but tab and newline, DEL, C1 controls (0x9b is a CSI), and the bidirectional overrides that reorder
+what a terminal shows."""
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """`text` with every control character but newline and tab written as its escape (ESC as `\\x1b`, BEL as
+    `\\x07`, a carriage return as `\\x0d`), so that printed it shows what it holds instead of acting on the
+    terminal."""
+    return _CONTROL.sub(_escape, text)
+
+
+class VisibleFormatter(logging.Formatter):
+    """A log formatter whose lines show control characters as escapes (`visible`): a record naming an item id or a
+    path from a dataset cannot colour, retitle or rewrite the terminal or the run log."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))
 
 
 class _Console(Console):
-    """A rich console that does not wrap what goes to a file or a pipe (rich would wrap it at 80 columns), and reads
-    `COLUMNS` when it prints (rich reads it once, when the console is made: at import)."""
+    """A rich console that does not wrap what goes to a file or a pipe (rich would wrap it at 80 columns), reads
+    `COLUMNS` when it prints (rich reads it once, when the console is made: at import), and writes control
+    characters in what it prints as escapes (`visible`): in every string it is given (a table's cells too) before
+    rich drops some of them, and in every segment of text it renders (rich's own cursor controls, which a live
+    progress display uses, are segments of another kind and pass)."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -48,6 +90,13 @@ class _Console(Console):
         if self._width is None and not self.is_terminal and not self._environ.get("COLUMNS", "").isdigit():
             return ConsoleDimensions(UNWRAPPED, size.height)
         return size
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(visible(text), **kwargs)
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(seg if seg.control else Segment(visible(seg.text), seg.style, seg.control)
+                                      for seg in buffer)
 
 
 console = _Console(markup=False, emoji=False, highlight=False)
@@ -87,6 +136,22 @@ def shards_named(out_dir: Path) -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+@contextmanager
+def writing(what: str, path: Path) -> Iterator[None]:
+    """Inside: writing `what` to `path`. An OS error ends the command with one sentence naming the file and the
+    system's reason: exit 5 (`EXIT_NO_SPACE`) when the disk or quota is full, else 1 (`EXIT_NOT_WRITTEN`), instead
+    of a traceback."""
+    try:
+        yield
+    except OSError as err:
+        where = err.filename or path
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            fail(f"could not write {what} to {where}: no space left on device (free space and rerun)")
+            raise typer.Exit(EXIT_NO_SPACE) from None
+        fail(f"could not write {what} to {where}: {err.strerror or err}")
+        raise typer.Exit(EXIT_NOT_WRITTEN) from None
+
+
 def warn(message: object) -> None:
     """A warning on stderr, in yellow, printed literally (secrets redacted)."""
     err_console.print(redact(str(message)), style="yellow", soft_wrap=True)
@@ -108,7 +173,7 @@ def setup_logging(verbose: bool) -> None:
                               keywords=[])
     else:
         handler = logging.StreamHandler(err_console.file)
-        handler.setFormatter(logging.Formatter(PLAIN_LOG_FORMAT, datefmt="%Y-%m-%d %H:%M:%S"))
+        handler.setFormatter(VisibleFormatter(PLAIN_LOG_FORMAT, datefmt="%Y-%m-%d %H:%M:%S"))
     handler.setLevel(level)
     handler.addFilter(RedactingFilter())
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler], force=True)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from engine.cli._checks import check_output
-from engine.cli._console import console, fail
+from engine.cli._console import console, fail, writing
 from engine.runtime.output import JSONValueError, json_text, write_json
 from engine.runtime.secrets import redact
 
@@ -38,14 +38,16 @@ def check_json(path: Path | None) -> None:
 
 
 def emit_json(path: Path | None, doc: Any) -> None:
-    """The document to PATH (then a line saying so) or to stdout; a value JSON cannot hold is named, exit 1."""
+    """The document to PATH (then a line saying so) or to stdout; a value JSON cannot hold is named, exit 1; a PATH
+    that cannot be written is named with the system's reason (`writing`: exit 5 on a full disk, else 1)."""
     if path is None:
         return
     try:
         if to_stdout(path):
             typer.echo(redact(json_text(doc, "the JSON document")))  # as `write_json` writes it to a file
             return
-        write_json(path, doc)
+        with writing("the JSON document", path):
+            write_json(path, doc)
     except JSONValueError as err:
         fail(err)
         raise typer.Exit(1) from None

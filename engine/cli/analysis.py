@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from engine.cli._checks import PolarsEngine, check_output, known_ids, refuse, summary_problems, unknown
-from engine.cli._console import console, fail, heading, shards_named, warn
+from engine.cli._console import console, fail, heading, shards_named, warn, writing
 from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
 from engine.cli._results import open_results
 from engine.cli.checkpoints import checkpoint_doc, checkpoints, manifest_spec
@@ -185,14 +185,18 @@ def report(
         "the study in the run's spec, [models.checkpoint], when it has one).")] = None,
     image_datasets: _ImageDs = None, protocol: _Protocol = None, iso_tolerance: _IsoTol = 0.03,
 ) -> None:
-    """One self-contained HTML report (inline SVG figures, readable offline)."""
+    """One self-contained HTML report (inline SVG figures, readable offline).
+
+    Exit codes: 0 written; 2 OUT cannot be read, or an option names nothing in it; 5 no space left to write
+    the report; 1 it could not be written for another reason (named)."""
     from engine.report import write_report
 
     check_output("-o", output)
     doc = report_document(out_dir, _options(n_boot, seed, pair, cascade_stages, cascade_match, compare, engine,
                                             protocol, iso_tolerance), predictions=predictions, fallback=fallback,
                           checkpoint_models=checkpoint_models, image_datasets=image_datasets)
-    write_report(doc, output, title or f"framesweep: {out_dir.name}")
+    with writing("the report", output):
+        write_report(doc, output, title or f"framesweep: {out_dir.name}")
     console.print(f"wrote {output}")
 
 
@@ -334,8 +338,9 @@ def export_manifest(
         raise typer.Exit(2)
     table = readers[items.suffix](items) if items is not None else None  # type: ignore[operator]
     try:
-        n = run_export(scan_predictions(out_dir), table, out, predictor_id=predictor_id,
-                       fallback_frames=fallback_frames)
+        with writing("the manifest", out):
+            n = run_export(scan_predictions(out_dir), table, out, predictor_id=predictor_id,
+                           fallback_frames=fallback_frames)
     except ValueError as err:
         fail(err)
         raise typer.Exit(2) from None

@@ -28,8 +28,9 @@ def compact(
     writing (a running sweep compacts by itself). Shards of another sweep and unreadable ones are left as
     they are.
 
-    Exit codes: 0 done; 2 OUT is not a results directory or its manifest is damaged; 3 a sweep holds OUT;
-    5 the disk is full (every shard is intact)."""
+    Exit codes: 0 done; 2 OUT is not a results directory, its manifest is damaged, or it cannot be written (a
+    read-only file system, a directory where OUT/.lock goes); 3 a sweep holds OUT; 5 the disk is full (every
+    shard is intact)."""
     from engine.cli._results import need_results_dir
     from engine.results.compact import compact_dir
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.cli._console import console, fail, shards_named
+from engine.cli._console import console, fail, shards_named, writing
 
 __all__ = ["register"]
 
@@ -28,8 +28,8 @@ def export(
     scores, and provenance.
 
     Exit codes: 0 written; 2 OUT is not a results directory, holds an unreadable shard, or --to cannot
-    take the artifact (inside OUT, a file, a folder of other files); 1 the artifact could not be written
-    (the OS error named; nothing is left half-written)."""
+    take the artifact (inside OUT, a file, a folder of other files); 5 no space left to write it; 1 it could
+    not be written for another reason (the OS error named). Nothing is left half-written either way."""
     from engine.cli._results import open_results
     from engine.export import ExportTargetError, check_target
     from engine.export import export as run_export
@@ -42,11 +42,8 @@ def export(
         raise typer.Exit(2) from None
     before = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        with shards_named(out_dir):
+        with shards_named(out_dir), writing("the artifact", to):
             done = run_export(results, to)
-    except OSError as err:
-        fail(f"could not write the artifact to {to}: {err.strerror or err} ({err.filename or to})")
-        raise typer.Exit(1) from None
     finally:
         signal.signal(signal.SIGTERM, before)
     console.print(f"{done['rows']} rows over {done['chains']} chains -> {done['path']}")

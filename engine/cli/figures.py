@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from engine.cli._checks import PolarsEngine
-from engine.cli._console import console, fail
+from engine.cli._console import console, fail, writing
 
 __all__ = ["register"]
 
@@ -53,8 +53,8 @@ def figures(
     (accuracy--MODEL--DATASET--PROTOCOL.pdf, ...), sized for a two-column paper.
 
     Exit codes: 0 written (a figure without data is not written); 2 OUT is neither a results directory
-    nor a metrics or checkpoint document, an unknown --format, or an unreadable shard; 1 a file could not
-    be written (the OS error named)."""
+    nor a metrics or checkpoint document, an unknown --format, or an unreadable shard; 5 no space left to write
+    a figure; 1 a file could not be written for another reason (the OS error named)."""
     from engine.cli.analysis import _options, report_document
     from engine.report.figures import FIGURE_FORMATS, write_figures
 
@@ -66,11 +66,8 @@ def figures(
     else:
         opts = _options(n_boot, seed, None, None, None, None, engine, protocol)
         doc = report_document(source, opts, checkpoint_models=checkpoint_models, image_datasets=image_datasets)
-    try:
+    with writing("the figures", to):
         written = write_figures(doc, to, fmt)
-    except OSError as err:
-        fail(f"could not write the figures to {to}: {err.strerror or err} ({err.filename or to})")
-        raise typer.Exit(1) from None
     console.print(f"wrote {len(written)} figures to {to}", markup=False, soft_wrap=True)
     for path in written:
         console.print(f"  {path.name}", markup=False, soft_wrap=True)

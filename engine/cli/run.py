@@ -13,6 +13,7 @@ exit code; one refused before it held OUT writes no log there, and leaves no fol
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.resources
 import logging
 import os
@@ -31,12 +32,13 @@ from engine.cli.runlog import RunLog
 from engine.cli.summary import print_tables, write_summary
 from engine.config import SpecError, SweepSpec, load_spec
 from engine.datasets.errors import DatasetError
-from engine.results.store import CorruptShardError, ForeignSweepError, StoreFullError, StoreLockedError
+from engine.results.errors import ResultsDirError
+from engine.results.store import ForeignSweepError, StoreFullError, StoreLockedError
 from engine.runtime.placement import PlacementError
 from engine.runtime.secrets import redact
 
 if TYPE_CHECKING:
-    from engine.sweep import SweepSummary
+    from engine.sweep import Sweep, SweepSummary
 
 __all__ = ["EXIT_ENGINE_START", "EXIT_FAILED_JOBS", "EXIT_PERMANENT_FAILURES", "EXIT_STORE_FULL",
            "EXIT_WARM_ENGINE_STOPPED", "ending", "leave", "register", "run_spec"]
@@ -51,7 +53,8 @@ meet: `error_kind` permanent): a rerun fails them the same way until the media a
 EXIT_STORE_FULL = 5
 """A commit failed for lack of disk space (committed shards stay readable)."""
 EXIT_WARM_ENGINE_STOPPED = 7
-"""A warm engine the run used was stopped (`engines down`) mid-run; committed rows are kept, a rerun continues."""
+"""The engines the run used are gone: a warm engine was stopped (`engines down`) mid-run, or the local Ray cluster the
+run started stopped under it (its GCS or raylet killed: `ray stop`); committed rows are kept, a rerun continues."""
 EXIT_ENGINE_START = 8
 """An engine died while it started (vLLM refused a setting, the checkpoint did not load): one paragraph names
 vLLM's error and the spec fields it points at; committed rows are kept."""
@@ -61,17 +64,20 @@ def ending(err: BaseException) -> int | None:
     """The exit code of an error that ends `run`, `cascade` or `predict` with one sentence (None: a bug, raised).
 
     2 a spec, dataset, preflight or results-directory problem (a corrupt shard or manifest, another sweep's
-    directory, a changed spec over committed keys, engines that cannot be placed); 3 another driver holds the
-    directory (or took it over); 5 no space left; 7 a warm engine stopped while the run used it; 8 an engine
-    did not start."""
+    directory, an `OUT/.lock` that cannot be made: a directory in its place, a read-only file system; a changed
+    spec over committed keys, engines that cannot be placed); 3 another driver holds the directory (or took it
+    over); 5 no space left; 7 the engines are gone (a warm engine stopped, or the run's own
+    Ray cluster) while the run used them; 8 an engine did not start."""
     from engine.backends.warm import WarmEngineStoppedError
+    from engine.runtime.cluster import ClusterLostError
     from engine.sweep.engines import EngineStartError
     from engine.sweep.resume import AnswerMismatchError
 
     codes: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
-        (StoreLockedError, 3), (StoreFullError, EXIT_STORE_FULL), (WarmEngineStoppedError, EXIT_WARM_ENGINE_STOPPED),
+        (StoreLockedError, 3), (StoreFullError, EXIT_STORE_FULL),
+        ((WarmEngineStoppedError, ClusterLostError), EXIT_WARM_ENGINE_STOPPED),
         (EngineStartError, EXIT_ENGINE_START),
-        ((DatasetError, SpecError, ForeignSweepError, CorruptShardError, PlacementError, AnswerMismatchError), 2))
+        ((DatasetError, SpecError, ForeignSweepError, ResultsDirError, PlacementError, AnswerMismatchError), 2))
     return next((code for kinds, code in codes if isinstance(err, kinds)), None)
 
 
@@ -142,7 +148,32 @@ def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunL
             progress(event, n)
 
         build_local_assets(steps, progress)
-        return asyncio.run(Sweep(spec, progress=hook).run())
+        return asyncio.run(_watched(Sweep(spec, progress=hook)))
+
+
+async def _watched(sweep: Sweep) -> SweepSummary:
+    """Run `sweep`; if the local Ray cluster it started stops under it, it stops as after a signal (committing what
+    finished) and `ClusterLostError` says so (Ray's driver would wait 60 s for the GCS, then exit 1)."""
+    from engine.runtime.cluster import ClusterLostError, cluster_lost, watching_cluster
+
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:  # on the watcher's thread
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the sweep is over anyway
+            loop.call_soon_threadsafe(sweep.request_stop)
+
+    with watching_cluster(stop):
+        try:
+            summary = await sweep.run()
+        except (StoreFullError, StoreLockedError):
+            raise  # the results directory's own trouble, whatever Ray did
+        except Exception:
+            if cluster_lost() is None:
+                raise
+            summary = sweep.summary  # what failed for want of the cluster (an engine's start) is that loss
+    if (what := cluster_lost()) is not None:
+        raise ClusterLostError(what, summary.jobs_ok + summary.jobs_failed)
+    return summary
 
 
 def _finish(spec: SweepSpec, summary: SweepSummary, log_path: Path | None) -> int:

@@ -4,8 +4,10 @@ While a run is inside `run_log`, every log record of the driver at INFO and abov
 (the terminal keeps showing warnings only, or INFO with `-v`), and so does every line the
 cluster's workers print: the engine actors' vLLM lines, forwarded by Ray to the driver
 (`engine.runtime.cluster`, logger `engine.runtime.workers`). Every line passes secret redaction
-(`engine.runtime.secrets.RedactingFilter`) before it is written. A run that cannot create the file
-says so once and runs on without it.
+(`engine.runtime.secrets.RedactingFilter`) before it is written, and shows control characters as escapes
+(`engine.cli._console.VisibleFormatter`: an item id holding ESC or an OSC sequence is written `\x1b...`). A run
+that cannot create the file says so once and runs on without it; so does one whose file stops taking lines (a
+full disk): one sentence on the terminal, where logging would print a traceback for every record.
 
 `run` opens its log only once it holds OUT (`RunLog.hold`: its plan is recorded), with the records of
 its start written first: a run refused before (a folder of another sweep, a driver already there, a
@@ -14,7 +16,9 @@ wrong `--data`) writes no log into OUT.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -22,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from engine.cli._console import warn
+from engine.cli._console import VisibleFormatter, warn
 from engine.runtime.secrets import RedactingFilter
 
 __all__ = ["RunLog", "run_log"]
@@ -30,6 +34,30 @@ __all__ = ["RunLog", "run_log"]
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _EARLY_KEPT = 10_000
 """Records of a run's start kept for its log (the first ones; a start that logs more keeps those)."""
+
+
+class _LogFile(logging.FileHandler):
+    """The run log's handler: a line it cannot write (no space left) is said once, and the file takes no more."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, encoding="utf-8", delay=False)
+        self.broken = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.broken:
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        err = sys.exc_info()[1]
+        if self.broken:
+            return
+        self.broken = True
+        why = err.strerror if isinstance(err, OSError) and err.strerror else f"{type(err).__name__}: {err}"
+        warn(f"the run log {self.baseFilename} takes no more lines: {why} (the run goes on without it)")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # the lines a full disk refused are still buffered: they stay unwritten
+            super().close()
 
 
 def _new_path(out_dir: Path) -> Path:
@@ -107,13 +135,13 @@ def run_log(out_dir: Path, early: Sequence[logging.LogRecord] = ()) -> Iterator[
     try:
         path = _new_path(out_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8", delay=False)
-    except OSError as err:
-        warn(f"no run log: cannot create {out_dir / 'logs'} ({err.strerror or err})")
+        handler = _LogFile(path)
+    except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
+        warn(f"no run log: cannot create {out_dir / 'logs'} ({getattr(err, 'strerror', None) or err})")
         yield None
         return
     handler.setLevel(logging.INFO)
-    handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.setFormatter(VisibleFormatter(_FORMAT))
     handler.addFilter(RedactingFilter())
     for record in early:
         handler.handle(record)

@@ -1,13 +1,15 @@
 """Reading a spec file: its bytes, as UTF-8, as TOML, into a mapping of bounded depth.
 
-Each way a file can be unusable (missing, a directory, unreadable, a name the system refuses,
-bytes that are not UTF-8, TOML that does not parse or nests without end) becomes one sentence
+Each way a file can be unusable (missing, a directory, a named pipe or other special file (looked at before
+it is opened: a FIFO with no writer would block for ever), unreadable, a name the system refuses, bytes that
+are not UTF-8, TOML that does not parse or nests without end) becomes one sentence
 naming the file (`SpecFileError`); `engine.config.load_spec` turns it into a `SpecError`.
 """
 
 from __future__ import annotations
 
 import errno
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -32,11 +34,19 @@ def _shown(path: Path) -> str:
     return text if text.isprintable() else repr(text)[1:-1]
 
 
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+
+
 def _read_bytes(path: Path) -> bytes:
     name = _shown(path)
     if "\x00" in str(path):
         raise SpecFileError(f"{name}: a spec path cannot hold a NUL byte")
     try:
+        mode = path.stat().st_mode  # before opening: a FIFO without a writer would block the open for ever
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            kind = next((what for test, what in _KINDS if test(mode)), "not a regular file")
+            raise SpecFileError(f"{name}: is {kind}, not a spec file (write the spec to a file and give that)")
         return path.read_bytes()
     except FileNotFoundError:
         raise SpecFileError(f"{name}: spec file not found") from None

@@ -7,6 +7,11 @@ holder checks (`DirLock.check`) that `OUT/.lock` is still the file it locked (sa
 inode). When the name is gone and nobody has made a new one, the holder takes a new `.lock`
 (exclusive create, then `flock`) and goes on; when another file is there, another driver may be
 writing, and the holder stops without committing (`StoreLockLostError`, exit 3).
+
+A lock that cannot be made at all is one sentence naming `OUT/.lock`: no space (`StoreFullError`, exit 5), a
+directory in its place, a read-only file system or a folder this user cannot write (`LockFileError`, a
+`ResultsDirError`: exit 2). `DirLock.problem` says the same without taking the lock, for the commands that check
+OUT before they start.
 """
 
 from __future__ import annotations
@@ -17,13 +22,19 @@ import logging
 import os
 from pathlib import Path
 
-from engine.results.errors import StoreFullError, StoreLockedError, StoreLockLostError
+from engine.results.errors import ResultsDirError, StoreFullError, StoreLockedError, StoreLockLostError
 
-__all__ = ["DirLock"]
+__all__ = ["DirLock", "LockFileError"]
 
 log = logging.getLogger(__name__)
 
 _FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class LockFileError(ResultsDirError, OSError):
+    """`OUT/.lock` cannot be made or opened: a directory in its place, a read-only or unwritable folder (the message
+    names it and what to do). An `OSError` too, as the lock's failures were: a caller that let them pass still
+    does."""
 
 
 class DirLock:
@@ -39,7 +50,8 @@ class DirLock:
         return self._fd is not None
 
     def acquire(self) -> None:
-        """Take the lock, or raise `StoreLockedError` naming its holder (`StoreFullError` on a full disk)."""
+        """Take the lock, or raise `StoreLockedError` naming its holder (`StoreFullError` on a full disk,
+        `LockFileError` when no lock file can be opened here)."""
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as err:
@@ -66,11 +78,35 @@ class DirLock:
             self.release()
             raise self._os_error(err) from err
 
-    def _os_error(self, err: OSError) -> OSError:
+    def _os_error(self, err: OSError) -> Exception:
         if err.errno in _FULL:
             return StoreFullError(err.errno, f"{self.path}: no space left on device to take the directory's lock "
                                   "(nothing was started; free space and rerun)")
-        return err
+        return LockFileError(self._why(err.errno, err.strerror))
+
+    def _why(self, code: int | None, strerror: str | None) -> str:
+        if code == errno.EISDIR:
+            return f"{self.path} is a directory where framesweep's lock file goes; remove it and rerun"
+        if code == errno.EROFS:
+            return f"{self.out_dir} is on a read-only file system: its lock ({self.path.name}) cannot be taken"
+        if code in (errno.EACCES, errno.EPERM):
+            return f"{self.path}: permission denied: this user cannot take the directory's lock"
+        return f"{self.path}: the directory's lock cannot be taken ({strerror or 'error ' + str(code)})"
+
+    def problem(self) -> str | None:
+        """Why the lock could not be taken here, found without taking it (None: it can be tried; another driver may
+        still hold it)."""
+        if self.path.is_dir():
+            return self._why(errno.EISDIR, None)
+        try:
+            if os.statvfs(self.out_dir).f_flag & os.ST_RDONLY:
+                return self._why(errno.EROFS, None)
+        except OSError as err:
+            return self._why(err.errno, err.strerror)
+        target = self.path if self.path.exists() else self.out_dir
+        if not os.access(target, os.W_OK | (0 if target is self.path else os.X_OK)):
+            return self._why(errno.EACCES, None)
+        return None
 
     def check(self) -> None:
         """Make sure `OUT/.lock` is still the file this driver locked, before a commit.

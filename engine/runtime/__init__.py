@@ -3,7 +3,8 @@
     paths.py      where framesweep keeps its caches (tiny checkpoints, synthetic data, frames)
     atomic.py     the one atomic write: temp file, fsync file and folder, rename
     cluster.py    ensure_ray: join the given cluster or start a quiet local one (from a thread that lives as
-                  long as the process: Ray kills a local instance with the thread that started it)
+                  long as the process: Ray kills a local instance with the thread that started it), watched:
+                  its GCS or raylet gone is heard at once (cluster_lost, watching_cluster)
     local_cluster.py  a persistent local cluster for warm engines (started, recorded, stopped)
     replicas.py   ReplicaPool: dispatch to live replicas, revive dead ones, fail over
     placement.py  what an engine actor reserves (GPUs in a placement group, CPUs spread) and whether it fits

@@ -7,15 +7,24 @@ under `ray job submit`), else the local cluster `framesweep engines up` recorded
 What the cluster's workers print (the engine actors' vLLM lines among it) comes to the driver
 (`log_to_driver`) and goes to the log, logger `engine.runtime.workers` at INFO (a run's log file), never
 to the terminal; `ray_session()` says where Ray keeps its own logs.
+
+A local cluster this process started is watched (`watching_cluster`): when its GCS or raylet dies (`ray stop`,
+the OOM killer), Ray's driver would wait 60 s for the GCS and then end the process with exit 1 and one line of
+its own; the watcher notices within a fraction of a second, so the run can commit what finished and say what
+happened (`cluster_lost`, `ClusterLostError`). Ray's native failure signal handler is left out of this process:
+it printed a 10-line C++ stack for every SIGTERM, a plain stop the run handles (Python's `faulthandler` prints
+the driver's stack on a real crash instead).
 """
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import logging
 import os
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -23,7 +32,7 @@ from engine.runtime.local_cluster import local_cluster_env, recorded_cluster
 from engine.runtime.reaper import Reaper
 from engine.runtime.secrets import register_secret_env
 
-__all__ = ["WORKER_LOGGER", "ensure_ray", "ray_session"]
+__all__ = ["WORKER_LOGGER", "ClusterLostError", "cluster_lost", "ensure_ray", "ray_session", "watching_cluster"]
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +42,14 @@ _workers_log = logging.getLogger(WORKER_LOGGER)
 _FORWARD = "framesweep_worker_logs"
 _session: dict[str, Any] = {}
 
+WATCH_S = 0.25
+"""How often the watcher looks at the local cluster's GCS and raylet."""
+_lost: dict[str, str] = {}  # "what": what of the local cluster is gone, once it is
+_listeners: list[Callable[[], None]] = []
+
 _LOCK = threading.Lock()
 _KEEPER_LOCK = threading.Lock()
+_WATCH_LOCK = threading.Lock()
 _keeper: queue.Queue[tuple[Callable[[], Any], Future[Any]]] | None = None
 T = TypeVar("T")
 
@@ -96,8 +111,10 @@ def ray_session() -> dict[str, Any]:
 def _init(ray: Any, address: str | None, num_cpus: int | None, object_store_mb: int | None, dashboard: bool) -> None:
     if threading.current_thread() is not threading.main_thread():
         logging.getLogger("ray._private.worker").addFilter(_no_sigterm_notice)
+    _no_failure_signal_handler()
     forward = _can_forward()
     _session.clear()
+    _lost.clear()
     if address or os.environ.get("RAY_ADDRESS"):
         how = "address" if address else "RAY_ADDRESS"
         address = address or os.environ["RAY_ADDRESS"]
@@ -137,6 +154,7 @@ def _init(ray: Any, address: str | None, num_cpus: int | None, object_store_mb: 
             reaper.abort()  # what the failed start left is stopped
         raise
     _joined(started[0] if started else None, "local", forward)
+    _watch(ray)
     if reaper is not None:
         try:
             reaper.attach(ray)
@@ -234,3 +252,95 @@ def _local_settings() -> None:
         from ray._private import ray_constants
 
         ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def _no_failure_signal_handler() -> None:
+    """Keep Ray's native failure signal handler (absl's) out of this process, before Ray starts its core worker
+    here: it printed a C++ stack dump for every SIGTERM before the run's own clean stop. The cluster's workers keep
+    theirs; the driver's crash stacks come from Python's `faulthandler`. RAY_DISABLE_FAILURE_SIGNAL_HANDLER set by
+    the user wins."""
+    if "RAY_DISABLE_FAILURE_SIGNAL_HANDLER" in os.environ:
+        return
+    from ray._private import ray_constants
+
+    ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True  # read when the core worker starts
+    if not faulthandler.is_enabled():
+        with contextlib.suppress(Exception):  # a stderr without a file descriptor (captured): no crash stacks
+            faulthandler.enable()
+
+
+class ClusterLostError(RuntimeError):
+    """The local Ray cluster the run started stopped under it (its GCS or raylet killed: `ray stop`, the OOM
+    killer); what finished is committed, a rerun continues."""
+
+    def __init__(self, what: str, rows: int) -> None:
+        super().__init__(f"the run's Ray cluster stopped ({what}): {rows} row(s) committed; rerun to continue")
+        self.what = what
+        self.rows = rows
+
+
+def cluster_lost() -> str | None:
+    """What of the local cluster this process started is gone (`its GCS at 127.0.0.1:PORT is gone`), None while
+    it runs (and for a cluster this process joined, which is not watched)."""
+    return _lost.get("what")
+
+
+@contextlib.contextmanager
+def watching_cluster(on_lost: Callable[[], None]) -> Iterator[None]:
+    """Inside: `on_lost()` is called once, from the watcher's thread, when the local cluster this process started
+    (now or later inside) loses its GCS or raylet (at once when that happened already)."""
+    with _WATCH_LOCK:
+        _listeners.append(on_lost)
+        already = cluster_lost() is not None
+    try:
+        if already:
+            on_lost()
+        yield
+    finally:
+        with _WATCH_LOCK:
+            _listeners.remove(on_lost)
+
+
+def _watch(ray: Any) -> None:
+    """Watch the GCS and raylet of the local instance just started, on a daemon thread (till `ray.shutdown`)."""
+    node = getattr(ray._private.worker, "_global_node", None)
+    if node is None:
+        return
+    procs = [(kind, info.process) for kind in ("gcs_server", "raylet") for info in node.all_processes.get(kind, ())
+             if info.process is not None]
+    address = _session.get("address") or getattr(node, "gcs_address", None) or "?"
+    threading.Thread(target=_watcher, args=(ray, node, procs, address), name="ray-watch", daemon=True).start()
+
+
+def _watcher(ray: Any, node: Any, procs: list[tuple[str, Any]], address: str) -> None:
+    import time
+
+    def ours() -> bool:  # a `ray.shutdown` (disconnect first, then its processes stop) is no loss
+        return ray.is_initialized() and getattr(ray._private.worker, "_global_node", None) is node
+
+    while ours():
+        time.sleep(WATCH_S)
+        gone = [(kind, p.pid) for kind, p in procs if p.poll() is not None]
+        if gone and ours():
+            _lose(_what_is_gone(gone, address))
+            return
+
+
+def _what_is_gone(gone: list[tuple[str, int]], address: str) -> str:
+    kinds = {kind for kind, _ in gone}
+    if "gcs_server" in kinds:
+        return f"its GCS at {address} is gone" + (" and so is its raylet" if "raylet" in kinds else "")
+    return f"its raylet (pid {gone[0][1]}) is gone"
+
+
+def _lose(what: str) -> None:
+    with _WATCH_LOCK:
+        _lost["what"] = what
+        listeners = list(_listeners)
+    # a listener (the run) says it in its own sentence; else this is the only word before Ray's exit 60 s later
+    log.log(logging.INFO if listeners else logging.WARNING, "the local Ray cluster stopped: %s", what)
+    for on_lost in listeners:
+        try:
+            on_lost()
+        except Exception:  # one listener's failure does not keep the others from hearing it
+            log.exception("a listener of the cluster's loss failed")

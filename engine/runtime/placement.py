@@ -15,6 +15,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from engine.runtime.cluster import cluster_lost
+
 __all__ = ["Placement", "PlacementError", "actor_options", "check_cpu_capacity", "check_feasible",
            "cluster_cuda_visible", "place", "release", "resolve_gpus"]
 
@@ -165,8 +167,9 @@ def actor_options(need: Placement, pg: Any) -> dict[str, Any]:
 
 
 def release(pg: Any) -> None:
-    """Give a placement group's resources back (after its actor is gone)."""
-    if pg is None:
+    """Give a placement group's resources back (after its actor is gone); nothing to give back once the local
+    cluster is gone (`cluster_lost`: asking its GCS would wait 60 s, and then Ray ends the process)."""
+    if pg is None or cluster_lost() is not None:
         return
     from ray.util.placement_group import remove_placement_group
 
