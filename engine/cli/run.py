@@ -140,6 +140,8 @@ def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunL
     progress.set_stage(steps[0][0] if steps else None)
     with progress:
         def hook(event: str, n: int) -> None:
+            if event == "held":  # the lock first: a second driver or a full disk builds nothing
+                build_local_assets(steps, progress)
             if event == "total" and not run_log.held and (path := run_log.hold()) is not None:
                 _note(f"log: {path}")
             if event == "total" and spec_doc is not None:
@@ -147,7 +149,6 @@ def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunL
                 _note(f"spec: {Path(spec.store.out_dir) / 'spec.toml'} (`framesweep run` it to repeat this run)")
             progress(event, n)
 
-        build_local_assets(steps, progress)
         return asyncio.run(_watched(Sweep(spec, progress=hook)))
 
 

@@ -50,7 +50,8 @@ __all__ = ["Sweep", "SweepSummary"]
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, int], None]
-"""progress(event, n): "total" (first-round jobs), "more" (jobs a policy added), "done", "committed", "decoded" (a
+"""progress(event, n): "held" (the run holds its results directory: the lock is taken, nothing read yet), "total"
+(first-round jobs), "more" (jobs a policy added), "done", "committed", "decoded" (a
 decode pass), and from `start_backends` "ray", "ray_up" and "engine_up" (n: the model's index in the spec)."""
 
 
@@ -126,6 +127,7 @@ class Sweep:
         store: ResultStore | None = None
         try:
             store = ResultStore(self.spec.store.out_dir)  # first: a second driver stops here, before any work
+            self.progress("held", 0)
             ready = await prepare(self.spec, self.policy, store)
             self._adopt(ready)
             if ready.jobs:
