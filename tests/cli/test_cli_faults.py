@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 from helpers.specs import small_spec_dict, write_toml
+from helpers.sure_results import SureEngine
 from typer.testing import CliRunner
 
-from engine.backends.base import BackendBase, EngineRequest, EngineResult
+from engine.backends.base import EngineRequest, EngineResult
 from engine.cli.app import app
 from engine.config import parse_spec
 from engine.metrics.status import sweep_status
@@ -22,18 +23,6 @@ from engine.results.store import ForeignSweepError, scan_results
 from engine.sweep import Sweep
 
 runner = CliRunner()
-
-
-class SureEngine(BackendBase):
-    """Answers "A" with certainty (the pipeline around the engine is what these tests check)."""
-
-    name = "fake"
-
-    async def start(self) -> dict[str, Any]:
-        return {}
-
-    async def generate(self, requests: Sequence[EngineRequest]) -> list[EngineResult]:
-        return [EngineResult(r.request_id, text="A", letter_logprobs={"A": 0.0}) for r in requests]
 
 
 class SlowSureEngine(SureEngine):
