@@ -185,3 +185,11 @@ def test_the_readme_layout_names_folders_and_modules_that_exist() -> None:
             if name.endswith(("/", ".py")) and not (base / name).exists():
                 missing.append(str((base / name).relative_to(REPO)))
     assert missing == []
+
+
+def test_the_quickstart_gives_the_two_commands_and_ci_runs_the_second() -> None:
+    readme = (REPO / "README.md").read_text()
+    block = FENCE.findall(readme[readme.index("## Quickstart"):])[0]
+    demo, suite = "bash tools/setup.sh && .venv/bin/framesweep demo", "bash tools/setup.sh && .venv/bin/python -m pytest -n 2"
+    assert block.splitlines() == [demo, suite]
+    assert suite in (REPO / ".ci" / "run").read_text().splitlines()
