@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import ci_parts
 from helpers.specs import small_spec_dict, write_toml
 
 SHARED_CHECKPOINTS = "FRAMESWEEP_TEST_CHECKPOINTS"  # the run's one folder of tiny checkpoints
@@ -270,6 +271,8 @@ def _watch_spawns() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "engine: starts a process (a vLLM engine, a Ray cluster, a CLI process, a "
                                        "browser); `-m 'not engine'` is the fast tier")
+    if not config.pluginmanager.is_registered(ci_parts):  # a needed part's skip fails in CI; the skip summary
+        config.pluginmanager.register(ci_parts, "framesweep-ci-parts")
     _watch_spawns()
     if not hasattr(config, "workerinput"):  # once per run (the controller, or a run without -n)
         _byte_compile(config.rootpath / "engine")

@@ -1,0 +1,72 @@
+"""CI cannot pass by skipping (`.ci/run`, `tests/helpers/ci_parts.py`): lint and types are checked before the
+suite, a needed part's skip fails where CI says the part is installed, and every run prints its skips."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[1]
+NEEDS_CHROMIUM = """
+import pytest
+
+@pytest.mark.needs("chromium")
+def test_renders():
+    pytest.skip("no chromium binary on PATH")
+
+def test_plain():
+    pytest.skip("not on this platform")
+"""
+
+
+def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, require: str) -> pytest.RunResult:
+    monkeypatch.setenv("FRAMESWEEP_CI_REQUIRE", require)
+    pytester.makepyfile(test_parts=NEEDS_CHROMIUM)
+    return pytester.runpytest("-p", "helpers.ci_parts", "-p", "no:xdist", "-p", "no:cacheprovider")
+
+
+def test_a_needed_part_that_skips_fails_where_ci_says_it_is_installed(pytester: pytest.Pytester,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    result = _run(pytester, monkeypatch, "chromium,iproute2")
+    result.assert_outcomes(failed=1, skipped=1)  # the plain skip stays a skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*skipped (no chromium binary on PATH), but FRAMESWEEP_CI_REQUIRE says chromium is "
+                                 "installed here: a test that needs it must run*"])
+
+
+def test_without_the_ci_variable_the_skip_stays_a_skip_and_the_summary_lists_the_reasons(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = _run(pytester, monkeypatch, "")
+    result.assert_outcomes(skipped=2)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*- 2 skipped -*", "    1  no chromium binary on PATH", "    1  not on this platform"])
+
+
+def test_an_unknown_part_in_the_ci_variable_is_a_usage_error(pytester: pytest.Pytester,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    result = _run(pytester, monkeypatch, "chromium,chrome")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "FRAMESWEEP_CI_REQUIRE names unknown parts ['chrome']; known: ['chromium', 'iproute2']" in result.stderr.str()
+
+
+def test_the_tests_that_need_an_installed_part_are_marked() -> None:
+    """The browser rendering check and the two-node cluster carry `needs`: without it their skip would pass CI."""
+    assert '@pytest.mark.needs("chromium")' in (ROOT / "tests/report/test_report.py").read_text()
+    assert 'pytest.mark.needs("iproute2")' in (ROOT / "tests/e2e/test_two_nodes.py").read_text()
+
+
+def _commands(script: str) -> list[str]:
+    return [line.strip() for line in script.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_ci_requires_both_parts_and_checks_lint_and_types_before_the_quickstarts_test_command() -> None:
+    lines = _commands((ROOT / ".ci/run").read_text())
+    suite = lines.index("bash tools/setup.sh && .venv/bin/python -m pytest -n 2")  # the README Quickstart's
+    ruff = next(i for i, c in enumerate(lines) if re.match(r"\.venv/bin/ruff check engine tests benchmarks tools$", c))
+    mypy = next(i for i, c in enumerate(lines) if re.match(r"\.venv/bin/mypy engine$", c))
+    require = next(i for i, c in enumerate(lines) if c == "export FRAMESWEEP_CI_REQUIRE=chromium,iproute2")
+    assert max(ruff, mypy, require) < suite
