@@ -70,3 +70,15 @@ def test_ci_requires_both_parts_and_checks_lint_and_types_before_the_quickstarts
     mypy = next(i for i, c in enumerate(lines) if re.match(r"\.venv/bin/mypy engine$", c))
     require = next(i for i, c in enumerate(lines) if c == "export FRAMESWEEP_CI_REQUIRE=chromium,iproute2")
     assert max(ruff, mypy, require) < suite
+
+
+PLUGIN_MARKERS = {"anyio", "filterwarnings", "parametrize", "pytester_example_path", "skip", "skipif", "timeout",
+                  "tryfirst", "trylast", "usefixtures", "xfail"}  # pytest's own and its plugins'
+
+
+def test_every_marker_the_project_registers_is_used_by_a_test(pytestconfig: pytest.Config) -> None:
+    """No vestigial marker (a `gpu` no test carried); an unregistered one fails collection (--strict-markers)."""
+    registered = {re.split(r"[(:]", line, maxsplit=1)[0].strip() for line in pytestconfig.getini("markers")}
+    used = {m for p in (ROOT / "tests").rglob("*.py") for m in re.findall(r"pytest\.mark\.(\w+)", p.read_text())}
+    assert registered - PLUGIN_MARKERS == {"engine", "needs"}
+    assert registered - PLUGIN_MARKERS <= used
