@@ -198,7 +198,8 @@ def stat_tables(flags: pl.DataFrame, n_boot: int = 1000, seed: int = 0,
         n_<flag>, the rate and its interval (<rate>_lo, <rate>_hi); auc: GROUP, statistic, n_items, n_confused,
         auc, auc_lo, auc_hi. Statistics no item of a group has are left out.
     """
-    bins, aucs = [], []
+    bins: list[dict[str, Any]] = []
+    aucs: list[dict[str, Any]] = []
     for key, g in flags.sort([*GROUP, "item_id"]).group_by(GROUP, maintain_order=True):
         names = [c for c in STAT_COLUMNS if not g[c].is_null().all()]
         # the group's replicates, drawn once (item-id order, as every rate's): the same for every statistic
@@ -212,7 +213,7 @@ def stat_tables(flags: pl.DataFrame, n_boot: int = 1000, seed: int = 0,
 
 def _tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
     opts = inputs.opts
-    flags = item_flags(inputs.m, inputs.snapshot).collect(engine=opts.engine)  # type: ignore[call-overload]
+    flags = item_flags(inputs.m, inputs.snapshot).collect(engine=opts.engine)
     bins, auc = stat_tables(flags, opts.n_boot, opts.seed, opts.level)
     coverage = flags.group_by(GROUP).agg(
         pl.len().cast(pl.Int64).alias("n_items"),

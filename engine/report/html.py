@@ -57,7 +57,7 @@ class Scale:
         return self.start + (self.end - self.start) * (v - self.lo) / self.span
 
 
-def table(table_id: str, head: list[str], rows: list[list[object]]) -> str:
+def table(table_id: str, head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     cells = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>" for r in rows)
     return (f'<table id="{e(table_id)}"><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
             + cells + "</table>")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib as mpl
 from matplotlib.axes import Axes
@@ -19,6 +19,9 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from engine.report.html import BLUE, GREEN, GREY, ORANGE, PALETTE, RED
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 __all__ = ["BLUE", "COLUMN", "DPI", "GREEN", "GREY", "ORANGE", "PAGE", "PALETTE", "RED", "budget_labels", "declutter",
            "new_figure", "outside", "overlaps", "paper_style", "points", "visible_texts"]
@@ -30,7 +33,7 @@ PAGE = 7.0
 DPI = 300
 """Dots per inch of PNG files; the layout and the label checks are made at it, so they hold in the file."""
 
-_RC: dict[str, Any] = {
+_RC: dict[RcKeyType, Any] = {
     "font.size": 7, "axes.titlesize": 7.5, "axes.labelsize": 7, "xtick.labelsize": 6.5, "ytick.labelsize": 6.5,
     "legend.fontsize": 6.5, "legend.frameon": False, "axes.linewidth": 0.6, "lines.linewidth": 1.2,
     "lines.markersize": 4, "xtick.major.width": 0.6, "ytick.major.width": 0.6, "axes.spines.top": False,

@@ -169,7 +169,8 @@ class _Context:
 def _row(sample: dict[str, Any], ctx: _Context, where: str) -> ResultRow:
     """The row of one sample (`where`: its file and line, for messages)."""
     info, numeric = _metrics(sample)
-    doc = sample.get("doc") if isinstance(sample.get("doc"), dict) else {}
+    given = sample.get("doc")
+    doc: dict[str, Any] = given if isinstance(given, dict) else {}
     unscored = None
     try:
         kind, correct, score = _outcome(info, numeric, ctx.binary)

@@ -219,7 +219,7 @@ class Sweep:
         tasks = [asyncio.create_task(one(v)) for v in jobs.values()]
         stopper = asyncio.create_task(self._stop.wait())
         try:
-            pending = set(tasks)
+            pending: set[asyncio.Task[Any]] = set(tasks)
             while pending and not self._stop.is_set():
                 # the committer is watched too: a commit that fails (disk full) stops the sweep loudly;
                 # so are the engines while they start (one that cannot start stops it at once)
