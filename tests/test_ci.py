@@ -4,6 +4,7 @@ suite, a needed part's skip fails where CI says the part is installed, and every
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,9 @@ def test_ci_requires_both_parts_and_checks_lint_and_types_before_the_quickstarts
     mypy = next(i for i, c in enumerate(lines) if re.match(r"\.venv/bin/mypy engine$", c))
     require = next(i for i, c in enumerate(lines) if c == "export FRAMESWEEP_CI_REQUIRE=chromium,iproute2")
     assert max(ruff, mypy, require) < suite
+    # the test extra (what tools/setup.sh installs) pins both checkers, so CI's rules and stubs do not drift
+    test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    assert {r.split("==")[0] for r in test_extra if "==" in r} >= {"ruff", "mypy"}
 
 
 PLUGIN_MARKERS = {"anyio", "filterwarnings", "parametrize", "pytester_example_path", "skip", "skipif", "timeout",

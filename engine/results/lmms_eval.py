@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import __version__ as framesweep_version
-from engine.results.lmms_logs import LmmsRun, LogConfig, budget_from_config, find_runs, placeholder, read_config
+from engine.results.lmms_logs import LmmsRun, LogConfig, find_runs, placeholder, read_config
 from engine.results.lmms_merge import held_answers, merge_rows, new_rows
 from engine.results.manifest import MANIFEST, ManifestError, read_manifest
 from engine.results.schema import ResultRow
@@ -53,7 +53,7 @@ from engine.results.store import ResultStore
 from engine.runtime.secrets import redact
 from engine.scoring import ExtractionRule, extract_letter
 
-__all__ = ["ImportSummary", "LmmsRun", "budget_from_config", "find_runs", "import_lmms_eval", "run_rows"]
+__all__ = ["ImportSummary", "LmmsRun", "find_runs", "import_lmms_eval", "run_rows"]
 
 log = logging.getLogger(__name__)
 
