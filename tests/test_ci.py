@@ -3,6 +3,7 @@ suite, a needed part's skip fails where CI says the part is installed, and every
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -54,9 +55,18 @@ def test_an_unknown_part_in_the_ci_variable_is_a_usage_error(pytester: pytest.Py
     assert "FRAMESWEEP_CI_REQUIRE names unknown parts ['chrome']; known: ['chromium', 'iproute2']" in result.stderr.str()
 
 
+def _needs(node: ast.FunctionDef) -> set[str]:
+    return {ast.literal_eval(d.args[0]) for d in node.decorator_list
+            if isinstance(d, ast.Call) and ast.unparse(d.func) == "pytest.mark.needs"}
+
+
 def test_the_tests_that_need_an_installed_part_are_marked() -> None:
-    """The browser rendering check and the two-node cluster carry `needs`: without it their skip would pass CI."""
-    assert '@pytest.mark.needs("chromium")' in (ROOT / "tests/report/test_report.py").read_text()
+    """Every test that looks for Chromium, and the two-node cluster's module, carry `needs`: without it their skip
+    would pass CI."""
+    tree = ast.parse((ROOT / "tests/report/test_report.py").read_text())
+    browsing = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")
+                and any(isinstance(c, ast.Call) and ast.unparse(c.func) == "_chromium" for c in ast.walk(f))]
+    assert len(browsing) == 2 and all(_needs(f) == {"chromium"} for f in browsing), [f.name for f in browsing]
     assert 'pytest.mark.needs("iproute2")' in (ROOT / "tests/e2e/test_two_nodes.py").read_text()
 
 
