@@ -19,7 +19,7 @@ from engine.frames.decode import DecodeError
 from engine.frames.plan import FramePlan
 from engine.frames.remote import RemoteVideo
 from engine.frames.resize import size_for
-from engine.frames.view import MediaView, media_fingerprint, media_uuid
+from engine.frames.view import FrameRef, MediaView, RepeatedFrames, media_fingerprint, media_uuid
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
 from engine.sweep.decoding import Held, Video
@@ -86,6 +86,7 @@ class RequestBuilder:
 
     def _media(self, ctx: JobContext, decoded: Video, by_ref: bool) -> MediaView:
         size = (int(ctx.width), int(ctx.height))  # type: ignore[arg-type]
+        frames: np.ndarray | RepeatedFrames | FrameRef
         if isinstance(decoded, RemoteVideo) and by_ref:
             frames, jpeg = decoded.frames(ctx.indices, size), None
         else:
