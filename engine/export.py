@@ -63,8 +63,8 @@ from engine.metrics.official import chain_scores
 from engine.metrics.overwrite import text_items
 from engine.metrics.registry import registered_metrics
 from engine.metrics.regression import terminal_items
+from engine.provenance import model_hash, reader_versions, run_provenance
 from engine.results.directory import ResultsDir
-from engine.results.provenance import model_hash, reader_versions, run_provenance
 from engine.results.schema import REDACTED_COLUMNS
 from engine.results.video_stats import scan_video_stats
 from engine.runtime.atomic import fsync_dir, is_own_temp, temp_name
@@ -172,7 +172,7 @@ def _metric_annotations(rows: pl.LazyFrame, frame: pl.LazyFrame) -> tuple[pl.Laz
 
 
 def _provenance(results: ResultsDir) -> dict[str, Any]:
-    """`engine.results.provenance.run_provenance`, with when and by which versions the artifact was exported."""
+    """`engine.provenance.run_provenance`, with when and by which versions the artifact was exported."""
     record = run_provenance(results)
     return {**record, "exported_at": datetime.now(UTC).isoformat(), "exported_by": reader_versions()}
 

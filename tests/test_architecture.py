@@ -24,10 +24,11 @@ LAYERS: dict[str, float] = {
     "engine.datasets": 3,
     "engine.config": 4,
     "engine.backends": 5,
-    "engine.results": 6,
-    "engine.metrics": 7,
-    "engine.sweep": 8,
-    "engine.adaptive": 9,
+    "engine.results": 5,  # beside the backends, neither importing the other: reading results starts no engine
+    "engine.metrics": 6,
+    "engine.sweep": 7,
+    "engine.adaptive": 8,
+    "engine.provenance": 9,  # the record the export writes and the report shows, below both
     "engine.report": 10,
     "engine.export": 10,
     "engine.cli": 11,
@@ -116,6 +117,27 @@ def test_no_import_circles() -> None:
 
 def test_no_import_against_the_layers() -> None:
     assert violations(import_graph()) == []
+
+
+def _reached(graph: dict[str, set[str]], start: list[str]) -> set[str]:
+    """Every module that `start` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        for dep in graph.get(todo.pop(), ()):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def test_reading_a_results_directory_never_imports_the_generation_package() -> None:
+    """No module of `engine.results`, nor anything it imports on the way, imports `engine.backends`: the
+    provenance record imported the checkpoint fingerprint from the backends (and with it the tiny checkpoints'
+    builders); the fingerprint is now in `engine.runtime`, the record beside the export."""
+    graph = import_graph()
+    results = [m for m in graph if layer_of(m)[0] == "engine.results"]
+    assert results and sorted(m for m in _reached(graph, results) if layer_of(m)[0] == "engine.backends") == []
 
 
 def test_the_checks_catch_what_they_should(tmp_path: Path) -> None:

@@ -207,7 +207,7 @@ def report_document(out_dir: Path, opts: SummaryOptions, *, predictions: Path | 
     predictions are there), the checkpoint study (when asked for, or in the run's spec), the online cascade
     sessions and the run's provenance (``run``)."""
     from engine.adaptive.predictions import scan_predictions
-    from engine.results.provenance import run_provenance
+    from engine.provenance import run_provenance
 
     results = open_results(out_dir)  # once: every part below reads this value
     doc = _document(results, opts)
