@@ -66,7 +66,6 @@ from engine.metrics.regression import terminal_items
 from engine.provenance import model_hash, reader_versions, run_provenance
 from engine.results.directory import ResultsDir
 from engine.results.schema import REDACTED_COLUMNS
-from engine.results.video_stats import scan_video_stats
 from engine.runtime.atomic import fsync_dir, is_own_temp, temp_name
 from engine.runtime.output import write_json
 from engine.runtime.processes import pid_alive
@@ -354,7 +353,7 @@ def export(out_dir: Path | str | ResultsDir, to: Path | str) -> dict[str, Any]:
         .collect()
     )
     scores = chain_scores(rows).select(list(SCORE_FIELDS)).collect()  # keys and numbers: nothing a server wrote
-    videos = scan_video_stats(out_dir).drop("written_at").sort("dataset", "video_id").collect()
+    videos = results.video_stats().drop("written_at").sort("dataset", "video_id").collect()
     with _building(to) as tmp:
         _write_parquet(frame, tmp / "items.parquet")
         _write_parquet(scores, tmp / "scores.parquet")

@@ -78,10 +78,10 @@ def _document(out_dir: Path | ResultsDir, opts: SummaryOptions) -> dict[str, Any
     results = open_results(out_dir)
     if opts.primary_protocol is None:
         opts = dataclasses.replace(opts, primary_protocol=_primary_protocol(results))
-    from engine.results.video_stats import scan_video_stats, with_video_stats
+    from engine.results.video_stats import with_video_stats
 
-    rows = with_video_stats(_rows(results), scan_video_stats(results.path))  # each video's statistics (low_level)
     with shards_named(results.path):
+        rows = with_video_stats(_rows(results), results.video_stats())  # each video's statistics (low_level)
         if opts.protocols or opts.pairs or opts.cascade_stages or opts.cascade_match or opts.compare:
             refuse(results.path, summary_problems(opts, known_ids(rows, opts.engine)))  # type: ignore[arg-type]
         return summary_document(summary_tables(rows, opts), opts, source=str(results.path))

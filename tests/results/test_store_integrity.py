@@ -118,7 +118,7 @@ def test_a_fifo_among_the_predictions_is_named_never_opened(tmp_path: Path) -> N
     (tmp_path / "predictions").mkdir()
     fifo = tmp_path / "predictions" / "part-zz-fifo.parquet"
     os.mkfifo(fifo)
-    with pytest.raises(CorruptShardError, match=r"part-zz-fifo\.parquet: not a regular file but a FIFO"):
+    with pytest.raises(CorruptShardError, match=r"part-zz-fifo\.parquet: unreadable prediction shard \(not a regular file but a FIFO"):
         _within(30, lambda: scan_predictions(tmp_path), fifo)
 
 
