@@ -73,7 +73,6 @@ __all__ = [
     "naming_corrupt_shards",
     "not_a_regular_file",
     "quarantine_dir",
-    "scan_results",
     "scan_shards",
     "scan_table",
     "shard_problem",
@@ -176,20 +175,6 @@ def corrupt_shards_error(out_dir: str | Path, bad: list[tuple[Path, str]], table
                              f"{table.lost})")
 
 
-def scan_results(out_dir: str | Path) -> pl.LazyFrame:
-    """Lazily scan every committed row (all attempts, every sweep) of a results directory; commands read
-    through `engine.results.directory.ResultsDir`, which checks each footer once and knows the own sweep.
-
-    Every shard's footer is checked first: one that cannot be read raises `CorruptShardError`
-    naming it (`framesweep doctor DIR` moves such shards aside). Corrupt data pages behind a valid
-    footer only fail when collected: collect inside `naming_corrupt_shards(DIR)` to have them named too."""
-    paths = _shard_paths(Path(out_dir))
-    for p in paths:
-        if why := shard_problem(p):
-            raise corrupt_shards_error(out_dir, [(p, why)])
-    return scan_shards(paths)
-
-
 def checked_shards(out_dir: str | Path, table: Table = RESULTS, known: set[Path] | frozenset[Path] = frozenset()
                    ) -> tuple[list[Path], list[tuple[Path, str]]]:
     """(readable live shards, [(bad shard, why)]) of a table of `out_dir`: every footer checked (`shard_problem`)
@@ -223,7 +208,7 @@ def naming_corrupt_shards(out_dir: str | Path, tables: tuple[Table, ...] = TABLE
     """Turn a Polars or OS error raised inside (collecting rows of `out_dir`'s `tables`) into `CorruptShardError`
     naming every shard that does not read whole.
 
-    `scan_results` checks footers only (reading every page of every shard on each command would be too slow
+    `ResultsDir` checks footers only (reading every page of every shard on each command would be too slow
     for a big directory), so a shard with corrupt data pages fails first in a collect, with an error naming no
     file; only then is each shard read whole. An error that no shard explains is raised as it was."""
     try:

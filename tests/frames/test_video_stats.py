@@ -88,12 +88,12 @@ def test_a_sweep_keeps_each_videos_statistics_beside_its_rows_and_a_rerun_adds_t
     adds a part, and readers keep the statistics read from the most frames."""
     import polars as pl
 
-    from engine.results.store import scan_results
+    from engine.results import ResultsDir
     from engine.results.video_stats import scan_video_stats, with_video_stats
 
     _sweep(tmp_path, [{"frames": 0}, {"frames": 2}, {"frames": 4}])
     stats = scan_video_stats(tmp_path / "out").collect().sort("video_id")
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     assert stats["video_id"].to_list() == sorted(set(rows["video_id"])) and stats.height == 3
     assert set(stats["dataset"]) == {"synthetic"}
     # 32 frames, uniform 2 -> {0, 31}, uniform 4 -> {0, 10, 21, 31}: one pass over their union, 4 frames
@@ -104,7 +104,7 @@ def test_a_sweep_keeps_each_videos_statistics_beside_its_rows_and_a_rerun_adds_t
     again = scan_video_stats(tmp_path / "out").collect()
     assert again.height == 3 and set(again["frames_used"]) == {8}
     assert len(list((tmp_path / "out" / "video_stats").glob("part-*.parquet"))) == 2
-    joined = with_video_stats(scan_results(tmp_path / "out"), scan_video_stats(tmp_path / "out")).collect()
+    joined = with_video_stats(ResultsDir.open(tmp_path / "out").scan(), scan_video_stats(tmp_path / "out")).collect()
     assert joined["video_motion_energy"].is_not_null().all()
     assert joined.select(pl.col("video_pixels").unique()).to_series().to_list() == [96 * 64]
 
