@@ -11,13 +11,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from helpers.specs import small_spec_dict, write_toml
 from helpers.sure_results import SureEngine
 from typer.testing import CliRunner
 
+from engine.adaptive.predictions import write_predictions
 from engine.cli.app import app
+from engine.results import store
 from engine.results.directory import ResultsDir
+from engine.results.schema import PREDICTION_SCHEMA
 from engine.sweep import scheduler
 
 
@@ -32,6 +36,21 @@ def opens(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         return real(cls, out_dir, **kw)
 
     monkeypatch.setattr(ResultsDir, "open", classmethod(counting))
+    return seen
+
+
+@pytest.fixture
+def footers(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every shard footer checked (`shard_problem` without reading the pages), in order."""
+    seen: list[Path] = []
+    real = store.shard_problem
+
+    def counting(path: Path, full: bool = False, **kw: Any) -> str | None:
+        if not full:
+            seen.append(path)
+        return real(path, full, **kw)
+
+    monkeypatch.setattr(store, "shard_problem", counting)
     return seen
 
 
@@ -77,3 +96,21 @@ def test_each_reading_command_opens_it_once(tmp_path: Path, opens: list[Path], l
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert opens == [out], args
+
+
+def test_each_footer_is_checked_once_per_command(tmp_path: Path, footers: list[Path], lent_engines: None) -> None:
+    """A resumed `run` checks each shard's footer once (its ending reads the shards it committed, not the others
+    again), and
+    `report` checks OUT's predictions once (before: listed and checked twice, outside the `ResultsDir`)."""
+    out = _run(tmp_path)
+    footers.clear()
+    _run(tmp_path)  # resumed: its plan checks every committed shard, its ending none of them again
+    assert footers and len(footers) == len(set(footers))
+    write_predictions(out, pl.DataFrame([{"predictor_id": "p", "dataset": "synthetic", "item_id": "x",
+                                          "predicted_frames": 2, "parse_status": "exact"}],
+                                        schema_overrides={k: PREDICTION_SCHEMA[k] for k in ("predicted_frames",)}))
+    for args in (["status", str(out)], ["report", str(out), "-o", str(tmp_path / "r.html")]):
+        footers.clear()
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        assert footers and sorted(footers) == sorted(set(footers)), args
