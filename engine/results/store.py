@@ -284,9 +284,11 @@ class ResultStore:
             # a writer killed mid-commit leaves its hidden temp file behind; with the lock held none is live
             # framesweep's own temp names only: a user's `.notes.tmp` in OUT stays
             stale = clean_stale_temps(self.results_dir, also=_LEGACY_SHARD_TEMP) + clean_stale_temps(self.out_dir)
+            stale += [p for t in TABLES if t is not RESULTS for p in clean_stale_temps(t.dir(self.out_dir))]
             if stale:
                 log.info("removed %d stale temp file(s) in %s", len(stale), self.out_dir)
-            remove_superseded(self.out_dir, GRACE_S)  # what a compaction killed before its last step left
+            for table in TABLES:  # what a compaction killed before its last step left
+                remove_superseded(self.out_dir, GRACE_S, table.folder)
 
     # --- locking -----------------------------------------------------------------
     def _make_dirs(self) -> None:

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from engine.adaptive.predictions import scan_predictions, write_predictions
 from engine.cli.app import app
 from engine.results import CorruptShardError, ResultsDir
+from engine.results import store as store_module
 from engine.results.compact import compact_dir
 from engine.results.manifest import write_manifest
 from engine.results.schema import PREDICTION_SCHEMA, VIDEO_STATS_SCHEMA, ResultRow
@@ -148,3 +149,20 @@ def test_a_directory_in_the_old_layout_reads_compacts_and_passes_doctor(tmp_path
     assert (report.inputs, report.outputs) == (4, 2)
     assert_frame_equal(ResultsDir.open(tmp_path).video_stats().collect(), stats)
     assert scan_predictions(tmp_path).collect().sort("item_id")["item_id"].to_list() == ["q0", "q1"]
+
+
+def test_the_next_holder_of_the_lock_cleans_every_tables_leftovers(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer killed mid-write leaves a hidden temp file, a compaction killed before its last step the shards it
+    holds: the next holder of the lock removes both, in video_stats/ and predictions/ as in results/."""
+    _directory(tmp_path, shards=2)
+    compact_dir(tmp_path)  # the inputs stay for the grace period
+    temps = [VIDEO_STATS.dir(tmp_path) / ".part-x.parquet.fs-1-2-0123abcd.tmp",
+             PREDICTIONS.dir(tmp_path) / ".part-y.parquet.fs-1-2-0123abcd.tmp"]
+    for t in temps:
+        t.write_bytes(b"half a shard")
+    held = [p for t in (VIDEO_STATS, PREDICTIONS) for p in t.dir(tmp_path).glob("part-*.parquet") if not is_compacted(p)]
+    assert len(held) == 4
+    monkeypatch.setattr(store_module, "GRACE_S", 0.0)  # the grace period over
+    ResultStore(tmp_path).close()
+    assert not any(t.exists() for t in temps) and not any(p.exists() for p in held)
