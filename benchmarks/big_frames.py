@@ -115,7 +115,7 @@ def _child(args: argparse.Namespace) -> dict[str, Any]:
     import polars as pl
 
     from engine.config import parse_spec
-    from engine.results.store import scan_results
+    from engine.results import ResultsDir
     from engine.sweep import Sweep
 
     w, h = _size(args.child)
@@ -141,7 +141,7 @@ def _child(args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     summary = asyncio.run(Sweep(spec, backends={"m": _Instant()}).run())
     seconds = time.perf_counter() - t0
-    rows = scan_results(out).collect()
+    rows = ResultsDir.open(out).scan().collect()
     kind = pl.col("error_kind").fill_null("ok") if "error_kind" in rows.columns else pl.col("status")  # older rows
     kinds = rows.group_by(kind.alias("kind")).len().sort("kind")
     return {"size": f"{w}x{h}", "pixels": w * h, "peak_rss_mb": round(_peak_mb(), 1), "rss_before_mb": round(before, 1),

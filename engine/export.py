@@ -63,10 +63,9 @@ from engine.metrics.official import chain_scores
 from engine.metrics.overwrite import text_items
 from engine.metrics.registry import registered_metrics
 from engine.metrics.regression import terminal_items
+from engine.provenance import model_hash, reader_versions, run_provenance
 from engine.results.directory import ResultsDir
-from engine.results.provenance import model_hash, reader_versions, run_provenance
 from engine.results.schema import REDACTED_COLUMNS
-from engine.results.video_stats import scan_video_stats
 from engine.runtime.atomic import fsync_dir, is_own_temp, temp_name
 from engine.runtime.output import write_json
 from engine.runtime.processes import pid_alive
@@ -172,7 +171,7 @@ def _metric_annotations(rows: pl.LazyFrame, frame: pl.LazyFrame) -> tuple[pl.Laz
 
 
 def _provenance(results: ResultsDir) -> dict[str, Any]:
-    """`engine.results.provenance.run_provenance`, with when and by which versions the artifact was exported."""
+    """`engine.provenance.run_provenance`, with when and by which versions the artifact was exported."""
     record = run_provenance(results)
     return {**record, "exported_at": datetime.now(UTC).isoformat(), "exported_by": reader_versions()}
 
@@ -354,7 +353,7 @@ def export(out_dir: Path | str | ResultsDir, to: Path | str) -> dict[str, Any]:
         .collect()
     )
     scores = chain_scores(rows).select(list(SCORE_FIELDS)).collect()  # keys and numbers: nothing a server wrote
-    videos = scan_video_stats(out_dir).drop("written_at").sort("dataset", "video_id").collect()
+    videos = results.video_stats().drop("written_at").sort("dataset", "video_id").collect()
     with _building(to) as tmp:
         _write_parquet(frame, tmp / "items.parquet")
         _write_parquet(scores, tmp / "scores.parquet")

@@ -24,10 +24,11 @@ LAYERS: dict[str, float] = {
     "engine.datasets": 3,
     "engine.config": 4,
     "engine.backends": 5,
-    "engine.results": 6,
-    "engine.metrics": 7,
-    "engine.sweep": 8,
-    "engine.adaptive": 9,
+    "engine.results": 5,  # beside the backends, neither importing the other: reading results starts no engine
+    "engine.metrics": 6,
+    "engine.sweep": 7,
+    "engine.adaptive": 8,
+    "engine.provenance": 9,  # the record the export writes and the report shows, below both
     "engine.report": 10,
     "engine.export": 10,
     "engine.cli": 11,
@@ -118,6 +119,73 @@ def test_no_import_against_the_layers() -> None:
     assert violations(import_graph()) == []
 
 
+def _reached(graph: dict[str, set[str]], start: list[str]) -> set[str]:
+    """Every module that `start` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        for dep in graph.get(todo.pop(), ()):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def test_reading_a_results_directory_never_imports_the_generation_package() -> None:
+    """No module of `engine.results`, nor anything it imports on the way, imports `engine.backends`: the
+    provenance record imported the checkpoint fingerprint from the backends (and with it the tiny checkpoints'
+    builders); the fingerprint is now in `engine.runtime`, the record beside the export."""
+    graph = import_graph()
+    results = [m for m in graph if layer_of(m)[0] == "engine.results"]
+    assert results and sorted(m for m in _reached(graph, results) if layer_of(m)[0] == "engine.backends") == []
+
+
+SHARD_READERS = {"scan_results", "scan_shards", "scan_table", "checked_shards", "shard_listing", "live_shards",
+                 "shard_problem"}
+"""The results package's own shard readers: a command reads a results directory through `ResultsDir` only."""
+READER_USES = {("engine.adaptive.predictions", "scan_table")}
+"""`scan_predictions` reads a predictions folder given on its own (``--predictions DIR``), results/ or not."""
+
+
+def _imported_names(root: Path = ROOT) -> set[tuple[str, str, str]]:
+    """(module, module imported from, name) for every `from engine... import name` in `root`."""
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("engine."):
+                found |= {(_module_name(path, root), node.module or "", a.name) for a in node.names}
+    return found
+
+
+def test_a_results_directory_is_read_through_resultsdir_only() -> None:
+    """Outside `engine.results` no module imports a shard reader (one listing, footer check or scan of its own):
+    every command reads through `ResultsDir`, which checks each footer once; the old public `scan_results` is gone
+    from the code, the benchmarks and the tests."""
+    bad = sorted((m, name) for m, src, name in _imported_names() if src.startswith("engine.results")
+                 and not m.startswith("engine.results") and name in SHARD_READERS and (m, name) not in READER_USES)
+    assert bad == []
+    here = Path(__file__).resolve().parents[1]
+    users = [str(p.relative_to(here)) for folder in ("engine", "benchmarks", "tests") for p in (here / folder).rglob("*.py")
+             if p != Path(__file__).resolve() and "scan_results" in p.read_text()]
+    assert users == []
+
+
+def _shard_name_literals(root: Path = ROOT) -> set[str]:
+    """Modules holding a string literal (or f-string part) that starts a shard's name, ``part-``."""
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("part-"):
+                found.add(_module_name(path, root))
+    return found
+
+
+def test_every_tables_shards_are_named_in_one_place() -> None:
+    """Result rows, video statistics and predictions are named by `engine.results.tables` (and listed by the one
+    glob of `engine.results.shards`); before, three writers named their shards three ways."""
+    assert _shard_name_literals() == {"engine.results.tables", "engine.results.shards"}
+
+
 def test_the_checks_catch_what_they_should(tmp_path: Path) -> None:
     """The walker itself: an upward import and a circle are found (so the checks above can fail)."""
     graph = {"engine.frames.plan": {"engine.config"}, "engine.config": {"engine.frames.plan"}}
@@ -129,6 +197,9 @@ def test_the_checks_catch_what_they_should(tmp_path: Path) -> None:
     (pkg / "sweep" / "__init__.py").write_text("")
     (pkg / "sweep" / "x.py").write_text("def f():\n    from engine.cli import app\n")
     assert import_graph(pkg)["engine.sweep.x"] == {"engine.cli"}
+    (pkg / "sweep" / "y.py").write_text("from engine.results.shards import live_shards\nNAME = f'part-{1}.parquet'\n")
+    assert ("engine.sweep.y", "engine.results.shards", "live_shards") in _imported_names(pkg)
+    assert _shard_name_literals(pkg) == {"engine.sweep.y"}
 
 
 def test_each_dataset_spec_class_is_beside_its_adapter() -> None:

@@ -4,7 +4,9 @@ A predictor model reads an instruction and answers how many frames it needs. The
 online run (`engine.adaptive.predictor`) reads each answer (an option letter, an option's text held by
 structured outputs, else free text parsed with `parse_frame_count`, the fallback) and commits
 one row per (predictor, dataset, item) as Parquet shards under ``OUT/predictions/``
-(schema `PREDICTION_SCHEMA`, written with `write_predictions`). Offline, the
+(schema `PREDICTION_SCHEMA`, written with `write_predictions`): the results directory's
+``predictions`` table (`engine.results.tables.PREDICTIONS`), whose shards are named, written,
+checked, compacted and quarantined as result shards are. Offline, the
 predictions are scored against a finished sweep by
 `engine.metrics.predictor.evaluate_predictor` and exported as a per-sample
 frame-count manifest for video fine-tuning data by `export_manifest`.
@@ -20,18 +22,17 @@ structured outputs hold it: no parsing), ``exact`` (a number that is an allowed 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
 from engine.metrics.predictor import evaluate_predictor, latest_predictions, predictor_document
-from engine.results.store import CorruptShardError, not_a_regular_file
-from engine.runtime.atomic import atomic_write
+from engine.results.schema import PREDICTION_KEY, PREDICTION_SCHEMA
+from engine.results.store import scan_table
+from engine.results.tables import PREDICTIONS, shard_name, write_shard
 from engine.runtime.output import write_json_lines
 
 __all__ = [
@@ -50,19 +51,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 PARSE_KINDS: tuple[str, ...] = ("choice", "exact", "snapped", "letter", "word", "text_only", "unparsed")
-PREDICTION_KEY: tuple[str, ...] = ("predictor_id", "dataset", "item_id")
-
-PREDICTION_SCHEMA: dict[str, pl.DataType] = {
-    "predictor_id": pl.String(),
-    "dataset": pl.String(),
-    "item_id": pl.String(),
-    "video_id": pl.String(),
-    "instruction": pl.String(),
-    "raw_answer": pl.String(),
-    "predicted_frames": pl.Int32(),
-    "parse_status": pl.String(),
-    "finished_at": pl.Datetime("us", "UTC"),
-}
 
 # --- parsing -----------------------------------------------------------------------------------
 
@@ -203,17 +191,16 @@ def _prediction_dir(out_dir: Path) -> Path:
 
 
 def scan_predictions(out_dir: str | Path) -> pl.LazyFrame:
-    """Lazily scan every committed prediction under ``out_dir/predictions/`` (all attempts).
+    """Lazily scan every committed prediction under ``out_dir/predictions/`` (all attempts), each shard's footer
+    checked first (`engine.results.store.scan_table`).
 
     `out_dir` may also be the ``predictions`` folder itself. Deduplicate with
     `latest_predictions`.
+
+    Raises:
+        CorruptShardError: naming each shard that does not read (a FIFO is named without being opened).
     """
-    paths = sorted(_prediction_dir(Path(out_dir)).glob("part-*.parquet"))
-    if bad := [f"{p}: {why}" for p in paths if (why := not_a_regular_file(p))]:  # a FIFO would block every reader
-        raise CorruptShardError(f"{'; '.join(bad)}; move it out of the predictions folder")
-    if not paths:
-        return pl.LazyFrame(schema=PREDICTION_SCHEMA)
-    return pl.scan_parquet(paths, schema=PREDICTION_SCHEMA, missing_columns="insert", extra_columns="ignore")
+    return scan_table(_prediction_dir(Path(out_dir)).parent, PREDICTIONS)
 
 
 def _conform(predictions: pl.LazyFrame) -> pl.LazyFrame:
@@ -224,7 +211,7 @@ def _conform(predictions: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def write_predictions(out_dir: str | Path, predictions: pl.DataFrame) -> Path | None:
-    """Commit predictions as one shard under ``out_dir/predictions/`` (temp file, fsync, rename).
+    """Commit predictions as one shard under ``out_dir/predictions/`` (`engine.results.tables.write_shard`).
 
     Args:
         out_dir: The run's output directory.
@@ -235,13 +222,8 @@ def write_predictions(out_dir: str | Path, predictions: pl.DataFrame) -> Path | 
     """
     if predictions.is_empty():
         return None
-    folder = Path(out_dir) / "predictions"
-    folder.mkdir(parents=True, exist_ok=True)
     frame = _conform(predictions.lazy()).collect()
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-    final = folder / f"part-{stamp}-{os.getpid()}-{uuid.uuid4().hex[:8]}.parquet"
-    atomic_write(final, lambda fh: frame.write_parquet(fh, compression="zstd"))
-    return final
+    return write_shard(PREDICTIONS.dir(out_dir), shard_name(uuid.uuid4().hex[:8], 1), frame)
 
 
 # --- the manifest ----------------------------------------------------------------------------------

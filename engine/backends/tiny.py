@@ -17,7 +17,8 @@ from pathlib import Path
 from engine.registry import Registry
 from engine.runtime.atomic import atomic_dir, exclusive_lock
 from engine.runtime.output import json_line
-from engine.runtime.paths import cache_dir
+from engine.runtime.paths import TINY_BUILD_VERSION as BUILD_VERSION
+from engine.runtime.paths import tiny_checkpoint_dir  # re-exported: the folder is named below the backends
 
 __all__ = ["BUILDERS", "build_tiny_checkpoint", "register_tiny_builder", "resolve_model_path", "tiny_checkpoint_dir"]
 
@@ -34,7 +35,6 @@ def register_tiny_builder(family: str) -> Callable[[Builder], Builder]:
     """Register the tiny checkpoint builder of `family` (a family registered twice is an error)."""
     return BUILDERS.decorator(family)
 
-BUILD_VERSION = 1
 _MARKER = "framesweep-tiny.json"
 
 QWEN_SPECIAL_TOKENS = [
@@ -370,10 +370,6 @@ def build_full_shape_config(out: Path, dtype: str = "bfloat16") -> Path:
     config.architectures = ["Qwen2_5_VLForConditionalGeneration"]
     config.save_pretrained(out)
     return out
-
-
-def tiny_checkpoint_dir(family: str, seed: int = 0) -> Path:
-    return cache_dir() / "checkpoints" / f"tiny-{family}-v{BUILD_VERSION}-seed{seed}"
 
 
 def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, force: bool = False) -> Path:

@@ -1,7 +1,7 @@
 """Warm engines: named, detached engine actors that outlive a run, found again by their settings.
 
 An engine's key is a hash of everything that makes it answer the way it does: the model path,
-the fingerprint of a local checkpoint's content (`engine.backends.checkpoint`: the bytes of every
+the fingerprint of a local checkpoint's content (`engine.runtime.checkpoint`: the bytes of every
 file that shapes an answer, weights included: a checkpoint edited or rebuilt at the same path is
 another engine, an untouched one keeps its engine), every engine
 setting of the spec (except `replicas`, the number of such engines), the model family's engine
@@ -19,9 +19,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from engine.backends.checkpoint import checkpoint_fingerprint
 from engine.config import EngineSpec
 from engine.runtime.atomic import file_sha256
+from engine.runtime.checkpoint import checkpoint_fingerprint
 from engine.runtime.secrets import redact
 
 __all__ = ["NAMESPACE", "WarmEngineStoppedError", "checkpoint_fingerprint", "engine_key", "engine_settings",

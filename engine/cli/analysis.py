@@ -79,10 +79,10 @@ def _document(out_dir: Path | ResultsDir, opts: SummaryOptions) -> dict[str, Any
     results = open_results(out_dir)
     if opts.primary_protocol is None:
         opts = dataclasses.replace(opts, primary_protocol=_primary_protocol(results))
-    from engine.results.video_stats import scan_video_stats, with_video_stats
+    from engine.results.video_stats import with_video_stats
 
-    rows = with_video_stats(_rows(results), scan_video_stats(results.path))  # each video's statistics (low_level)
     with shards_named(results.path):
+        rows = with_video_stats(_rows(results), results.video_stats())  # each video's statistics (low_level)
         if opts.protocols or opts.pairs or opts.cascade_stages or opts.cascade_match or opts.compare:
             refuse(results.path, summary_problems(opts, known_ids(rows, opts.engine)))
         return summary_document(summary_tables(rows, opts), opts, source=str(results.path))
@@ -207,13 +207,12 @@ def report_document(out_dir: Path, opts: SummaryOptions, *, predictions: Path | 
     """The metrics document of OUT with what the report and the figures add: the predictor's groups (when
     predictions are there), the checkpoint study (when asked for, or in the run's spec), the online cascade
     sessions and the run's provenance (``run``)."""
-    from engine.adaptive.predictions import scan_predictions
-    from engine.results.provenance import run_provenance
+    from engine.provenance import run_provenance
 
     results = open_results(out_dir)  # once: every part below reads this value
     doc = _document(results, opts)
     pred_dir = predictions or out_dir
-    if predictions is not None or scan_predictions(pred_dir).head(1).collect().height:
+    if predictions is not None or _predictions(results, pred_dir).head(1).collect().height:
         doc["predictor"] = _predictor_doc(results, pred_dir, None, fallback, opts.engine,
                                           warn_foreign=False)["groups"]
     if checkpoint_models or any((m.get("checkpoint") or {}).get("base") for m in manifest_spec(results).get("models") or []
@@ -262,9 +261,20 @@ def _collect(tables: dict[str, Any], engine: Any) -> dict[str, Any]:
     return dict(zip(tables, frames, strict=True))
 
 
+def _predictions(results: ResultsDir, pred_dir: Path) -> Any:
+    """The predictions in `pred_dir`: OUT's own through the `ResultsDir` the command opened (each footer checked
+    once), another folder's (``--predictions``) read on its own."""
+    from engine.adaptive.predictions import scan_predictions
+    from engine.results.tables import PREDICTIONS
+
+    if Path(pred_dir).resolve() == results.path.resolve():
+        return results.table(PREDICTIONS)
+    return scan_predictions(pred_dir)
+
+
 def _predictor_doc(out_dir: Path | ResultsDir, pred_dir: Path, model_id: str | None, fallback: str | None,
                    engine: str, warn_foreign: bool = True) -> dict[str, Any]:
-    from engine.adaptive.predictions import evaluate_predictor, predictor_document, scan_predictions
+    from engine.adaptive.predictions import evaluate_predictor, predictor_document
 
     results = open_results(out_dir)
     rows = _snapshot(results, engine, warn_foreign)
@@ -272,7 +282,7 @@ def _predictor_doc(out_dir: Path | ResultsDir, pred_dir: Path, model_id: str | N
         known = known_ids(rows, engine)  # type: ignore[arg-type]
         refuse(results.path, unknown("--model-id", [model_id] if model_id else [], known.models, "model")
                + unknown("--fallback", [fallback] if fallback else [], known.budgets, "budget"))
-    tables = _collect(evaluate_predictor(rows, scan_predictions(pred_dir), model_id, fallback=fallback), engine)
+    tables = _collect(evaluate_predictor(rows, _predictions(results, pred_dir), model_id, fallback=fallback), engine)
     return {"schema": "framesweep.predictor/1", "source": str(results.path), "predictions": str(pred_dir),
             "fallback": fallback, "groups": predictor_document(tables)}
 

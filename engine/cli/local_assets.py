@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from engine.backends.checkpoint import model_folder
 from engine.backends.kinds import in_cluster
 from engine.backends.tiny import build_tiny_checkpoint
 from engine.cli.progress import RunProgress
 from engine.config import SweepSpec
 from engine.datasets.registry import build_adapter
 from engine.datasets.synthetic import SyntheticBenchmark
+from engine.runtime.checkpoint import model_folder
 
 __all__ = ["Step", "build_local_assets", "local_assets"]
 

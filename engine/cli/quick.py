@@ -34,9 +34,9 @@ def _family(model: str) -> str:
     """The family of `tiny:<family>`, or the model_type of the checkpoint's config.json (a folder, or a hub id's
     snapshot in the local Hugging Face cache) when it is a known family. SpecError otherwise: first for a
     checkpoint that is not there (a missing folder, a hub id out of reach offline), then asking for --family."""
-    from engine.backends.checkpoint import model_folder
     from engine.backends.families import FAMILIES
     from engine.config import ModelSpec
+    from engine.runtime.checkpoint import model_folder
     from engine.sweep.preflight import close_sibling, hub_cache, is_hub_id, model_problems
 
     if model.startswith("tiny:"):

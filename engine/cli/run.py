@@ -29,9 +29,10 @@ from engine.cli.fresh_out import NewInOut, refuse_foreign
 from engine.cli.progress import RunProgress
 from engine.cli.quick import QUICK_FLAGS, load_with_overrides, quick_spec
 from engine.cli.runlog import RunLog
-from engine.cli.summary import print_tables, write_summary
+from engine.cli.summary import print_tables, run_tables, write_summary
 from engine.config import SpecError, SweepSpec, load_spec
 from engine.datasets.errors import DatasetError
+from engine.results.directory import ResultsDir
 from engine.results.errors import ResultsDirError
 from engine.results.store import ForeignSweepError, StoreFullError, StoreLockedError
 from engine.runtime.placement import PlacementError
@@ -124,9 +125,11 @@ def _failed_jobs(failed: int, permanent: int, out_dir: Path) -> int:
     return EXIT_PERMANENT_FAILURES
 
 
-def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunLog) -> SweepSummary:
+def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunLog
+           ) -> tuple[SweepSummary, ResultsDir | None]:
     """Run the sweep under its progress display; once the run holds the directory (its plan recorded) its log
-    opens there and a quick path's spec is written to OUT/spec.toml."""
+    opens there and a quick path's spec is written to OUT/spec.toml. Returns the summary and the results
+    directory as the run opened it (None: it never held it)."""
     from engine.backends.kinds import in_cluster
     from engine.cli.local_assets import build_local_assets, local_assets
     from engine.config.toml_out import write_spec_toml
@@ -149,7 +152,8 @@ def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunL
                 _note(f"spec: {Path(spec.store.out_dir) / 'spec.toml'} (`framesweep run` it to repeat this run)")
             progress(event, n)
 
-        return asyncio.run(_watched(Sweep(spec, progress=hook)))
+        sweep = Sweep(spec, progress=hook)
+        return asyncio.run(_watched(sweep)), sweep.results
 
 
 async def _watched(sweep: Sweep) -> SweepSummary:
@@ -177,7 +181,9 @@ async def _watched(sweep: Sweep) -> SweepSummary:
     return summary
 
 
-def _finish(spec: SweepSpec, summary: SweepSummary, log_path: Path | None) -> int:
+def _finish(spec: SweepSpec, summary: SweepSummary, results: ResultsDir | None, log_path: Path | None) -> int:
+    """The run's ending: its line, warnings, and (from `results`, the directory as the run opened it, relisted for
+    the shards it committed) the tables it prints and keeps in OUT/summary.json; returns the exit code."""
     out = spec.store.out_dir
     console.print(
         f"{spec.sweep_id}: {summary.jobs_ok} ok, {summary.jobs_failed} failed, "
@@ -192,10 +198,11 @@ def _finish(spec: SweepSpec, summary: SweepSummary, log_path: Path | None) -> in
     code = 130 if summary.stopped else _failed_jobs(summary.jobs_failed, summary.jobs_failed_permanent, out)
     if summary.stopped:
         warn("stopped early; rerun the same command to finish")
-    if (out / "results").is_dir():
-        print_tables(out)
+    if results is not None:
+        tables = run_tables(results.relisted())  # the run's own open, not a second one
+        print_tables(tables)
         try:
-            _note(f"summary: {write_summary(spec, summary, code, log_path)}")
+            _note(f"summary: {write_summary(spec, summary, tables, code, log_path)}")
         except OSError as err:
             warn(f"could not write {out / 'summary.json'}: {err.strerror or err}")
     return code
@@ -214,7 +221,7 @@ def run_spec(spec: SweepSpec, source: str = "<spec>", *, every_s: float = 30.0, 
     made = NewInOut(out)
     with RunLog(out) as run_log:
         try:
-            summary = _sweep(spec, every_s, spec_doc, run_log)
+            summary, results = _sweep(spec, every_s, spec_doc, run_log)
         except Exception as err:
             if not run_log.held:  # refused before it recorded a plan: what it made in OUT goes again
                 made.discard()
@@ -228,7 +235,7 @@ def run_spec(spec: SweepSpec, source: str = "<spec>", *, every_s: float = 30.0, 
             if code == EXIT_WARM_ENGINE_STOPPED:
                 leave(code)
             return code
-        code = _finish(spec, summary, run_log.path)
+        code = _finish(spec, summary, results, run_log.path)
     if summary.stopped:
         # a signal stopped the run and every finished row is committed: leave at once, since Ray's own
         # SIGTERM handler in this process turns its exit-time shutdown into an abort (-6 instead of 130)

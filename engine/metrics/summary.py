@@ -66,10 +66,10 @@ def load_rows(out_dir: str | Path | ResultsDir) -> pl.LazyFrame:
     """One row per key of a results directory's own sweep (`ResultsDir.rows`; safe while a sweep writes to it),
     with each video's low-level statistics as ``video_<name>`` columns (`engine.results.video_stats`; null where
     there are none)."""
-    from engine.results.video_stats import scan_video_stats, with_video_stats
+    from engine.results.video_stats import with_video_stats
 
     results = ResultsDir.of(out_dir)
-    return with_video_stats(results.rows(), scan_video_stats(results.path))  # with each video's statistics
+    return with_video_stats(results.rows(), results.video_stats())  # with each video's statistics
 
 
 def _inputs(rows: pl.LazyFrame, opts: SummaryOptions) -> Inputs:

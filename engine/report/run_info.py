@@ -1,4 +1,4 @@
-"""The report's run section: what produced its numbers (`engine.results.provenance.run_provenance`).
+"""The report's run section: what produced its numbers (`engine.provenance.run_provenance`).
 
 The sweep, when its runs started and its rows were answered, the framesweep version of each run, the
 models with their checkpoint hashes, the engine and decoder versions the rows name, every lmms-eval

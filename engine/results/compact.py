@@ -1,4 +1,4 @@
-"""Shard compaction: many small result shards rewritten as a few large ones, atomically.
+"""Shard compaction: many small shards of a table rewritten as a few large ones, atomically.
 
 A sweep commits a shard every few seconds (~17,000 a day), and every reader pays per shard
 (a footer check, a file to open per scan). Compaction reads the directory's small shards of
@@ -16,8 +16,9 @@ after:
 3. remove the inputs once the compacted shard is `grace_s` old (readers that listed the
    folder before step 2 may still be reading them), plain shards first.
 
-Shards holding any row of another sweep, shards with columns framesweep does not know, and
-unreadable shards are left untouched. Only the holder of the directory's lock compacts: the
+Every table of the directory is compacted alike (``results/``, ``video_stats/``, ``predictions/``:
+`engine.results.tables`). Result shards holding any row of another sweep, shards with columns
+framesweep does not know, and unreadable shards are left untouched. Only the holder of the directory's lock compacts: the
 sweep's own driver (`compact_if_due` after a commit) or `framesweep compact OUT`.
 """
 
@@ -26,13 +27,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
-from typing import BinaryIO
 
 import polars as pl
 import pyarrow as pa
@@ -40,11 +37,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.results.manifest import manifest_sweep_id
-from engine.results.pages import encode_shard
-from engine.results.schema import RESULT_SCHEMA
 from engine.results.shards import COMPACTED_FROM, GRACE_S, live_shards, remove_superseded, shard_listing
 from engine.results.store import ResultStore, shard_problem
-from engine.runtime.atomic import atomic_write
+from engine.results.tables import TABLES, Table, compacted_name, write_shard
 
 __all__ = ["COMPACT_AT", "SMALL_BYTES", "TARGET_ROWS", "Compaction", "compact", "compact_dir", "compact_if_due"]
 
@@ -86,41 +81,41 @@ def _small(paths: list[Path], small_bytes: int) -> list[Path]:
     return out
 
 
-def _read(path: Path, sweep_id: str) -> pa.Table | str:
+def _read(path: Path, table: Table, sweep_id: str | None) -> pa.Table | str:
     """A shard's rows, every page checksum verified; or why it stays as it is."""
-    if why := shard_problem(path):  # not a regular file, a footer that does not read, a column of the wrong type
+    if why := shard_problem(path, table=table):  # not a regular file, a footer that does not read, a wrong type
         return f"unreadable ({why}); `framesweep doctor` moves it aside"
     try:
         with pq.ParquetFile(path, page_checksum_verification=True) as f:
-            table = f.read()
+            rows = f.read()
     except (OSError, pa.ArrowException) as err:
         first = str(err).splitlines()[0] if str(err) else ""
         return f"unreadable ({type(err).__name__}: {first}); `framesweep doctor` moves it aside"
-    unknown = sorted(set(table.column_names) - set(RESULT_SCHEMA))
+    unknown = sorted(set(rows.column_names) - set(table.schema))
     if unknown:
         return f"columns framesweep does not know ({', '.join(unknown)}): kept as written"
-    if "sweep_id" not in table.column_names or not _all_equal(table["sweep_id"], sweep_id):
+    if table.per_sweep and ("sweep_id" not in rows.column_names or not _all_equal(rows["sweep_id"], sweep_id)):
         return "rows of another sweep: never compacted"
-    return table.replace_schema_metadata(None)
+    return rows.replace_schema_metadata(None)
 
 
-def _all_equal(column: pa.ChunkedArray, value: str) -> bool:
+def _all_equal(column: pa.ChunkedArray, value: str | None) -> bool:
     return column.null_count == 0 and bool(pc.all(pc.equal(column, value)).as_py() if len(column) else True)
 
 
-def _rows(tables: list[pa.Table]) -> pl.DataFrame:
-    """Shards' rows, one after the other, in the result schema (missing columns null, narrower integers upcast)."""
+def _rows(tables: list[pa.Table], table: Table) -> pl.DataFrame:
+    """Shards' rows, one after the other, in the table's schema (missing columns null, narrower integers upcast)."""
     try:
-        return _conform(pa.concat_tables(tables, promote_options="permissive"))
+        return _conform(pa.concat_tables(tables, promote_options="permissive"), table)
     except pa.ArrowException:  # Arrow types no promotion joins (another writer's shards): one shard at a time
-        return pl.concat([_conform(t) for t in tables], how="vertical")
+        return pl.concat([_conform(t, table) for t in tables], how="vertical")
 
 
-def _conform(table: pa.Table) -> pl.DataFrame:
-    frame = pl.from_arrow(table)
+def _conform(rows: pa.Table, table: Table) -> pl.DataFrame:
+    frame = pl.from_arrow(rows)
     assert isinstance(frame, pl.DataFrame)
     return frame.select([pl.col(c).cast(t) if c in frame.columns else pl.lit(None, t).alias(c)
-                         for c, t in RESULT_SCHEMA.items()])
+                         for c, t in table.schema.items()])
 
 
 def _groups(read: list[tuple[Path, pa.Table]], target_rows: int) -> list[list[tuple[Path, pa.Table]]]:
@@ -136,25 +131,47 @@ def _groups(read: list[tuple[Path, pa.Table]], target_rows: int) -> list[list[tu
     return [g for g in groups if g]
 
 
-def _write(store: ResultStore, group: list[tuple[Path, pa.Table]], n: int) -> Path:
+def _write(store: ResultStore, table: Table, group: list[tuple[Path, pa.Table]], n: int) -> Path:
     """Steps 1 and 2: the compacted shard, fsynced, renamed into place (the lock checked just before)."""
     names = [p.name for p, _ in group]
-    frame = _rows([t for _, t in group])
-    encoded = encode_shard(frame, metadata={COMPACTED_FROM: json.dumps(names)})
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-    final = store.results_dir / f"part-{stamp}-compacted-{uuid.uuid4().hex[:8]}-{n:03d}.parquet"
+    return write_shard(table.dir(store.out_dir), compacted_name(n), _rows([t for _, t in group], table),
+                       metadata={COMPACTED_FROM: json.dumps(names)}, check=store.check_lock)
 
-    def write(fh: BinaryIO) -> None:
-        fh.write(encoded)
-        store.check_lock()  # the last moment before the rename makes it visible
 
-    atomic_write(final, write)
-    return final
+def _key(path: Path) -> str:
+    """How `ResultStore.not_compactable` names a shard (its table's folder and its name)."""
+    return f"{path.parent.name}/{path.name}"
+
+
+def _compact_table(store: ResultStore, table: Table, sweep_id: str | None, small_bytes: int, target_rows: int,
+                   report: Compaction) -> None:
+    """Compact the small shards of one table into `report` (the store's maintenance lock held)."""
+    candidates = _small(live_shards(store.out_dir, table.folder), small_bytes)
+    if len(candidates) <= 1:
+        return
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:  # pyarrow reads off the GIL
+        frames = list(pool.map(lambda p: _read(p, table, sweep_id), candidates))
+    read = []
+    for p, got in zip(candidates, frames, strict=True):
+        if isinstance(got, str):
+            report.skipped.append((p, got))
+            store.not_compactable.add(_key(p))
+        else:
+            read.append((p, got))
+    if len(read) <= 1:
+        return
+    for n, group in enumerate(_groups(read, target_rows)):
+        final = _write(store, table, group, n)
+        report.inputs += len(group)
+        report.outputs += 1
+        report.rows += sum(t.num_rows for _, t in group)
+        log.info("compacted %d shard(s) into %s", len(group), final.relative_to(store.out_dir))
 
 
 def compact(store: ResultStore, *, grace_s: float = GRACE_S, small_bytes: int = SMALL_BYTES,
             target_rows: int = TARGET_ROWS) -> Compaction:
-    """Compact the small shards of the store's sweep (the store must hold the directory's lock).
+    """Compact the small shards of every table of the store's directory (the store must hold its lock); result
+    shards only when the manifest names the sweep (`Compaction` sums the tables).
 
     Raises:
         StoreLockLostError: the lock was lost (nothing of this compaction became visible).
@@ -164,45 +181,39 @@ def compact(store: ResultStore, *, grace_s: float = GRACE_S, small_bytes: int = 
     with store.maintenance:
         store.check_lock()
         sweep_id = manifest_sweep_id(store.out_dir)
-        candidates = _small(live_shards(store.out_dir), small_bytes) if sweep_id is not None else []
-        if len(candidates) > 1 and sweep_id is not None:
-            with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:  # pyarrow reads off the GIL
-                frames = list(pool.map(partial(_read, sweep_id=sweep_id), candidates))
-            read = []
-            for p, got in zip(candidates, frames, strict=True):
-                if isinstance(got, str):
-                    report.skipped.append((p, got))
-                    store.not_compactable.add(p.name)
-                else:
-                    read.append((p, got))
-            if len(read) > 1:
-                for n, group in enumerate(_groups(read, target_rows)):
-                    final = _write(store, group, n)
-                    report.inputs += len(group)
-                    report.outputs += 1
-                    report.rows += sum(t.num_rows for _, t in group)
-                    log.info("compacted %d shard(s) into %s", len(group), final.name)
-        report.removed = remove_superseded(store.out_dir, grace_s)
-        report.waiting = _waiting(store.out_dir)
+        for table in TABLES:
+            if table.per_sweep and sweep_id is None:
+                continue
+            _compact_table(store, table, sweep_id, small_bytes, target_rows, report)
+        report.removed = sum(remove_superseded(store.out_dir, grace_s, t.folder) for t in TABLES)
+        report.waiting = sum(_waiting(store.out_dir, t.folder) for t in TABLES)
     return report
 
 
-def _waiting(out_dir: Path) -> int:
-    results = Path(out_dir) / "results"
-    return sum(1 for name in shard_listing(out_dir)[1] if (results / name).exists())
+def _waiting(out_dir: Path, folder: str) -> int:
+    shards = Path(out_dir) / folder
+    return sum(1 for name in shard_listing(out_dir, folder)[1] if (shards / name).exists())
+
+
+def _due(store: ResultStore, at: int) -> bool:
+    """Whether any table has `at` small live shards that a compaction has not left as they were."""
+    for table in TABLES:
+        live = [p for p in live_shards(store.out_dir, table.folder) if _key(p) not in store.not_compactable]
+        if len(_small(live, SMALL_BYTES)) >= at:
+            return True
+    return False
 
 
 def compact_if_due(store: ResultStore, at: int | None = None, grace_s: float = GRACE_S) -> Compaction | None:
-    """After a commit: compact once `at` (default `COMPACT_AT`) small shards are live; remove the inputs
-    whose grace is over.
+    """After a commit: compact once `at` (default `COMPACT_AT`) small shards of a table are live; remove the
+    inputs whose grace is over.
 
     Returns the compaction done, or None when nothing was due."""
     try:
-        live = [p for p in live_shards(store.out_dir) if p.name not in store.not_compactable]
-        if len(_small(live, SMALL_BYTES)) >= (COMPACT_AT if at is None else at):
+        if _due(store, COMPACT_AT if at is None else at):
             return compact(store, grace_s=grace_s)
         with store.maintenance:
-            removed = remove_superseded(store.out_dir, grace_s)
+            removed = sum(remove_superseded(store.out_dir, grace_s, t.folder) for t in TABLES)
     except OSError as err:  # a full disk, say: every shard is intact and the sweep goes on (commits say more)
         log.warning("compaction of %s skipped: %s", store.out_dir, err)
         return None

@@ -29,7 +29,7 @@ many answers the new one would change (compare readings in two directories).
 
 Every import is recorded in the manifest's ``imports``: when, the rule, and per log its samples
 file, results.json, task, lmms-eval version, model_args, task hash, the (model, dataset, budget) its
-rows got and their count (`engine.results.provenance` shows them).
+rows got and their count (`engine.provenance` shows them).
 """
 
 from __future__ import annotations

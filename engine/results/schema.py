@@ -1,4 +1,9 @@
-"""The result schema, defined once. Add columns freely; renaming needs a migration."""
+"""The schemas of a results directory's tables, defined once. Add columns freely; renaming needs a migration.
+
+`RESULT_SCHEMA` (``results/``: one row per job attempt), `VIDEO_STATS_SCHEMA` (``video_stats/``: one row per
+decoded video and pass) and `PREDICTION_SCHEMA` (``predictions/``: one row per predictor answer); each table's
+shards are written, checked and read by `engine.results.tables`' one shard engine.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ import polars as pl
 
 from engine.runtime.secrets import redact_columns
 
-__all__ = ["KEY_COLUMNS", "REDACTED_COLUMNS", "RESULT_SCHEMA", "ResultRow", "rows_to_frame"]
+__all__ = ["KEY_COLUMNS", "PREDICTION_KEY", "PREDICTION_SCHEMA", "REDACTED_COLUMNS", "RESULT_SCHEMA", "VIDEO_STATS_SCHEMA",
+           "ResultRow", "rows_to_frame"]
 
 KEY_COLUMNS: tuple[str, ...] = ("model_id", "dataset", "item_id", "budget_id")
 
@@ -90,6 +96,29 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     # how the answer was made (engine.sweep.fingerprint); null on rows from before it
     "answer_fingerprint": pl.String(),
 }
+
+VIDEO_STATS_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String(), "video_id": pl.String(), "duration_s": pl.Float64(), "fps": pl.Float64(),
+    "width": pl.Int32(), "height": pl.Int32(), "pixels": pl.Int64(), "n_frames": pl.Int32(),
+    "frames_used": pl.Int32(), "motion_energy": pl.Float64(), "scene_cuts": pl.Int32(), "brightness": pl.Float64(),
+    "contrast": pl.Float64(), "static_share": pl.Float64(), "written_at": pl.Datetime("us", "UTC"),
+}
+"""``video_stats/``: a decoded video's low-level statistics (`engine.results.video_stats`)."""
+
+PREDICTION_KEY: tuple[str, ...] = ("predictor_id", "dataset", "item_id")
+
+PREDICTION_SCHEMA: dict[str, pl.DataType] = {
+    "predictor_id": pl.String(),
+    "dataset": pl.String(),
+    "item_id": pl.String(),
+    "video_id": pl.String(),
+    "instruction": pl.String(),
+    "raw_answer": pl.String(),
+    "predicted_frames": pl.Int32(),
+    "parse_status": pl.String(),
+    "finished_at": pl.Datetime("us", "UTC"),
+}
+"""``predictions/``: the hybrid-frame predictor's answer per (predictor, dataset, item) (`engine.adaptive.predictions`)."""
 
 
 @dataclass

@@ -1,4 +1,7 @@
-"""Which shards of a results directory are live: every `results/part-*.parquet` but those a compacted shard holds.
+"""Which shards of a table are live: every `<table>/part-*.parquet` but those a compacted shard holds.
+
+The same for each table of a results directory (``results/``, ``video_stats/``, ``predictions/``:
+`engine.results.tables`); `folder` names the table, ``results`` by default.
 
 Compaction (`engine.results.compact`) writes the rows of many small shards into one
 compacted shard, `part-<stamp>-compacted-<token>-<n>.parquet`, whose Parquet footer lists
@@ -79,11 +82,11 @@ def _inputs_of(path: Path) -> frozenset[str]:
     return names
 
 
-def shard_listing(out_dir: str | Path) -> tuple[list[Path], dict[str, Path]]:
-    """(live shards sorted by name, {superseded name: the compacted shard holding it}) of `out_dir/results`.
+def shard_listing(out_dir: str | Path, folder: str = "results") -> tuple[list[Path], dict[str, Path]]:
+    """(live shards sorted by name, {superseded name: the compacted shard holding it}) of `out_dir/folder`.
 
     A superseded name that is itself a compacted shard is mapped to the newer one that holds it."""
-    paths = sorted((Path(out_dir) / "results").glob(SHARD_GLOB))
+    paths = sorted((Path(out_dir) / folder).glob(SHARD_GLOB))
     held: dict[str, Path] = {}
     for p in paths:
         if is_compacted(p):
@@ -92,16 +95,16 @@ def shard_listing(out_dir: str | Path) -> tuple[list[Path], dict[str, Path]]:
     return [p for p in paths if p.name not in held], held
 
 
-def live_shards(out_dir: str | Path) -> list[Path]:
-    """The shards a reader reads: every `results/part-*.parquet` but those a compacted shard holds."""
-    return shard_listing(out_dir)[0]
+def live_shards(out_dir: str | Path, folder: str = "results") -> list[Path]:
+    """The shards a reader reads: every `<folder>/part-*.parquet` but those a compacted shard holds."""
+    return shard_listing(out_dir, folder)[0]
 
 
-def remove_superseded(out_dir: str | Path, grace_s: float) -> int:
-    """Remove the shards a compacted shard holds, once that compacted shard is at least `grace_s` old
-    (call only while holding the directory's lock). Returns how many were removed."""
-    results = Path(out_dir) / "results"
-    _, held = shard_listing(out_dir)
+def remove_superseded(out_dir: str | Path, grace_s: float, folder: str = "results") -> int:
+    """Remove the shards of `out_dir/folder` a compacted shard holds, once that compacted shard is at least
+    `grace_s` old (call only while holding the directory's lock). Returns how many were removed."""
+    results = Path(out_dir) / folder
+    _, held = shard_listing(out_dir, folder)
     now = time.time()
     due = []
     for name, holder in held.items():

@@ -2,12 +2,18 @@
 
 Layout of a results directory::
 
-    manifest.json           sweep id, spec, created/updated times
-    results/part-*.parquet  committed shards (never modified after the rename; small ones are compacted into
-                            `part-*-compacted-*.parquet`, `engine.results.compact`, and readers leave out
-                            the shards a compacted one holds, `engine.results.shards`)
-    quarantine/             unreadable shards moved aside by `framesweep doctor`
-    .lock                   held by the one driver writing here
+    manifest.json               sweep id, spec, created/updated times
+    results/part-*.parquet      committed shards (never modified after the rename; small ones are compacted into
+                                `part-*-compacted-*.parquet`, `engine.results.compact`, and readers leave out
+                                the shards a compacted one holds, `engine.results.shards`)
+    video_stats/part-*.parquet  each decoded video's statistics (`engine.results.video_stats`), shards alike
+    predictions/part-*.parquet  the predictor's answers (`engine.adaptive.predictions`), shards alike
+    quarantine/                 unreadable shards moved aside by `framesweep doctor` (those of video_stats/ and
+                                predictions/ in a subfolder of that name)
+    .lock                       held by the one driver writing here
+
+The three tables (`engine.results.tables`) share this module's footer checks, scans and `doctor`, the
+naming and writing of `engine.results.tables`, and the compaction of `engine.results.compact`.
 
 Commands read a results directory through `engine.results.directory.ResultsDir` (its manifest, the own
 sweep's rows, each footer checked once with `shard_problem`); this module writes it.
@@ -31,9 +37,8 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Self
+from typing import Any, Self
 
 import polars as pl
 from polars.datatypes import DataTypeClass
@@ -48,10 +53,11 @@ from engine.results.errors import (
 )
 from engine.results.lock import DirLock
 from engine.results.manifest import write_manifest
-from engine.results.pages import encode_shard, page_problem
-from engine.results.schema import KEY_COLUMNS, RESULT_SCHEMA, ResultRow, rows_to_frame
+from engine.results.pages import page_problem
+from engine.results.schema import KEY_COLUMNS, ResultRow, rows_to_frame
 from engine.results.shards import GRACE_S, live_shards, remove_superseded
-from engine.runtime.atomic import atomic_write, clean_stale_temps, fsync_dir
+from engine.results.tables import RESULTS, TABLES, Table, shard_name, table_of, write_shard
+from engine.runtime.atomic import clean_stale_temps, fsync_dir
 
 __all__ = [
     "CorruptShardError",
@@ -61,13 +67,15 @@ __all__ = [
     "StoreFullError",
     "StoreLockLostError",
     "StoreLockedError",
+    "checked_shards",
     "corrupt_shards_error",
     "doctor",
     "latest_rows",
     "naming_corrupt_shards",
     "not_a_regular_file",
-    "scan_results",
+    "quarantine_dir",
     "scan_shards",
+    "scan_table",
     "shard_problem",
 ]
 
@@ -77,8 +85,8 @@ log = logging.getLogger(__name__)
 _LEGACY_SHARD_TEMP = re.compile(r"\.part-.+\.parquet\.tmp")
 
 
-def _shard_paths(out_dir: Path) -> list[Path]:
-    return live_shards(out_dir)  # a compacted shard's inputs, while still on disk, are left out
+def _shard_paths(out_dir: Path, table: Table = RESULTS) -> list[Path]:
+    return live_shards(out_dir, table.folder)  # a compacted shard's inputs, while still on disk, are left out
 
 
 # narrower integer columns (a shard written by another tool, e.g. `seed` as Int32) are read upcast
@@ -121,98 +129,124 @@ def not_a_regular_file(path: Path) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _schema_problem(found: tuple[tuple[str, pl.DataType], ...]) -> str | None:
-    """Columns a shard's schema holds that do not read as the result schema's (None: all do); shards of one
+def _schema_problem(found: tuple[tuple[str, pl.DataType], ...], folder: str) -> str | None:
+    """Columns a shard's schema holds that do not read as its table's schema (None: all do); shards of one
     sweep share a few schemas, so each is checked once per process, not once per shard."""
-    bad = [f"column {c} is {t}, not {RESULT_SCHEMA[c]}" for c, t in found
-           if c in RESULT_SCHEMA and not _readable_as(t, RESULT_SCHEMA[c])]
+    schema = table_of(folder).schema
+    bad = [f"column {c} is {t}, not {schema[c]}" for c, t in found if c in schema and not _readable_as(t, schema[c])]
     return "; ".join(bad) or None
 
 
-def shard_problem(path: Path, full: bool = False) -> str | None:
-    """Why a shard cannot be read as the result schema (None: it can). `full` reads every page too.
+def shard_problem(path: Path, full: bool = False, table: Table = RESULTS) -> str | None:
+    """Why a shard cannot be read as its table's schema (None: it can). `full` reads every page too.
 
     Anything but a regular file (a FIFO, a folder, a dangling link named `part-*.parquet`) is a problem
     found without opening it: every reader checks its shards here first, so none blocks on a FIFO."""
     if why := not_a_regular_file(path):
         return why
     try:
-        if bad := _schema_problem(tuple(pl.read_parquet_schema(path).items())):
+        if bad := _schema_problem(tuple(pl.read_parquet_schema(path).items()), table.folder):
             return bad
         if full:
             if why := page_problem(path):  # page checksums, where the shard has them
                 return why
-            scan_shards([path]).collect()
+            scan_shards([path], table=table).collect()
     except _READ_ERRORS as err:
         return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
     return None
 
 
-def scan_shards(paths: list[Path], *, with_paths: bool = False) -> pl.LazyFrame:
-    """Lazily scan shards whose footers were checked (`shard_problem`) as the result schema; `with_paths` adds
+def scan_shards(paths: list[Path], *, with_paths: bool = False, table: Table = RESULTS) -> pl.LazyFrame:
+    """Lazily scan shards whose footers were checked (`shard_problem`) as their table's schema; `with_paths` adds
     each row's shard as ``_shard`` and reads the columns (not their statistics: corrupt pages are found too)."""
+    schema = dict(table.schema)
     if not paths:
-        return pl.LazyFrame(schema=RESULT_SCHEMA)
+        return pl.LazyFrame(schema=schema)
     extra: dict[str, Any] = {"include_file_paths": "_shard", "use_statistics": False} if with_paths else {}
-    return pl.scan_parquet(paths, schema=RESULT_SCHEMA, missing_columns="insert", extra_columns="ignore",
+    return pl.scan_parquet(paths, schema=schema, missing_columns="insert", extra_columns="ignore",
                            cast_options=_CAST, **extra)
 
 
-def corrupt_shards_error(out_dir: str | Path, bad: list[tuple[Path, str]]) -> CorruptShardError:
+def corrupt_shards_error(out_dir: str | Path, bad: list[tuple[Path, str]], table: Table = RESULTS) -> CorruptShardError:
     """The one error naming unreadable shards (each with why) and what to do."""
-    files = "; ".join(f"{p}: unreadable result shard ({why})" for p, why in bad)
+    files = "; ".join(f"{p}: unreadable {table.what} ({why})" for p, why in bad)
     them, its = ("it", "its") if len(bad) == 1 else ("them", "their")
-    return CorruptShardError(f"{files}; run `framesweep doctor {out_dir}` to move {them} to quarantine/ ({its} keys "
-                             "are recomputed by the next run)")
+    where = quarantine_dir(Path(), table)
+    return CorruptShardError(f"{files}; run `framesweep doctor {out_dir}` to move {them} to {where}/ ({its} "
+                             f"{table.lost})")
 
 
-def scan_results(out_dir: str | Path) -> pl.LazyFrame:
-    """Lazily scan every committed row (all attempts, every sweep) of a results directory; commands read
-    through `engine.results.directory.ResultsDir`, which checks each footer once and knows the own sweep.
+def checked_shards(out_dir: str | Path, table: Table = RESULTS, known: set[Path] | frozenset[Path] = frozenset()
+                   ) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """(readable live shards, [(bad shard, why)]) of a table of `out_dir`: every footer checked (`shard_problem`)
+    but those of the `known` readable shards (checked before: shards are never modified after their rename)."""
+    good: list[Path] = []
+    bad: list[tuple[Path, str]] = []
+    for p in _shard_paths(Path(out_dir), table):
+        if p not in known and (why := shard_problem(p, table=table)):
+            bad.append((p, why))
+        else:
+            good.append(p)
+    return good, bad
 
-    Every shard's footer is checked first: one that cannot be read raises `CorruptShardError`
-    naming it (`framesweep doctor DIR` moves such shards aside). Corrupt data pages behind a valid
-    footer only fail when collected: collect inside `naming_corrupt_shards(DIR)` to have them named too."""
-    paths = _shard_paths(Path(out_dir))
-    for p in paths:
-        if why := shard_problem(p):
-            raise corrupt_shards_error(out_dir, [(p, why)])
-    return scan_shards(paths)
+
+def scan_table(out_dir: str | Path, table: Table) -> pl.LazyFrame:
+    """Lazily scan every committed row of a table of `out_dir` (a folder holding ``table.folder``, results/ or
+    not), each footer checked first; commands read a results directory through
+    `engine.results.directory.ResultsDir`, which checks each footer once per command.
+
+    Raises:
+        CorruptShardError: naming every shard whose footer does not read (`framesweep doctor` moves them aside).
+    """
+    good, bad = checked_shards(out_dir, table)
+    if bad:
+        raise corrupt_shards_error(out_dir, bad, table)
+    return scan_shards(good, table=table)
 
 
 @contextmanager
-def naming_corrupt_shards(out_dir: str | Path) -> Iterator[None]:
-    """Turn a Polars or OS error raised inside (collecting rows of `out_dir`) into `CorruptShardError` naming
-    every shard that does not read whole.
+def naming_corrupt_shards(out_dir: str | Path, tables: tuple[Table, ...] = TABLES) -> Iterator[None]:
+    """Turn a Polars or OS error raised inside (collecting rows of `out_dir`'s `tables`) into `CorruptShardError`
+    naming every shard that does not read whole.
 
-    `scan_results` checks footers only (reading every page of every shard on each command would be too slow
+    `ResultsDir` checks footers only (reading every page of every shard on each command would be too slow
     for a big directory), so a shard with corrupt data pages fails first in a collect, with an error naming no
     file; only then is each shard read whole. An error that no shard explains is raised as it was."""
     try:
         yield
     except _READ_ERRORS as err:
-        bad = [(p, why) for p in _shard_paths(Path(out_dir)) if (why := shard_problem(p, full=True))]
-        if not bad:
-            raise
-        raise corrupt_shards_error(out_dir, bad) from err
+        for table in tables:
+            bad = [(p, why) for p in _shard_paths(Path(out_dir), table) if (why := shard_problem(p, True, table))]
+            if bad:
+                raise corrupt_shards_error(out_dir, bad, table) from err
+        raise
+
+
+def quarantine_dir(out_dir: Path, table: Table) -> Path:
+    """Where `doctor` moves a table's unreadable shards: ``quarantine/`` (result shards, as ever), else
+    ``quarantine/<table folder>/``."""
+    return out_dir / "quarantine" if table is RESULTS else out_dir / "quarantine" / table.folder
 
 
 def doctor(out_dir: str | Path) -> list[tuple[Path, str]]:
-    """Read every shard of a results directory whole; move each unreadable one to `quarantine/`.
+    """Read every shard of every table of a results directory whole; move each unreadable one to quarantine
+    (`quarantine_dir`).
 
     Takes the directory's lock (no sweep may be writing). Returns (quarantined path, reason) pairs;
-    the rows they held are missing from then on, so the next run recomputes their keys."""
+    the rows they held are missing from then on, so the next run recomputes their keys (and decodes their
+    videos' statistics again)."""
     out = Path(out_dir)
     moved = []
     with ResultStore(out):
-        for p in _shard_paths(out):
-            if why := shard_problem(p, full=True):
-                dest = out / "quarantine" / p.name
-                dest.parent.mkdir(exist_ok=True)
-                os.replace(p, dest)
-                fsync_dir(p.parent)
-                log.warning("%s: %s; moved to %s", p, why, dest)
-                moved.append((dest, why))
+        for table in TABLES:
+            for p in _shard_paths(out, table):
+                if why := shard_problem(p, full=True, table=table):
+                    dest = quarantine_dir(out, table) / p.name
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(p, dest)
+                    fsync_dir(p.parent)
+                    log.warning("%s: %s; moved to %s", p, why, dest)
+                    moved.append((dest, why))
     return moved
 
 
@@ -251,9 +285,11 @@ class ResultStore:
             # a writer killed mid-commit leaves its hidden temp file behind; with the lock held none is live
             # framesweep's own temp names only: a user's `.notes.tmp` in OUT stays
             stale = clean_stale_temps(self.results_dir, also=_LEGACY_SHARD_TEMP) + clean_stale_temps(self.out_dir)
+            stale += [p for t in TABLES if t is not RESULTS for p in clean_stale_temps(t.dir(self.out_dir))]
             if stale:
                 log.info("removed %d stale temp file(s) in %s", len(stale), self.out_dir)
-            remove_superseded(self.out_dir, GRACE_S)  # what a compaction killed before its last step left
+            for table in TABLES:  # what a compaction killed before its last step left
+                remove_superseded(self.out_dir, GRACE_S, table.folder)
 
     # --- locking -----------------------------------------------------------------
     def _make_dirs(self) -> None:
@@ -333,19 +369,10 @@ class ResultStore:
                 return 0
             self._check_lock(len(rows))  # a lost lock drops the rows: another driver may hold their keys now
             self._seq += 1
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-            name = f"part-{stamp}-{os.getpid()}-{self._token}-{self._seq:05d}.parquet"
-            final = self.results_dir / name
-            # encoded in memory first: a full disk then fails in our write with a plain ENOSPC, not inside
-            # the Parquet writer (which reports it as an unrelated-looking "Invalid thrift" error)
-            encoded = encode_shard(rows_to_frame(rows))  # with page checksums, verified by `doctor`
-
-            def write(fh: BinaryIO) -> None:
-                fh.write(encoded)
-                self._check_lock(len(rows))  # the last moment before the rename makes the shard visible
-
+            final = self.results_dir / shard_name(self._token, self._seq)
             try:
-                atomic_write(final, write)
+                # with page checksums (verified by `doctor`); the lock checked just before the rename
+                write_shard(final.parent, final.name, rows_to_frame(rows), check=lambda: self._check_lock(len(rows)))
             except StoreLockLostError:
                 raise  # these rows are not ours to commit any more
             except (OSError, pl.exceptions.PolarsError) as err:

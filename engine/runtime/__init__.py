@@ -1,6 +1,8 @@
 """Process-level plumbing under every other layer: the Ray cluster, engine replicas, paths, atomic writes.
 
-    paths.py      where framesweep keeps its caches (tiny checkpoints, synthetic data, frames)
+    paths.py      where framesweep keeps its caches (tiny checkpoints and their folder, synthetic data, frames)
+    checkpoint.py a model entry's checkpoint on disk: its folder (model_folder) and content fingerprint, for the
+                  warm key, the answer fingerprint and the export's model hash (below the backends and the results)
     atomic.py     the one atomic write: temp file, fsync file and folder, rename
     cluster.py    ensure_ray: join the given cluster or start a quiet local one (from a thread that lives as
                   long as the process: Ray kills a local instance with the thread that started it), watched:

@@ -1,11 +1,19 @@
-"""Where framesweep keeps what it builds (tiny checkpoints, synthetic videos, frame cache)."""
+"""Where framesweep keeps what it builds (tiny checkpoints, synthetic videos, frame cache).
+
+A tiny checkpoint's folder is named here, below every package that looks for one: `engine.backends.tiny`
+builds into it, `engine.runtime.checkpoint.model_folder` finds it (for the warm key, the answer fingerprint and
+the export's model hash) without importing the generation package.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir"]
+__all__ = ["TINY_BUILD_VERSION", "cache_dir", "tiny_checkpoint_dir"]
+
+TINY_BUILD_VERSION = 1
+"""The tiny checkpoints' build version, part of their folder's name: a new version is built beside the old."""
 
 
 def cache_dir() -> Path:
@@ -15,3 +23,8 @@ def cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "framesweep"
+
+
+def tiny_checkpoint_dir(family: str, seed: int = 0) -> Path:
+    """The folder of the tiny checkpoint of `family` (`tiny:<family>` in a spec), built or not."""
+    return cache_dir() / "checkpoints" / f"tiny-{family}-v{TINY_BUILD_VERSION}-seed{seed}"

@@ -2,7 +2,7 @@
 
 A job's fingerprint is the SHA-256 of a canonical JSON of named fields (`answer_fields`):
 
-- ``checkpoint``: ``sha256:<content>`` of a local checkpoint folder (`engine.backends.checkpoint`; a
+- ``checkpoint``: ``sha256:<content>`` of a local checkpoint folder (`engine.runtime.checkpoint`; a
   ``tiny:`` checkpoint is built first), ``served:<name>`` for an OpenAI-compatible server, and
   ``unresolved:<path>`` for a hub id not in the local cache (vLLM downloads it). The folder's path is
   not part of it: a checkpoint moved elsewhere is the same checkpoint.
@@ -40,12 +40,12 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from engine.backends.checkpoint import checkpoint_fingerprint, model_folder
 from engine.backends.families import get_family
 from engine.backends.tiny import resolve_model_path
 from engine.config import BudgetPoint, ModelSpec, SweepSpec, dataset_id
 from engine.frames.view import MediaView
 from engine.items import Item, Job
+from engine.runtime.checkpoint import checkpoint_fingerprint, model_folder
 
 __all__ = ["DATASET_SELECTORS", "EXTRA_THROUGHPUT_ONLY", "HTTP_FIELDS", "IMAGE_SIZE_FIELDS", "LATER_BUDGET_FIELDS",
            "THROUGHPUT_ONLY",

@@ -19,11 +19,11 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from engine.backends.checkpoint import model_folder
 from engine.backends.families import get_family
 from engine.backends.kinds import BACKENDS, BackendKind
 from engine.config import ModelSpec, SpecError, SweepSpec
 from engine.frames.decode import get_decoder
+from engine.runtime.checkpoint import model_folder
 from engine.runtime.secrets import MIN_SECRET_LEN, secret_problem
 
 __all__ = ["close_sibling", "hub_cache", "is_hub_id", "model_problems", "offline_hub_problem", "preflight"]

@@ -45,6 +45,8 @@ class Prepared:
     attempts: dict[Key, int] = field(default_factory=dict)
     committed: int = 0
     foreign: list[Path] = field(default_factory=list)
+    results: ResultsDir | None = None
+    """The results directory as the run opened it (its one open: the run's ending reads it relisted)."""
 
     @property
     def pending(self) -> int:
@@ -89,7 +91,7 @@ async def prepare(spec: SweepSpec, policy: JobPolicy, store: ResultStore) -> Pre
     cells = await asyncio.to_thread(check_resume, store.out_dir, (j for v in everything.values() for j in v),
                                     committed.fingerprints, prints, manifest)
     ready = Prepared(items, policy.plan(spec, items, committed.done), prints, scorers, prompts, committed.attempts,
-                     len(committed.done), committed.foreign)
+                     len(committed.done), committed.foreign, results)
     expected = {ds: {m: dict(per) for m, per in policy.expected(spec, ds_items).items()}
                 for ds, ds_items in per_dataset.items()}
     store.write_manifest(manifest_doc(

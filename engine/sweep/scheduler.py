@@ -34,6 +34,7 @@ from engine.frames.remote import FRAMES_LOST
 from engine.frames.stats import stats_of
 from engine.items import Job
 from engine.results.compact import compact_if_due
+from engine.results.directory import ResultsDir
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
 from engine.results.video_stats import VideoStatsLog, stats_row
@@ -94,6 +95,8 @@ class Sweep:
         self._own_backends = backends is None
         self.progress = progress or (lambda event, n: None)
         self.summary = SweepSummary()
+        self.results: ResultsDir | None = None
+        """The results directory as `run` opened it once (None before it holds it)."""
         self._stop = asyncio.Event()
         self._pool = ThreadPoolExecutor(max_workers=spec.decode.threads, thread_name_prefix="decode")
         self._scorers: dict[str, Scorer] = {}
@@ -176,6 +179,7 @@ class Sweep:
         self.summary.jobs_skipped = ready.committed
         self.summary.videos = len(ready.jobs)
         self.summary.foreign_shards = [str(p) for p in ready.foreign]
+        self.results = ready.results
         self.progress("total", ready.pending)
 
     async def _start_decoders(self) -> None:

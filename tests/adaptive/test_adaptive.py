@@ -20,7 +20,7 @@ from engine.adaptive.cascade import CascadeSweep, cascade_budget_id, run_cascade
 from engine.adaptive.cascade_report import online_decisions
 from engine.config import parse_spec
 from engine.datasets import registry as registry_module
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
@@ -56,7 +56,7 @@ def test_online_cascade_stage_paths_costs_and_offline_agreement(tmp_path: Path, 
         backends = await start_backends(spec)
         try:
             await Sweep(spec, backends=backends).run()
-            first = scan_results(tmp_path / "grid").filter(pl.col("budget_id") == STAGES[0]).collect()
+            first = ResultsDir.open(tmp_path / "grid").scan().filter(pl.col("budget_id") == STAGES[0]).collect()
             tau = float(first["confidence"].median())  # some items stop at once, some escalate
             online = CascadeSweep(spec.with_out_dir(tmp_path / "solo"), spec.budgets[1:], tau, backends=backends)
             await online.run()
@@ -70,7 +70,7 @@ def test_online_cascade_stage_paths_costs_and_offline_agreement(tmp_path: Path, 
             ray.shutdown()
 
     tau, online, report = asyncio.run(go())
-    rows = scan_results(tmp_path / "solo").collect()
+    rows = ResultsDir.open(tmp_path / "solo").scan().collect()
     decisions = rows.filter(pl.col("budget_id") == cascade_budget_id(tau))
     assert decisions.height == 9 and decisions["item_id"].n_unique() == 9
     stage_rows = rows.filter(pl.col("budget_id").is_in(STAGES))
@@ -116,17 +116,17 @@ def test_online_cascade_stage_paths_costs_and_offline_agreement(tmp_path: Path, 
     uuids = {}
     for r in (1, 2):
         for policy, sub in (("fixed", "fixed"), ("cascade", "online")):
-            got = scan_results(tmp_path / "session" / f"round{r}" / sub).filter(pl.col("frames") > 0).collect()
+            got = ResultsDir.open(tmp_path / "session" / f"round{r}" / sub).scan().filter(pl.col("frames") > 0).collect()
             assert got.height > 0
             assert all(u.startswith(f"{policy}-r{r}/") for u in got["media_uuid"])
             uuids[(policy, r)] = set(got["media_uuid"])
     assert sum(len(u) for u in uuids.values()) == len(set().union(*uuids.values()))
 
     # items' clips are respected: every stage sends frames of the clip only, named by the clip
-    clipped = scan_results(tmp_path / "clipped").filter(pl.col("budget_id").is_in(STAGES)).collect()
+    clipped = ResultsDir.open(tmp_path / "clipped").scan().filter(pl.col("budget_id").is_in(STAGES)).collect()
     assert clipped.height >= 9
     frames = np.concatenate(clipped["frame_indices"].to_list())
     assert frames.min() >= 8 and frames.max() < 16
     assert all(u.endswith("@1-2") for u in clipped["media_uuid"])
-    assert scan_results(tmp_path / "clipped").filter(pl.col("budget_id") == cascade_budget_id(tau)).collect().height \
+    assert ResultsDir.open(tmp_path / "clipped").scan().filter(pl.col("budget_id") == cascade_budget_id(tau)).collect().height \
         == 9

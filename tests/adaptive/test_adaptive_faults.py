@@ -14,7 +14,7 @@ from helpers.specs import small_spec_dict
 from engine.adaptive.cascade import CascadeSweep, cascade_budget_id
 from engine.adaptive.predictor import QuestionPolicy, predict_frames
 from engine.config import SweepSpec, parse_spec
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
@@ -69,14 +69,14 @@ def test_cascade_and_predictor_survive_an_engine_kill(spec: SweepSpec, tmp_path:
     killed_cascade, cascade_summary, killed_predictor, asked_summary, preds = asyncio.run(go())
     assert killed_cascade and killed_predictor, "the kill must land while the run is under way"
 
-    rows = scan_results(tmp_path / "online").collect()
+    rows = ResultsDir.open(tmp_path / "online").scan().collect()
     decisions = rows.filter(pl.col("budget_id") == cascade_budget_id(tau))
     assert cascade_summary.jobs_failed == 0 and (rows["status"] == "ok").all()
     assert decisions.height == 18 and set(decisions["stage_path"].list.len()) == {3}
     assert rows.filter(pl.col("attempt") == 2).height > 0, "the batch in flight at the kill was retried"
     assert len(set(rows["worker"].drop_nulls())) == 2  # answered by the first and the restarted process
 
-    questions = scan_results(tmp_path / "asked").collect()
+    questions = ResultsDir.open(tmp_path / "asked").scan().collect()
     assert asked_summary.jobs_failed == 0 and questions.height == 18 and (questions["status"] == "ok").all()
     assert questions.filter(pl.col("attempt") == 2).height > 0
     assert preds.height == 18 and not preds["parse_status"].str.starts_with("unparsed").any()

@@ -21,7 +21,7 @@ from engine.adaptive.predictions import export_manifest, scan_predictions
 from engine.adaptive.predictor import QuestionPolicy, predict_frames, predictor_options
 from engine.config import BudgetPoint, SweepSpec, parse_spec
 from engine.datasets import build_adapter
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
@@ -95,16 +95,16 @@ def test_predictions_committed_resumed_and_manifest(engine, tmp_path: Path) -> N
     out = spec.store.out_dir
     preds = loop.run_until_complete(predict_frames(spec, "tiny", backends))
     asked_dir = Path(out) / "predictions" / "asked" / "tiny"
-    n_asked = scan_results(asked_dir).collect().height
+    n_asked = ResultsDir.open(asked_dir).scan().collect().height
     again = loop.run_until_complete(predict_frames(spec, "tiny", backends))
     assert preds.height == 5 and set(preds["parse_status"]) == {"letter"}
     assert set(preds["predicted_frames"]) <= {4, 8, 16}
     assert preds["predicted_frames"].to_list() == again["predicted_frames"].to_list()
     # resumed: the second call found every question answered and asked nothing again
-    assert n_asked == 5 and scan_results(asked_dir).collect().height == 5
-    assert (scan_results(asked_dir).collect()["status"] == "ok").all()
+    assert n_asked == 5 and ResultsDir.open(asked_dir).scan().collect().height == 5
+    assert (ResultsDir.open(asked_dir).scan().collect()["status"] == "ok").all()
     # nothing was answered at the predicted budgets: there are no answers to score
-    assert not (Path(out) / "results").exists() or scan_results(out).collect().height == 0
+    assert not (Path(out) / "results").exists() or ResultsDir.open(out).scan().collect().height == 0
     assert scan_predictions(out).collect().height == 10  # both calls committed their table
     path = tmp_path / "frames.jsonl"
     assert export_manifest(scan_predictions(out), None, path, predictor_id="tiny") == 5
@@ -148,5 +148,5 @@ def test_cli_predict_writes_the_manifest_without_answering(engine, tmp_path: Pat
     lines = [json.loads(x) for x in manifest.read_text().splitlines()]
     assert len(lines) == 5 and {x["frames"] for x in lines} <= {4, 8, 16}
     results = tmp_path / "out" / "results"
-    assert not results.exists() or scan_results(tmp_path / "out").filter(
+    assert not results.exists() or ResultsDir.open(tmp_path / "out").scan().filter(
         pl.col("budget_id").str.starts_with("pred-")).collect().height == 0

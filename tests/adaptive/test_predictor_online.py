@@ -13,7 +13,8 @@ from helpers.specs import small_spec_dict
 from engine.adaptive.predictions import evaluate_predictor, export_manifest, scan_predictions
 from engine.adaptive.predictor import predict_frames, predicted_budget_id, run_predicted
 from engine.config import parse_spec
-from engine.results.store import latest_rows, scan_results
+from engine.results import ResultsDir
+from engine.results.store import latest_rows
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
@@ -47,12 +48,12 @@ def test_predict_run_evaluate_export(tmp_path: Path, warm_engine: Path) -> None:
     assert scan_predictions(tmp_path / "out").collect().height == 18
     # every item answered online at its predicted budget
     assert summary.jobs_ok == 9 and summary.jobs_failed == 0
-    rows = scan_results(tmp_path / "out").filter(pl.col("budget_id") == predicted_budget_id("tiny")).collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().filter(pl.col("budget_id") == predicted_budget_id("tiny")).collect()
     got = rows.select("item_id", pl.col("frames").cast(pl.Int32)).sort("item_id")
     want = preds.select("item_id", pl.col("predicted_frames").cast(pl.Int32).alias("frames")).sort("item_id")
     assert got.equals(want)
     # offline evaluation against the fixed grid of the same sweep
-    results = latest_rows(scan_results(tmp_path / "out")).filter(pl.col("budget_id") != predicted_budget_id("tiny"))
+    results = latest_rows(ResultsDir.open(tmp_path / "out").scan()).filter(pl.col("budget_id") != predicted_budget_id("tiny"))
     ev = evaluate_predictor(results, pl.LazyFrame(preds))
     s = ev["summary"].collect().row(0, named=True)
     assert s["n_items"] == 9 and s["n_unparsed"] == 0

@@ -22,7 +22,8 @@ import polars as pl
 import pytest
 
 from engine.config import parse_spec
-from engine.results.store import latest_rows, scan_results
+from engine.results import ResultsDir
+from engine.results.store import latest_rows
 from engine.sweep import Sweep
 
 
@@ -119,7 +120,7 @@ def test_retries_then_error_rows_then_rerun_retries_only_failures(server: Faulty
     while server.hits["shape"] < 12 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.hits["flash"] == 4 * 3 and server.hits["shape"] == 4 * 3 and server.hits["colour"] == 4
-    rows = scan_results(out).collect()
+    rows = ResultsDir.open(out).scan().collect()
     errors = rows.filter(pl.col("status") == "error")
     assert set(errors["error_type"]) == {"HTTPStatusError", "ReadTimeout"}
     assert errors.filter(pl.col("error_type") == "HTTPStatusError")["error"].str.contains("500").all()
@@ -133,7 +134,7 @@ def test_retries_then_error_rows_then_rerun_retries_only_failures(server: Faulty
     again = asyncio.run(Sweep(spec).run())
     assert (again.jobs_skipped, again.jobs_ok, again.jobs_failed) == (4, 8, 0)
     assert server.hits == Counter({"flash": 4, "shape": 4})  # only the failed keys were asked again
-    final = latest_rows(scan_results(out)).collect()
+    final = latest_rows(ResultsDir.open(out).scan()).collect()
     assert final.height == 12 and (final["status"] == "ok").all()
     assert final.filter(pl.col("task_type") != "first_colour")["attempt"].unique().to_list() == [2]
 
@@ -158,7 +159,7 @@ def test_malformed_200_replies_fail_only_their_own_rows(malformed_server: Faulty
     summary = asyncio.run(Sweep(spec).run())
     assert (summary.jobs_ok, summary.jobs_failed) == (4, 8)
     assert malformed_server.hits == Counter({"flash": 4, "shape": 4, "colour": 4})  # each request sent once
-    rows = scan_results(out).collect()
+    rows = ResultsDir.open(out).scan().collect()
     assert rows.filter(pl.col("task_type") == "first_colour")["status"].to_list() == ["ok"] * 4
     no_lp = rows.filter(pl.col("task_type") == "flash_count")
     assert set(no_lp["status"]) == {"error"} and set(no_lp["error_type"]) == {"NoLogprobs"}
@@ -202,7 +203,7 @@ frames = 0
     res = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path / "out"), "-v"])
     assert res.exit_code == EXIT_FAILED_JOBS == 4, res.output
     assert "2 ok, 4 failed" in res.output and "sekret" not in res.output
-    assert scan_results(tmp_path / "out").collect().height == 6
+    assert ResultsDir.open(tmp_path / "out").scan().collect().height == 6
 
 
 # --- replies a real vLLM server does not give on demand -------------------------------------------------------
@@ -307,7 +308,7 @@ def test_a_reply_trickled_past_the_request_deadline_is_an_error_row(scripted: Sc
                                       request_timeout_s=1.0))
     summary = asyncio.run(Sweep(spec).run())
     assert (summary.jobs_ok, summary.jobs_failed) == (0, 1)
-    row = scan_results(tmp_path / "out").collect().row(0, named=True)
+    row = ResultsDir.open(tmp_path / "out").scan().collect().row(0, named=True)
     assert (row["status"], row["error_type"]) == ("error", "TimeoutError")
     assert "request_timeout_s" in row["error"] and "1 s" in row["error"], row["error"]
 
@@ -322,7 +323,7 @@ def test_a_key_echoed_across_the_cut_leaves_no_prefix(scripted: ScriptedServer, 
                                       api_key_env="FS_ECHO_KEY"))
     for _ in range(2):  # the rerun meets the malformed 200
         asyncio.run(Sweep(spec).run())
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     # the 500 twice (each run), the 401, then the malformed 200
     assert sorted(rows["error_type"].to_list()) == ["HTTPStatusError"] * 3 + ["MalformedReply"]
     for e in rows["error"].to_list():
@@ -363,7 +364,7 @@ frames = 0
     assert res.exit_code == 2, res.output
     assert f"{scripted.url}/version" in res.output and "not JSON" in res.output, res.output
     assert "JSONDecodeError" not in res.output and isinstance(res.exception, SystemExit)
-    assert scan_results(tmp_path / "out").collect().height == 0  # stopped before any row
+    assert ResultsDir.open(tmp_path / "out").scan().collect().height == 0  # stopped before any row
     # the one sentence only, in a real process: the other videos' tasks failed the same way were logged by asyncio
     # as "Task exception was never retrieved" with a traceback
     proc = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(spec), "--out", str(tmp_path / "out2")],
@@ -388,7 +389,7 @@ def test_a_reply_with_some_letters_never_overstates_confidence(scripted: Scripte
     spec = parse_spec(_one_video_spec(scripted.url, tmp_path / "out", ["flash_count", "first_colour"]))
     summary = asyncio.run(Sweep(spec).run())
     assert (summary.jobs_ok, summary.jobs_failed) == (2, 0)
-    rows = {r["task_type"]: r for r in scan_results(tmp_path / "out").collect().iter_rows(named=True)}
+    rows = {r["task_type"]: r for r in ResultsDir.open(tmp_path / "out").scan().collect().iter_rows(named=True)}
     one = rows["flash_count"]
     assert (one["pred"], one["letters_returned"]) == ("B", 1)
     assert one["confidence"] == pytest.approx(math.exp(-1.2)) and one["option_probs"][0] is None

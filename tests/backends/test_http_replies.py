@@ -26,7 +26,7 @@ from engine.backends.base import EngineRequest
 from engine.backends.openai_http import OpenAIHTTPBackend, retry_after_s
 from engine.backends.openai_reply import MalformedReply, read_reply
 from engine.config import HTTPSpec, parse_spec
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.scoring import AbsurdLogprob
 from engine.sweep import Sweep
 
@@ -127,7 +127,7 @@ def test_a_batch_with_one_absurd_reply_commits_every_other_row(serve: Callable[.
     })
     summary = asyncio.run(Sweep(spec).run())
     assert (summary.jobs_ok, summary.jobs_failed) == (4, 8)
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     assert rows.height == 12
     by_task = {t: g for (t,), g in rows.group_by("task_type")}
     assert by_task["first_colour"]["status"].to_list() == ["ok"] * 4

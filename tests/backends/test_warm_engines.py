@@ -19,7 +19,7 @@ from helpers.specs import small_spec_dict, write_toml
 
 from engine.backends.warm import engine_key, engine_settings, warm_name
 from engine.config import EngineSpec
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
@@ -129,7 +129,7 @@ def test_a_run_reuses_the_warm_engine_and_never_imports_vllm(warm: Path) -> None
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     assert f"warm engine {before['name']} reused" in r.stdout
     assert "VLLM_IN_DRIVER False" in r.stdout
-    rows = scan_results(warm.parent / "out").collect()
+    rows = ResultsDir.open(warm.parent / "out").scan().collect()
     assert rows.height == 36 and (rows["status"] == "ok").all()
     assert set(rows["worker"]) == {before["worker"]}  # the same actor answered
     (after,) = _listed()
@@ -165,9 +165,9 @@ def _run_on_the_edited_copy(warm: Path, tmp_path: Path, before: dict) -> None:
     said = " ".join(r.stderr.split())
     assert "a new engine was started for this run" in said
     assert "checkpoint: " in said and "max_num_seqs: 16 there, 8 here" in said  # the log says why: both differences
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     assert rows.height == 36 and (rows["status"] == "ok").all() and before["worker"] not in set(rows["worker"])
-    old = scan_results(warm.parent / "out").collect()  # the warm engine's answers to the same jobs (test above)
+    old = ResultsDir.open(warm.parent / "out").scan().collect()  # the warm engine's answers to the same jobs (test above)
     pairs = rows.join(old, on=["item_id", "budget_id"], suffix="_old").filter(pl.col("frames") > 0)
     assert pairs.height == 27  # 9 questions x 3 visual budgets
     assert (pairs["prompt_tokens"] > pairs["prompt_tokens_old"]).all()  # the new processor's larger frames
@@ -205,7 +205,7 @@ def test_engines_down_during_a_run_ends_it_with_one_sentence_and_stops_the_clust
     assert (f"the warm engine {warm_name(_key(warm), 0)} was stopped (`framesweep engines down`?) while the run "
             "used it; committed rows are kept; rerun to continue") in " ".join(err.split())
     assert "Traceback" not in err and "GCS" not in err
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     assert 0 < rows.height < 1800 and (rows["status"] == "ok").all()  # committed, and no error rows for the rest
     assert recorded_cluster() is None and local_cluster_pids() == []
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]

@@ -19,7 +19,8 @@ from engine.backends.base import EngineRequest, EngineResult
 from engine.cli.app import app
 from engine.config import parse_spec
 from engine.metrics.status import sweep_status
-from engine.results.store import ForeignSweepError, scan_results
+from engine.results import ResultsDir
+from engine.results.store import ForeignSweepError
 from engine.sweep import Sweep
 
 runner = CliRunner()
@@ -112,7 +113,7 @@ def test_a_shard_of_another_sweep_is_not_done_and_is_reported(tmp_path: Path) ->
     # and their spec is refused in my directory (one directory holds one sweep)
     with pytest.raises(ForeignSweepError, match="holds sweep 'mine'"):
         asyncio.run(Sweep(parse_spec(other).with_out_dir(mine), backends={"tiny": SureEngine()}).run())
-    assert scan_results(mine).collect().height == 18 + 3 * 3 * 3
+    assert ResultsDir.open(mine).scan().collect().height == 18 + 3 * 3 * 3
 
 
 @pytest.mark.engine
@@ -138,7 +139,7 @@ def test_a_sweep_stops_loudly_when_the_disk_is_full(tmp_path: Path) -> None:
         with pytest.raises(StoreFullError, match="no space left on device"):
             asyncio.run(sweep.run())
         assert sum(done) < 6 * 3 * 9, "the sweep ran on after the failed commit"
-        scan_results(mnt / "out").collect()  # what was committed still reads
+        ResultsDir.open(mnt / "out").scan().collect()  # what was committed still reads
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
 

@@ -22,7 +22,7 @@ import pytest
 from helpers.processes import wait_gone
 from helpers.specs import small_spec_dict, write_toml
 
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
@@ -119,7 +119,7 @@ def test_killing_the_runs_own_gcs_and_raylet_ends_it_at_once_with_exit_7(tmp_pat
                   r"(\d+) row\(s\) committed; rerun to continue", said)
     assert m, stderr[-4000:]
     assert "Failed to connect to GCS" not in said and "Traceback" not in said
-    rows = scan_results(out).collect()
+    rows = ResultsDir.open(out).scan().collect()
     assert rows.height == int(m[2]) > 0 and (rows["status"] == "ok").all()
     left = wait_gone(started, timeout=30)  # what the run started goes with it (the reaper)
     names = [f"{p.pid} {p.name()}" for p in left]

@@ -12,7 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from engine.results.store import latest_rows, scan_results
+from engine.results import ResultsDir
+from engine.results.store import latest_rows
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
@@ -24,7 +25,7 @@ def test_demo_runs_the_embedded_grid_and_prints_the_rows_numbers(tmp_path: Path,
     r = subprocess.run([sys.executable, "-m", "engine.cli", "demo", "--out", str(out)], check=False, cwd=ROOT,
                        capture_output=True, text=True, timeout=600, env=dict(os.environ, COLUMNS="80"))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
-    rows = latest_rows(scan_results(out)).collect()
+    rows = latest_rows(ResultsDir.open(out).scan()).collect()
     assert rows.height == 6 * 3 * 4 and (rows["status"] == "ok").all()  # 6 videos x 3 questions x 4 budgets
     assert "72 ok, 0 failed" in " ".join(r.stdout.split()) and "reused" in r.stdout
     lines = r.stdout.splitlines()

@@ -19,7 +19,7 @@ from helpers.dataset_files import videomme_fixture
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.config import parse_spec
 from engine.datasets.synthetic import write_h264
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.sweep import Sweep
 
 
@@ -50,7 +50,7 @@ def test_missing_video_becomes_error_rows(tmp_path: Path) -> None:
         "store": {"out_dir": str(tmp_path / "out"), "commit_interval_s": 0.5},
     })
     asyncio.run(Sweep(spec, backends={"m": AnswersB()}).run())
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     assert rows.height == 6 * 2 and set(rows["dataset_version"]) == {"videomme-v1.fs1"}
     missing = rows.filter(pl.col("video_id") == "aBcD1234xyz")
     # The missing video's jobs that need frames are error rows naming the file; its text-only jobs

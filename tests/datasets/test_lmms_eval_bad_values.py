@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.cli import app
+from engine.results import ResultsDir
 from engine.results.lmms_eval import import_lmms_eval
-from engine.results.store import scan_results
 
 RUN = "20250101_120000"
 
@@ -57,7 +57,7 @@ def test_a_nan_score_is_an_error_row_naming_its_line_never_a_wrong_answer(tmp_pa
     with caplog.at_level(logging.WARNING, logger="engine.results.lmms_eval"):
         summary = import_lmms_eval([samples], tmp_path / "out")
     assert (summary.rows, summary.unscored) == (4, 2)
-    rows = {r["item_id"]: r for r in scan_results(tmp_path / "out").collect().iter_rows(named=True)}
+    rows = {r["item_id"]: r for r in ResultsDir.open(tmp_path / "out").scan().collect().iter_rows(named=True)}
     assert set(rows) == {"0", "1", "2", "3"}  # no "nan" key
     assert [(rows[i]["status"], rows[i]["correct"]) for i in "02"] == [("ok", True), ("ok", False)]
     for i, line, value in (("1", 2, "nan"), ("3", 4, "-inf")):
@@ -74,7 +74,7 @@ def test_a_nan_numeric_metric_leaves_the_others_read_as_correctness(tmp_path: Pa
     lines = [{"doc_id": i, "target": "A", "filtered_resps": ["A"], "acc": v} for i, v in enumerate([1, 0, float("nan")])]
     samples = _log(tmp_path / "logs", lines)
     summary = import_lmms_eval([samples], tmp_path / "out")
-    rows = {r["item_id"]: r for r in scan_results(tmp_path / "out").collect().iter_rows(named=True)}
+    rows = {r["item_id"]: r for r in ResultsDir.open(tmp_path / "out").scan().collect().iter_rows(named=True)}
     assert summary.unscored == 1 and rows["2"]["error"] == f"{samples}:3: its metric acc is nan, not a number"
     assert [(rows[i]["task_kind"], rows[i]["correct"]) for i in "01"] == [("mcq", True), ("mcq", False)]
 

@@ -13,9 +13,10 @@ from engine.cli import app
 from engine.metrics.basic import fixed_accuracy, transitions
 from engine.metrics.grid import matched
 from engine.metrics.oracle import oracle
+from engine.results import ResultsDir
 from engine.results.lmms_eval import find_runs, import_lmms_eval, run_rows
 from engine.results.schema import RESULT_SCHEMA
-from engine.results.store import latest_rows, scan_results
+from engine.results.store import latest_rows
 
 MODEL_DIR = "lmms-lab__LLaVA-Video-7B"
 QUESTIONS = [("001-1", "fFjv93ACGo8", "short", "Counting Problem", "C"),
@@ -73,9 +74,9 @@ def test_round_trip(tmp_path: Path) -> None:
     again = import_lmms_eval([runs[0].samples, runs[1].samples], out)
     assert (again.rows, again.skipped) == (0, 6)
 
-    df = scan_results(out).collect()
+    df = ResultsDir.open(out).scan().collect()
     assert df.schema == pl.Schema(RESULT_SCHEMA)
-    rows = latest_rows(scan_results(out)).collect().sort("budget_id", "item_id")
+    rows = latest_rows(ResultsDir.open(out).scan()).collect().sort("budget_id", "item_id")
     assert rows.height == 9 and df.height == 9
     one = rows.filter((pl.col("item_id") == "001-1") & (pl.col("budget_id") == "f32")).to_dicts()[0]
     assert {k: one[k] for k in ("model_id", "model_family", "dataset", "dataset_version", "video_id", "task_type",
@@ -92,7 +93,7 @@ def test_imported_runs_give_paired_metrics(tmp_path: Path) -> None:
     runs = find_runs([logs])
     import_lmms_eval([runs[0].samples, runs[1].samples], out)
     import_lmms_eval([runs[2].samples], out, frames=0)
-    rows = latest_rows(scan_results(out))
+    rows = latest_rows(ResultsDir.open(out).scan())
     acc = fixed_accuracy(rows).collect()
     assert acc.select("budget_id", "accuracy").rows() == [("text", 2 / 3), ("f8", 2 / 3), ("f32", 2 / 3)]
     flows = transitions(rows).collect()

@@ -32,7 +32,7 @@ def test_every_import_is_recorded_with_its_logs(tmp_path: Path) -> None:
                     "model_args": f"pretrained={HUB_ID},max_num_frames=4,max_pixels=602112",
                     "run_date": RUNS[1][0]}
     assert log2["model_args"] == f"pretrained={HUB_ID},max_num_frames=8,fps=None" and log2["budget_id"] == "f8"
-    from engine.results.provenance import run_provenance
+    from engine.provenance import run_provenance
 
     prov = run_provenance(out)
     assert prov["source"] == "lmms-eval" and prov["imports"] == manifest["imports"]

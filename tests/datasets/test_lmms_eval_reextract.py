@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.cli import app
+from engine.results import ResultsDir
 from engine.results.lmms_eval import find_runs, run_rows
-from engine.results.store import scan_results
 
 # raw response, lmms-eval's pred_answer, answer; official / strict / lmms_eval read A B B / C D B / C D C
 SAMPLES = [("Answer: C", "C", "C"), ("Best answer: D", "D", "D"), ("I think it is option B, not C", "C", "B")]
@@ -50,7 +50,7 @@ def test_cli_extraction_option(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["import-lmms-eval", str(logs), "--out", str(out), "--frames", "8",
                                    "--extraction", "strict"])
     assert res.exit_code == 0, res.output
-    got = scan_results(out).sort("item_id").collect()
+    got = ResultsDir.open(out).scan().sort("item_id").collect()
     assert got["pred"].to_list() == ["C", "D", "B"] and got["pred_extracted"].to_list() == ["C", "D", "C"]
     assert got.filter(pl.col("correct")).height == 3
     bad = CliRunner().invoke(app, ["import-lmms-eval", str(logs), "--out", str(tmp_path / "o2"), "--frames", "8",

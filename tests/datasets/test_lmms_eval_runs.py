@@ -20,10 +20,10 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.cli import app
-from engine.results import own_rows
+from engine.results import ResultsDir, own_rows
 from engine.results.lmms_eval import find_runs, import_lmms_eval
 from engine.results.lmms_logs import read_config
-from engine.results.store import ResultStore, latest_rows, scan_results
+from engine.results.store import ResultStore, latest_rows
 
 HUB_ID = "Qwen/Qwen2.5-VL-7B-Instruct"
 PLACEHOLDER = "${MODEL_DIR}"
@@ -118,7 +118,7 @@ def test_each_log_keeps_its_own_budget_model_and_dataset(tmp_path: Path) -> None
     summary = import_lmms_eval([_logs(tmp_path / "logs")], out, model_id="qwen2.5-vl-7b")
     assert (summary.rows, summary.skipped) == (4 * N_ITEMS, 0)
     assert sorted(summary.placed.values()) == [("qwen2.5-vl-7b", "videomme", b) for b in ("f16", "f4", "f8", "text")]
-    rows = scan_results(out).collect()
+    rows = ResultsDir.open(out).scan().collect()
     got = rows.group_by("budget_id").agg(pl.col("frames").first(), pl.len(), pl.col("correct").sum()).sort("frames")
     assert got.rows() == [("text", 0, 18, 6), ("f4", 4, 18, 9), ("f8", 8, 18, 12), ("f16", 16, 18, 14)]
     assert set(rows["dataset"]) == {"videomme"} and set(rows["model_family"]) == {"qwen2_5_vl"}
@@ -240,7 +240,7 @@ def test_an_earlier_import_directory_keeps_its_id(tmp_path: Path) -> None:
     import_lmms_eval([logs / _sanitized(HUB_ID)], out, sweep_id="peer")
     summary = import_lmms_eval([logs], out, model_id=HUB_ID)  # no --sweep-id: the import's own directory
     assert (summary.rows, summary.skipped) == (N_ITEMS, 3 * N_ITEMS)
-    assert set(latest_rows(scan_results(out)).collect()["sweep_id"]) == {"peer"}
+    assert set(latest_rows(ResultsDir.open(out).scan()).collect()["sweep_id"]) == {"peer"}
 
 
 @pytest.mark.parametrize(("args", "frames"), [

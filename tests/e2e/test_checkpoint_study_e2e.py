@@ -27,7 +27,7 @@ from engine.backends.tiny import build_tiny_checkpoint
 from engine.cli import app
 from engine.config import parse_spec
 from engine.datasets.mme import COGNITION, PERCEPTION
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.sweep import Sweep
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
@@ -118,7 +118,7 @@ def test_checkpoint_study_end_to_end(tmp_path: Path, warm_engine: Path) -> None:
         summary = asyncio.run(Sweep(spec).run())
     finally:
         ray.shutdown()
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     # 6 synthetic items at 2 budgets + 4 MME + 4 POPE + 8 MMBench (2 questions x 4 rotations) items once, 2 models
     assert summary.jobs_failed == 0 and rows.height == (6 * 2 + 4 + 4 + 8) * 2
     kinds = dict(rows.group_by("dataset").agg(pl.col("media_kind").unique()).iter_rows())

@@ -30,7 +30,7 @@ from engine.frames.base import DECODERS, DecodeRequest, FrameBatch, register_dec
 from engine.frames.decode_pyav import PyAVDecoder
 from engine.frames.plan import POLICIES, register_policy
 from engine.items import Item
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.strict import StrictModel
 from engine.sweep import Sweep
 
@@ -133,7 +133,7 @@ def test_a_new_family_adapter_policy_and_decoder_run_from_a_spec(tmp_path: Path,
     engine = Recorder()
     summary = asyncio.run(Sweep(spec, backends={"tiny": engine}).run())
     assert summary.jobs_ok == 4 and summary.jobs_failed == 0
-    rows = scan_results(tmp_path / "out").collect().sort("item_id", "frames")
+    rows = ResultsDir.open(tmp_path / "out").scan().collect().sort("item_id", "frames")
     # the policy planned the frames
     visual = rows.filter(pl.col("frames") == 4)
     assert set(visual["policy"]) == {"every_third"}

@@ -15,7 +15,7 @@ from engine.config import SpecError, parse_spec
 from engine.metrics.document import summary_document
 from engine.metrics.status import sweep_status
 from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
@@ -47,7 +47,7 @@ def test_two_datasets_run_in_one_sweep(tmp_path: Path, warm_engine: Path) -> Non
     finally:
         ray.shutdown()
     assert summary.jobs_failed == 0 and summary.jobs_ok == 2 * 6 * 2  # 2 datasets x 6 items x 2 budgets
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     assert sorted(rows["dataset"].unique()) == ["syn_slow", "synthetic"]
     visual = rows.filter(pl.col("frames") > 0)
     # one video id, two files: each dataset's rows name their own media and were decoded from their own file

@@ -22,8 +22,8 @@ from helpers.processes import wait_gone
 from helpers.specs import small_spec_dict, write_toml
 
 from engine.config import parse_spec
+from engine.results import ResultsDir
 from engine.results.schema import KEY_COLUMNS
-from engine.results.store import scan_results
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
@@ -108,7 +108,7 @@ def test_sweep_sigterm_sigkill_resume(tmp_path: Path, fs_cache: Path, warm_engin
     log = proc.communicate(timeout=120)[0]
     assert proc.returncode == 130, log
     assert "stopped early" in log
-    after_term = scan_results(out).collect()
+    after_term = ResultsDir.open(out).scan().collect()
     assert 0 < after_term.height < len(expected)
 
     # 2) SIGKILL mid-run, twice, at different points: whatever was committed stays, nothing
@@ -123,7 +123,7 @@ def test_sweep_sigterm_sigkill_resume(tmp_path: Path, fs_cache: Path, warm_engin
             _kill_tree(proc)
         else:
             _kill_driver_only(proc)
-        committed = scan_results(out).collect()
+        committed = ResultsDir.open(out).scan().collect()
         keys = _keys(committed)
         assert len(keys) == len(set(keys)), "duplicate keys after a crash"
         assert set(keys) < expected, "the crash must leave work undone for this test to mean anything"
@@ -133,7 +133,7 @@ def test_sweep_sigterm_sigkill_resume(tmp_path: Path, fs_cache: Path, warm_engin
     proc = _start(spec)
     log = proc.communicate(timeout=600)[0]
     assert proc.returncode == 0, log
-    final = scan_results(out).collect()
+    final = ResultsDir.open(out).scan().collect()
     keys = _keys(final)
     assert len(keys) == len(set(keys)), "duplicate keys"
     assert set(keys) == expected
@@ -192,8 +192,8 @@ def test_each_video_decoded_once_and_cached_pipeline_reuses_frames(tmp_path: Pat
     calls = {k: v - before.get(k, 0) for k, v in mid.items() if v - before.get(k, 0)}
     assert len(calls) == 3 and set(calls.values()) == {1}  # one decode pass per video
     assert after == mid  # the second sweep read every frame from the cache
-    rows_a = scan_results(tmp_path / "a").collect().sort(["item_id", "budget_id"])
-    rows_b = scan_results(tmp_path / "b").collect().sort(["item_id", "budget_id"])
+    rows_a = ResultsDir.open(tmp_path / "a").scan().collect().sort(["item_id", "budget_id"])
+    rows_b = ResultsDir.open(tmp_path / "b").scan().collect().sort(["item_id", "budget_id"])
     visual = rows_a.filter(pl.col("frames") > 0)
     assert set(visual["pipeline"]) == {"cached"} and (visual["video_frames"] == 32).all()
     import av
@@ -243,7 +243,7 @@ def test_raw_and_cached_budgets_run_side_by_side_in_one_sweep(tmp_path: Path, wa
     assert summary.jobs_ok == 3 * 3 * 5 and summary.jobs_failed == 0
     calls = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
     assert len(calls) == 3 and set(calls.values()) == {2}  # per video: the raw pass and the cache's fill
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     pipelines = dict(rows.filter(pl.col("frames") > 0).group_by("budget_id").agg(pl.col("pipeline").unique())
                      .select("budget_id", pl.col("pipeline").list.join(",")).iter_rows())
     assert pipelines == {"f2": "raw", "f4": "raw", "f2-cached": "cached", "f4-cached": "cached"}
@@ -282,7 +282,7 @@ def test_two_sweeps_of_other_videos_under_the_same_names_share_no_cache_entry(tm
 
     for summary in asyncio.run(go()):
         assert summary.jobs_ok == 3 * 3 * 2 and summary.jobs_failed == 0
-    a, b = (scan_results(tmp_path / n).filter(pl.col("frames") > 0).collect() for n in ("small", "large"))
+    a, b = (ResultsDir.open(tmp_path / n).scan().filter(pl.col("frames") > 0).collect() for n in ("small", "large"))
     assert set(a["video_id"]) == set(b["video_id"])  # the same names ...
     assert not set(a["media_uuid"]) & set(b["media_uuid"])  # ... never the same cache entries
     assert a["media_uuid"].n_unique() == b["media_uuid"].n_unique() == 3  # one per video: its questions share it
@@ -316,7 +316,7 @@ def test_a_changed_spec_is_refused_and_new_budgets_resume(tmp_path: Path, warm_e
     grown = {**base, "budgets": [{"frames": 0}, {"frames": 2}, {"frames": 4}]}
     more = _run_cli(write_toml(tmp_path / "c.toml", grown))
     assert more.returncode == 0 and "9 ok, 0 failed, 18 already committed" in more.stdout, more.stdout + more.stderr
-    rows = scan_results(out).collect()
+    rows = ResultsDir.open(out).scan().collect()
     assert rows["answer_fingerprint"].null_count() == 0
     per_budget = dict(rows.group_by("budget_id").agg(pl.col("answer_fingerprint").unique()).iter_rows())
     assert all(len(fps) == 1 for fps in per_budget.values()) and len({fps[0] for fps in per_budget.values()}) == 3
@@ -351,7 +351,7 @@ def test_a_deleted_lock_never_lets_two_drivers_write(tmp_path: Path, warm_engine
     log = proc.communicate(timeout=600)[0]
     assert proc.returncode == 0, log
     assert "was deleted while this driver held it; it is taken again" in " ".join(log.split())
-    keys = _keys(scan_results(out).collect())
+    keys = _keys(ResultsDir.open(out).scan().collect())
     assert len(keys) == len(set(keys)) and set(keys) == expected
 
     # replaced: another driver made and locked a new .lock; this one stops at its next commit
@@ -373,5 +373,5 @@ def test_a_deleted_lock_never_lets_two_drivers_write(tmp_path: Path, warm_engine
         os.close(fd)
     rerun = _run_cli(spec, timeout=600)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    keys = _keys(scan_results(out).collect())
+    keys = _keys(ResultsDir.open(out).scan().collect())
     assert len(keys) == len(set(keys)) and len(keys) == 60 * 3 * 4

@@ -30,8 +30,8 @@ from helpers.specs import small_spec_dict, write_toml
 
 from engine.config import parse_spec
 from engine.datasets import build_adapter
+from engine.results import ResultsDir
 from engine.results.schema import KEY_COLUMNS
-from engine.results.store import scan_results
 
 RAY = str(Path(sys.executable).with_name("ray"))
 FRAMESWEEP = [sys.executable, "-m", "engine.cli"]
@@ -174,7 +174,7 @@ def two_nodes(tmp_path: Path):
 def _rows(out: Path) -> pl.DataFrame:
     if not (out / "results").exists() or not list((out / "results").glob("part-*.parquet")):
         return pl.DataFrame()
-    return scan_results(out).collect()
+    return ResultsDir.open(out).scan().collect()
 
 
 def _pid(worker: str | None) -> int | None:

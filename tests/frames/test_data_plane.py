@@ -12,7 +12,7 @@ import pytest
 from helpers.specs import small_spec_dict
 
 from engine.config import parse_spec
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
@@ -49,8 +49,8 @@ def test_no_frame_enters_the_driver_while_decode_actors_are_up(tmp_path: Path, w
     assert remote.driver_frame_bytes == 0 and remote.internode_frame_bytes == 0
     # the fallback (no decode actor): frames are decoded in the driver and counted there; nothing to deserialise
     assert local.driver_frame_bytes > 0 and local_meter.arrays == 0
-    a = scan_results(tmp_path / "actors").collect().sort(["item_id", "budget_id"])
-    b = scan_results(tmp_path / "driver").collect().sort(["item_id", "budget_id"])
+    a = ResultsDir.open(tmp_path / "actors").scan().collect().sort(["item_id", "budget_id"])
+    b = ResultsDir.open(tmp_path / "driver").scan().collect().sort(["item_id", "budget_id"])
     assert (a["status"] == "ok").all()
     # the same frames reached the engine either way: the same prompts, media ids and answers
     for col in ("prompt_hash", "media_uuid", "option_probs", "frame_indices", "width", "height"):

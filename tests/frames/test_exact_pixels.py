@@ -20,7 +20,7 @@ from engine.config import BudgetPoint, IsoComputeSpec, SpecError, parse_spec
 from engine.config.grid import realised_pixels
 from engine.frames.resize import size_for, target_size
 from engine.metrics.grid import protocol_id
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.sweep import Sweep
 
 
@@ -86,6 +86,6 @@ def test_a_sweep_sends_frames_at_their_exact_size_enlarged_and_shrunk(tmp_path: 
     asyncio.run(Sweep(parse_spec(d), backends={"tiny": engine}).run())
     # the 96x64 video (6,144 px): scale 1.8042 -> 173.2 x 115.5 -> 174 x 116; scale 0.5 -> 48 x 32
     assert sorted({f.shape for f in engine.frames if f is not None}) == [(2, 116, 174, 3), (4, 32, 48, 3)]
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     sizes = set(rows.select("budget_id", "width", "height", "exact_pixels", "pixels_total").iter_rows())
     assert sizes == {("f2-ex20000", 174, 116, 20000, 2 * 174 * 116), ("f4-ex1536", 48, 32, 1536, 4 * 48 * 32)}

@@ -15,7 +15,7 @@ from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.config import parse_spec
 from engine.datasets.synthetic import SyntheticBenchmark
 from engine.frames.decode import DECODE_CALLS
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.sweep import Sweep
 
 
@@ -53,7 +53,7 @@ def test_sweep_decodes_each_video_once_and_turns_bad_media_into_error_rows(tmp_p
     summary = asyncio.run(Sweep(spec, backends={"tiny": engine}).run())
     calls = {k: v - before.get(k, 0) for k, v in DECODE_CALLS.items() if v - before.get(k, 0)}
     assert sorted(calls.values()) == [1, 1]  # one pass per good video; the broken one fails in the probe
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     bad = rows.filter(pl.col("video_id") == scripts[1].video_id)
     visual = bad.filter(pl.col("frames") > 0)
     assert visual.height == 3 * 3 and set(visual["status"]) == {"error"}
@@ -82,7 +82,7 @@ def test_a_planning_error_fails_only_its_own_budget(tmp_path: Path) -> None:
         summary = asyncio.run(Sweep(parse_spec(data), backends={"tiny": FakeEngine()}).run())
     finally:
         POLICIES.unregister("test_divides_by_zero")
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     assert rows.height == 3 * 3 * 3 and summary.jobs_failed == 9
     bad = rows.filter(pl.col("budget_id") == "f4-test_divides_by_zero")
     assert set(bad["status"]) == {"error"} and set(bad["error_type"]) == {"ZeroDivisionError"}
@@ -103,7 +103,7 @@ def test_letter_scoring_without_a_distribution_is_an_error_row(tmp_path: Path) -
     data = small_spec_dict(tmp_path / "out")
     data["budgets"] = [{"frames": 0}, {"frames": 2}]
     summary = asyncio.run(Sweep(parse_spec(data), backends={"tiny": NoLogprobEngine()}).run())
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     assert summary.jobs_ok == 0 and rows.height == 3 * 3 * 2
     assert set(rows["status"]) == {"error"} and set(rows["error_type"]) == {"NoLetterLogprobs"}
     assert rows["pred"].is_null().all() and rows["correct"].is_null().all()
@@ -118,6 +118,6 @@ def test_min_pixels_sends_enlarged_frames_beside_the_stored_and_shrunk_sizes(tmp
     # the 96x64 video: enlarged to 174x116 (>= 20,000 px), as stored, and shrunk to 48x32
     assert sorted({f.shape for f in engine.frames if f is not None}) == [(2, 64, 96, 3), (2, 116, 174, 3),
                                                                           (4, 32, 48, 3)]
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     sizes = set(rows.select("budget_id", "width", "height", "min_pixels").iter_rows())
     assert sizes == {("f2-min20000", 174, 116, 20000), ("f2", 96, 64, None), ("f4-px1536", 48, 32, None)}

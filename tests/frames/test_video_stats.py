@@ -88,12 +88,12 @@ def test_a_sweep_keeps_each_videos_statistics_beside_its_rows_and_a_rerun_adds_t
     adds a part, and readers keep the statistics read from the most frames."""
     import polars as pl
 
-    from engine.results.store import scan_results
-    from engine.results.video_stats import scan_video_stats, with_video_stats
+    from engine.results import ResultsDir
+    from engine.results.video_stats import with_video_stats
 
     _sweep(tmp_path, [{"frames": 0}, {"frames": 2}, {"frames": 4}])
-    stats = scan_video_stats(tmp_path / "out").collect().sort("video_id")
-    rows = scan_results(tmp_path / "out").collect()
+    stats = ResultsDir.open(tmp_path / "out").video_stats().collect().sort("video_id")
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     assert stats["video_id"].to_list() == sorted(set(rows["video_id"])) and stats.height == 3
     assert set(stats["dataset"]) == {"synthetic"}
     # 32 frames, uniform 2 -> {0, 31}, uniform 4 -> {0, 10, 21, 31}: one pass over their union, 4 frames
@@ -101,16 +101,17 @@ def test_a_sweep_keeps_each_videos_statistics_beside_its_rows_and_a_rerun_adds_t
     assert set(stats["duration_s"]) == {4.0} and set(stats["pixels"]) == {96 * 64}
     assert stats["motion_energy"].is_not_null().all() and stats["brightness"].is_between(0, 1).all()
     _sweep(tmp_path, [{"frames": 0}, {"frames": 2}, {"frames": 4}, {"frames": 8}])  # resumes: decodes f8 only
-    again = scan_video_stats(tmp_path / "out").collect()
+    again = ResultsDir.open(tmp_path / "out").video_stats().collect()
     assert again.height == 3 and set(again["frames_used"]) == {8}
     assert len(list((tmp_path / "out" / "video_stats").glob("part-*.parquet"))) == 2
-    joined = with_video_stats(scan_results(tmp_path / "out"), scan_video_stats(tmp_path / "out")).collect()
+    joined = with_video_stats(ResultsDir.open(tmp_path / "out").scan(), ResultsDir.open(tmp_path / "out").video_stats()).collect()
     assert joined["video_motion_energy"].is_not_null().all()
     assert joined.select(pl.col("video_pixels").unique()).to_series().to_list() == [96 * 64]
 
 
 def test_stats_are_not_written_once_the_directory_lock_is_lost(tmp_path: Path) -> None:
-    from engine.results.video_stats import VideoStatsLog, scan_video_stats, stats_row
+    from engine.results import ResultsDir
+    from engine.results.video_stats import VideoStatsLog, stats_row
 
     log = VideoStatsLog(tmp_path)
     log.add([stats_row("d", "v", frame_stats(_gray(0, 51), INFO))])
@@ -122,7 +123,8 @@ def test_stats_are_not_written_once_the_directory_lock_is_lost(tmp_path: Path) -
         log.commit(lost)
     assert log.buffered == 1 and not (tmp_path / "video_stats").exists()
     assert log.commit() == 1
-    got = scan_video_stats(tmp_path).collect()
+    (tmp_path / "results").mkdir()  # a results directory with no row yet
+    got = ResultsDir.open(tmp_path).video_stats().collect()
     assert got.select("dataset", "video_id", "frames_used", "scene_cuts").rows() == [("d", "v", 2, 1)]
 
 

@@ -12,7 +12,8 @@ from helpers.metric_rows import frame
 from typer.testing import CliRunner
 
 from engine.cli import app
-from engine.results.store import ResultStore, latest_rows, scan_results
+from engine.results import ResultsDir
+from engine.results.store import ResultStore, latest_rows
 
 README = Path(__file__).resolve().parents[2] / "docs" / "results-format.md"  # the results page
 runner = CliRunner()
@@ -41,5 +42,5 @@ def test_the_readme_snippet_counts_what_status_counts(tmp_path: Path) -> None:
     assert printed.getvalue().split()[:1] == ["6"] and "1 shard(s) of another sweep" in printed.getvalue()
     status = runner.invoke(app, ["status", str(mine)])
     assert "6 done, 0 failed, 0 pending" in status.output, status.output
-    assert latest_rows(scan_results(mine)).collect().height == 14  # what the README used to show counts both
+    assert latest_rows(ResultsDir.open(mine).scan()).collect().height == 14  # what the README used to show counts both
 

@@ -25,14 +25,14 @@ from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.cli.app import app
 from engine.config import parse_spec
 from engine.metrics.status import sweep_status
+from engine.results import ResultsDir, own_rows
 from engine.results import compact as compact_module
-from engine.results import own_rows
 from engine.results.compact import compact, compact_dir
 from engine.results.manifest import write_manifest
 from engine.results.pages import encode_shard
 from engine.results.schema import ResultRow, rows_to_frame
 from engine.results.shards import COMPACTED_FROM, is_compacted, live_shards
-from engine.results.store import ResultStore, scan_results
+from engine.results.store import ResultStore
 from engine.sweep.scheduler import Sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def _sweep_dir(out: Path, shards: int, per: int = 2) -> int:
 
 def _rows(out: Path) -> pl.DataFrame:
     """Every row a reader sees (all attempts, every live shard), in a fixed order."""
-    return scan_results(out).collect().sort(["sweep_id", "item_id", "budget_id", "attempt", "status"])
+    return ResultsDir.open(out).scan().collect().sort(["sweep_id", "item_id", "budget_id", "attempt", "status"])
 
 
 def _digest(p: Path) -> str:
@@ -229,7 +229,7 @@ def test_a_sweeps_driver_compacts_as_it_commits(tmp_path: Path, monkeypatch: pyt
     assert any(is_compacted(Path(n)) for n in names), names
     latest = own_rows(out)[0].collect()
     assert latest.height == summary.jobs_total == latest.select(["item_id", "budget_id"]).n_unique()
-    assert_frame_equal(scan_results(out).collect().sort(["item_id", "budget_id"]),
+    assert_frame_equal(ResultsDir.open(out).scan().collect().sort(["item_id", "budget_id"]),
                        latest.sort(["item_id", "budget_id"]), check_row_order=True)  # each row once
 
 

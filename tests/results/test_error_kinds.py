@@ -16,7 +16,7 @@ from helpers.dataset_files import videomme_fixture
 from typer.testing import CliRunner
 
 from engine.cli.app import EXIT_FAILED_JOBS, EXIT_PERMANENT_FAILURES, app
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
@@ -58,7 +58,7 @@ def test_missing_and_undecodable_media_fail_for_good_exit_6(tmp_path: Path) -> N
     assert res.exit_code == EXIT_PERMANENT_FAILURES == 6, res.output
     assert "6 job(s) failed for good" in res.output and "fix the media or drop the items" in res.output
     assert "rerun the same command to retry" not in res.output
-    rows = scan_results(out).collect()
+    rows = ResultsDir.open(out).scan().collect()
     assert rows.height == 6 and set(rows["error_kind"]) == {"permanent"} and set(rows["error_type"]) == {"DecodeError"}
     by_video = dict(rows.group_by("video_id").agg(pl.col("error").first()).iter_rows())
     assert "aBcD1234xyz.mp4: FileNotFoundError" in by_video["aBcD1234xyz"]
@@ -80,7 +80,7 @@ def test_transient_failures_beside_permanent_ones_exit_4(tmp_path: Path) -> None
     assert res.exit_code == EXIT_FAILED_JOBS == 4, res.output
     assert "6 job(s) failed for good" in res.output
     assert "6 job(s) failed for a transient reason" in res.output and "rerun the same command" in res.output
-    rows = scan_results(out).collect()
+    rows = ResultsDir.open(out).scan().collect()
     kinds = dict(rows.group_by("frames").agg(pl.col("error_kind").unique().sort()).iter_rows())
     assert kinds == {0: ["transient"], 2: ["permanent"]}  # text-only: the server is down; f2: the media
     status = runner.invoke(app, ["status", str(out)], env={"COLUMNS": "200"})
@@ -96,7 +96,7 @@ def test_a_video_over_max_source_pixels_is_refused_before_decoding_for_good(tmp_
     res = CliRunner().invoke(app, ["run", str(spec), "--out", str(out)], env={"COLUMNS": "200"})
     assert res.exit_code == EXIT_PERMANENT_FAILURES, res.output
     assert sum(DECODE_CALLS.values()) == calls  # nothing decoded: the 96x64 video is refused after its probe
-    rows = scan_results(out).filter(pl.col("video_id") == "fFjv93ACGo8").collect()
+    rows = ResultsDir.open(out).scan().filter(pl.col("video_id") == "fFjv93ACGo8").collect()
     assert set(rows["error_type"]) == {"SourceTooLargeError"} and set(rows["error_kind"]) == {"permanent"}
     assert "fFjv93ACGo8.mp4: 96x64 (0.0 MP per frame, 0 MiB as RGB) is over [decode] max_source_pixels = 6000" \
         in rows["error"][0]

@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 
 from engine.cli import app
 from engine.cli.run import ending
+from engine.results import ResultsDir
 from engine.results.lock import DirLock, LockFileError
-from engine.results.store import ResultStore, scan_results
+from engine.results.store import ResultStore
 
 runner = CliRunner()
 
@@ -41,7 +42,7 @@ def test_a_lock_that_is_a_directory_is_named(results: Path, tmp_path: Path) -> N
     shutil.copytree(results, out)
     (out / ".lock").unlink(missing_ok=True)
     (out / ".lock").mkdir()
-    before = scan_results(out).collect()
+    before = ResultsDir.open(out).scan().collect()
     expected = f"{out / '.lock'} is a directory where framesweep's lock file goes; remove it and rerun"
     with pytest.raises(LockFileError, match="is a directory where framesweep's lock file goes") as err:
         DirLock(out).acquire()
@@ -52,7 +53,7 @@ def test_a_lock_that_is_a_directory_is_named(results: Path, tmp_path: Path) -> N
         res = runner.invoke(app, args)
         assert res.exit_code == 2, f"{args[0]}: {res.output}"
         assert expected in _said(res) and "Traceback" not in res.output, f"{args[0]}: {res.output}"
-    assert scan_results(out).collect().equals(before)  # nothing was changed
+    assert ResultsDir.open(out).scan().collect().equals(before)  # nothing was changed
 
 
 @pytest.mark.engine  # mounts a tmpfs (`mount`: a process)

@@ -5,8 +5,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from engine.results import ResultsDir
 from engine.results.schema import RESULT_SCHEMA, ResultRow, rows_to_frame
-from engine.results.store import ResultStore, StoreLockedError, latest_rows, scan_results
+from engine.results.store import ResultStore, StoreLockedError, latest_rows
 
 
 def row(item: str, budget: str, status: str = "ok", attempt: int = 1) -> ResultRow:
@@ -27,7 +28,7 @@ def _committed(out: Path):  # type: ignore[no-untyped-def]
 def test_schema_round_trip(tmp_path: Path) -> None:
     with ResultStore(tmp_path) as st:
         st.add([row("a", "text"), row("b", "text")])
-    df = scan_results(tmp_path).collect()
+    df = ResultsDir.open(tmp_path).scan().collect()
     assert df.schema == pl.Schema(RESULT_SCHEMA)
     assert df.height == 2 and df["option_probs"].to_list()[0] == [0.5, None, 0.5]
     assert rows_to_frame([]).schema == pl.Schema(RESULT_SCHEMA)
@@ -36,11 +37,11 @@ def test_schema_round_trip(tmp_path: Path) -> None:
 def test_commit_is_atomic_and_temp_files_are_ignored(tmp_path: Path) -> None:
     st = ResultStore(tmp_path)
     st.add([row("a", "text")])
-    assert scan_results(tmp_path).collect().height == 0  # buffered is not durable
+    assert ResultsDir.open(tmp_path).scan().collect().height == 0  # buffered is not durable
     assert st.commit() == 1
     # a crash mid-write leaves only a hidden temp file: readers and resume never see it
     (tmp_path / "results" / ".part-x.parquet.tmp").write_bytes(b"PAR1 half a file")
-    assert scan_results(tmp_path).collect().height == 1
+    assert ResultsDir.open(tmp_path).scan().collect().height == 1
     assert _committed(tmp_path).done == {("m", "d", "a", "text")}
     st.close()
 
@@ -52,9 +53,9 @@ def test_errors_are_kept_and_retried(tmp_path: Path) -> None:
         assert _committed(tmp_path).done == {("m", "d", "a", "text")}  # the error is not done: a rerun retries it
         assert _committed(tmp_path).attempts[("m", "d", "b", "text")] == 1
         st.add([row("b", "text", attempt=2)])
-    all_rows = scan_results(tmp_path).collect()
+    all_rows = ResultsDir.open(tmp_path).scan().collect()
     assert all_rows.height == 3
-    latest = latest_rows(scan_results(tmp_path)).collect().sort("item_id")
+    latest = latest_rows(ResultsDir.open(tmp_path).scan()).collect().sort("item_id")
     assert latest["status"].to_list() == ["ok", "ok"] and latest["attempt"].to_list() == [1, 2]
 
 
@@ -103,7 +104,7 @@ def test_a_corrupt_shard_is_named_and_doctor_quarantines_it(tmp_path: Path) -> N
     bad.write_bytes(bad.read_bytes()[:100])  # truncated
     (tmp_path / "manifest.json").write_text('{"sweep_id": "s"}')
     with pytest.raises(CorruptShardError, match=rf"{bad.name}: unreadable result shard .*framesweep doctor"):
-        scan_results(tmp_path)
+        ResultsDir.open(tmp_path).scan()
     runner = CliRunner()
     for cmd in (["status", str(tmp_path)], ["metrics", str(tmp_path), "--n-boot", "0"]):
         res = runner.invoke(app, cmd)
@@ -111,7 +112,7 @@ def test_a_corrupt_shard_is_named_and_doctor_quarantines_it(tmp_path: Path) -> N
     res = runner.invoke(app, ["doctor", str(tmp_path)])
     assert res.exit_code == 0 and "1 bad shard(s) moved to quarantine/" in res.output, res.output
     assert (tmp_path / "quarantine" / bad.name).exists() and good.exists() and not bad.exists()
-    assert scan_results(tmp_path).collect()["item_id"].to_list() == ["a"]
+    assert ResultsDir.open(tmp_path).scan().collect()["item_id"].to_list() == ["a"]
     assert doctor(tmp_path) == []  # nothing left to move
 
 
@@ -121,14 +122,14 @@ def test_narrower_integer_columns_are_read_upcast(tmp_path: Path) -> None:
     narrow = rows_to_frame([row("b", "text")]).with_columns(pl.col("seed").cast(pl.Int32),
                                                              pl.col("frames").cast(pl.Int16))
     narrow.write_parquet(tmp_path / "results" / "part-other-tool.parquet")
-    df = scan_results(tmp_path).collect()
+    df = ResultsDir.open(tmp_path).scan().collect()
     assert df.schema["seed"] == pl.Int64 and sorted(df["item_id"]) == ["a", "b"]
     wrong = rows_to_frame([row("c", "text")]).with_columns(pl.col("seed").cast(pl.String))
     wrong.write_parquet(tmp_path / "results" / "part-wrong.parquet")
     from engine.results.store import CorruptShardError
 
     with pytest.raises(CorruptShardError, match="part-wrong.parquet: .*column seed is String, not Int64"):
-        scan_results(tmp_path)
+        ResultsDir.open(tmp_path).scan()
 
 
 @pytest.mark.engine
@@ -155,7 +156,7 @@ def test_disk_full_fails_loudly_and_keeps_committed_shards(tmp_path: Path) -> No
         with pytest.raises(StoreFullError, match="no space left on device"):
             st.commit()
         assert st.buffered == 3000  # kept for a retry
-        assert scan_results(mnt).collect()["item_id"].to_list() == ["a"]  # committed shards intact
+        assert ResultsDir.open(mnt).scan().collect()["item_id"].to_list() == ["a"]  # committed shards intact
         assert not list((mnt / "results").glob(".*.tmp"))
     finally:
         if st is not None:
@@ -183,12 +184,12 @@ def test_wider_or_unsigned_integer_columns_are_named_and_quarantined(tmp_path: P
     rows_to_frame([row("w", "text")]).with_columns(pl.col("frames").cast(pl.Int64)).write_parquet(wide)
     with pytest.raises(CorruptShardError, match=r"part-wide.parquet: unreadable result shard \(column frames is "
                                                 r"Int64, not Int32\).*framesweep doctor"):
-        scan_results(tmp_path)
+        ResultsDir.open(tmp_path).scan()
     wide.unlink()
     unsigned = results / "part-unsigned.parquet"
     rows_to_frame([row("u", "text")]).with_columns(pl.col("seed").cast(pl.UInt64)).write_parquet(unsigned)
     with pytest.raises(CorruptShardError, match=r"part-unsigned.parquet: .*column seed is UInt64, not Int64"):
-        scan_results(tmp_path)
+        ResultsDir.open(tmp_path).scan()
     rows_to_frame([row("w", "text")]).with_columns(pl.col("frames").cast(pl.Int64)).write_parquet(wide)
     runner = CliRunner()
     for cmd in (["status", str(tmp_path)], ["metrics", str(tmp_path), "--n-boot", "0"]):
@@ -199,7 +200,7 @@ def test_wider_or_unsigned_integer_columns_are_named_and_quarantined(tmp_path: P
     assert res.exit_code == 0 and "2 bad shard(s) moved to quarantine/" in res.output, res.output
     assert "column frames is Int64, not Int32" in res.output and "column seed is UInt64, not Int64" in res.output
     assert sorted(p.name for p in (tmp_path / "quarantine").iterdir()) == ["part-unsigned.parquet", "part-wide.parquet"]
-    df = scan_results(tmp_path).collect()
+    df = ResultsDir.open(tmp_path).scan().collect()
     assert sorted(df["item_id"]) == ["a", "n"] and df.schema["seed"] == pl.Int64 and df.schema["frames"] == pl.Int32
     assert runner.invoke(app, ["status", str(tmp_path)]).exit_code == 0
 
@@ -229,9 +230,8 @@ def test_corrupt_data_pages_behind_a_valid_footer_are_named(tmp_path: Path) -> N
     _corrupt_data_pages(bad)
     (tmp_path / "manifest.json").write_text('{"sweep_id": "s"}')
     assert shard_problem(bad) is None and shard_problem(bad, full=True)  # the footer reads, the pages do not
-    scan_results(tmp_path)  # the footer check passes
+    ResultsDir.open(tmp_path).scan()  # the footer check passes
     # what `run` reads before any work
-    from engine.results.directory import ResultsDir
 
     def rows() -> None:
         results = ResultsDir.open(tmp_path)
@@ -280,7 +280,7 @@ def test_a_deleted_lock_is_taken_again_before_the_next_commit(tmp_path: Path, ca
     with pytest.raises(StoreLockedError, match="another framesweep driver"):
         ResultStore(tmp_path)
     st.close()
-    assert sorted(scan_results(tmp_path).collect()["item_id"]) == ["a", "b"]
+    assert sorted(ResultsDir.open(tmp_path).scan().collect()["item_id"]) == ["a", "b"]
 
 
 def test_a_replaced_lock_stops_the_driver_without_committing(tmp_path: Path) -> None:
@@ -300,11 +300,11 @@ def test_a_replaced_lock_stops_the_driver_without_committing(tmp_path: Path) -> 
     with pytest.raises(StoreLockLostError):
         first.write_manifest({"sweep_id": "s"})
     first.close()  # releases its old file; commits nothing
-    assert scan_results(tmp_path).collect()["item_id"].to_list() == ["a"]
+    assert ResultsDir.open(tmp_path).scan().collect()["item_id"].to_list() == ["a"]
     assert not list((tmp_path / "results").glob(".*.tmp"))
     second.add([row("c", "text")])
     second.close()
-    assert sorted(scan_results(tmp_path).collect()["item_id"]) == ["a", "c"]
+    assert sorted(ResultsDir.open(tmp_path).scan().collect()["item_id"]) == ["a", "c"]
 
 
 def _full_tmpfs(mnt: Path) -> None:

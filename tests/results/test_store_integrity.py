@@ -14,8 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.cli.app import app
+from engine.results import ResultsDir
 from engine.results.schema import ResultRow
-from engine.results.store import CorruptShardError, ResultStore, scan_results
+from engine.results.store import CorruptShardError, ResultStore
 from engine.runtime.atomic import atomic_write, clean_stale_temps, is_own_temp, temp_name
 
 
@@ -101,7 +102,7 @@ def test_a_fifo_named_like_a_shard_is_named_never_opened_and_quarantined(tmp_pat
     os.mkfifo(fifo)
     with pytest.raises(CorruptShardError, match=r"part-zz-fifo\.parquet: unreadable result shard \(not a regular "
                                                 r"file but a FIFO; never opened\)"):
-        _within(30, lambda: scan_results(tmp_path), fifo)
+        _within(30, lambda: ResultsDir.open(tmp_path).scan(), fifo)
     runner = CliRunner()
     for cmd in (["status", str(tmp_path)], ["metrics", str(tmp_path), "--n-boot", "0"]):
         res = _within(60, lambda cmd=cmd: runner.invoke(app, cmd), fifo)
@@ -109,7 +110,7 @@ def test_a_fifo_named_like_a_shard_is_named_never_opened_and_quarantined(tmp_pat
     res = _within(60, lambda: runner.invoke(app, ["doctor", str(tmp_path)]), fifo)
     assert res.exit_code == 0 and "1 bad shard(s) moved to quarantine/" in res.output, res.output
     assert stat.S_ISFIFO((tmp_path / "quarantine" / fifo.name).lstat().st_mode) and not fifo.exists()
-    assert scan_results(tmp_path).collect()["item_id"].to_list() == ["a"]
+    assert ResultsDir.open(tmp_path).scan().collect()["item_id"].to_list() == ["a"]
 
 
 def test_a_fifo_among_the_predictions_is_named_never_opened(tmp_path: Path) -> None:
@@ -118,7 +119,7 @@ def test_a_fifo_among_the_predictions_is_named_never_opened(tmp_path: Path) -> N
     (tmp_path / "predictions").mkdir()
     fifo = tmp_path / "predictions" / "part-zz-fifo.parquet"
     os.mkfifo(fifo)
-    with pytest.raises(CorruptShardError, match=r"part-zz-fifo\.parquet: not a regular file but a FIFO"):
+    with pytest.raises(CorruptShardError, match=r"part-zz-fifo\.parquet: unreadable prediction shard \(not a regular file but a FIFO"):
         _within(30, lambda: scan_predictions(tmp_path), fifo)
 
 
@@ -155,12 +156,12 @@ def test_bit_flips_in_a_key_columns_data_page_are_found_by_doctor(tmp_path: Path
     got = _flip_until_silent(shard, "item_id", items)
     changed = sum(a != b for a, b in zip(got, items, strict=True))
     # every check before doctor passes: the footer, and a whole read by Polars, with keys changed
-    assert scan_results(tmp_path).collect().height == 900 and changed > 0
+    assert ResultsDir.open(tmp_path).scan().collect().height == 900 and changed > 0
     res = CliRunner().invoke(app, ["doctor", str(tmp_path)])
     assert res.exit_code == 0 and "1 bad shard(s) moved to quarantine/" in res.output, res.output
     assert re.search(r"column item_id, row group 0: OSError: .*CRC checksum verification failed", res.output), \
         res.output
-    assert (tmp_path / "quarantine" / shard.name).exists() and scan_results(tmp_path).collect().height == 0
+    assert (tmp_path / "quarantine" / shard.name).exists() and ResultsDir.open(tmp_path).scan().collect().height == 0
 
 
 def test_shards_without_page_checksums_still_read_and_pass_doctor(tmp_path: Path) -> None:
@@ -171,4 +172,4 @@ def test_shards_without_page_checksums_still_read_and_pass_doctor(tmp_path: Path
     old = tmp_path / "results" / "part-old.parquet"
     rows_to_frame([row("a"), row("b")]).write_parquet(old, compression="zstd")  # Polars' writer: no checksums
     assert shard_problem(old, full=True) is None and doctor(tmp_path) == []
-    assert sorted(scan_results(tmp_path).collect()["item_id"]) == ["a", "b"]
+    assert sorted(ResultsDir.open(tmp_path).scan().collect()["item_id"]) == ["a", "b"]

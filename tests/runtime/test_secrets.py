@@ -128,7 +128,8 @@ def test_stored_rows_hold_no_secret_in_any_text_column(tmp_path: Path) -> None:
     from engine.backends.base import EngineResult
     from engine.datasets._base import default_score
     from engine.items import Item
-    from engine.results.store import ResultStore, scan_results
+    from engine.results import ResultsDir
+    from engine.results.store import ResultStore
     from engine.sweep.rows import error_row, scored_row
 
     key = "sk-stored/rows+7"
@@ -146,7 +147,7 @@ def test_stored_rows_hold_no_secret_in_any_text_column(tmp_path: Path) -> None:
     with ResultStore(tmp_path / "out") as store:
         store.add([answered, failed])
         store.commit()
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     text = rows.select(pl.col(pl.String)).write_csv()
     assert "stored" not in text and "sk-" not in text, text
     assert rows.filter(pl.col("item_id") == "i")["pred"].to_list() == ["The key is ***"]
@@ -163,7 +164,8 @@ def test_export_redacts_rows_stored_unredacted(tmp_path: Path, monkeypatch: pyte
     from helpers.metric_rows import frame
 
     from engine.export import export
-    from engine.results.store import ResultStore, scan_results
+    from engine.results import ResultsDir
+    from engine.results.store import ResultStore
 
     key = "sk-export-only-3141"  # not registered in this process before the export
     rows = frame({"a": "101", "b": "011"}, budgets={"text": 0, "f4": 4, "f8": 8})
@@ -174,7 +176,7 @@ def test_export_redacts_rows_stored_unredacted(tmp_path: Path, monkeypatch: pyte
         store.write_manifest({"sweep_id": "t", "spec": {"sweep_id": "t", "models": [
             {"id": "m", "family": "qwen2_5_vl", "path": "tiny", "backend": "openai",
              "http": {"base_url": "http://127.0.0.1:9", "api_key_env": "FS_EXPORT_KEY"}}]}})
-    stored = scan_results(tmp_path / "out").collect()
+    stored = ResultsDir.open(tmp_path / "out").scan().collect()
     assert stored.select(pl.col(pl.String)).write_csv().count(key) == 3  # the store kept it (not registered)
     monkeypatch.setenv("FS_EXPORT_KEY", key)
     export(tmp_path / "out", tmp_path / "art")

@@ -20,7 +20,7 @@ import pytest
 from helpers.specs import small_spec_dict
 
 from engine.config import parse_spec
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
@@ -80,7 +80,7 @@ def test_engine_actor_killed_mid_run_restarts_and_completes(tmp_path: Path) -> N
     summary, info, (decode_restarted, fallbacks, n_decoders) = asyncio.run(go())
     assert info["engine_core"] == "in_process" and info["engine_pids"] == []  # the CPU build's default
     assert summary.jobs_failed == 0 and summary.jobs_ok == 6 * 3 * 4
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     assert rows.height == 72 and rows.select(["item_id", "budget_id"]).n_unique() == 72
     assert n_decoders == 2 and decode_restarted and fallbacks == 0
     assert (rows["status"] == "ok").all()
@@ -151,7 +151,7 @@ def _run_with_engine_fault(core_engine, out: Path, fault) -> tuple:  # type: ign
 
 def _assert_completed_after_one_restart(out: Path, summary, first: dict, info: dict) -> None:  # type: ignore[no-untyped-def]
     assert summary.jobs_failed == 0 and summary.jobs_ok == 4 * 3 * 4
-    rows = scan_results(out).collect()
+    rows = ResultsDir.open(out).scan().collect()
     assert rows.height == 48 and rows.select(["item_id", "budget_id"]).n_unique() == 48
     assert (rows["status"] == "ok").all()
     retried = rows.filter(pl.col("attempt") == 2)

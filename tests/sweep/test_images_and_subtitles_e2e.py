@@ -25,7 +25,7 @@ from engine.backends.prompts import prompt_hash
 from engine.config import parse_spec
 from engine.frames.view import MediaView
 from engine.items import Item
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.sweep import Sweep, start_backends
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
@@ -79,7 +79,7 @@ def test_images_once_at_their_size_and_subtitles_at_each_budgets_frames(tmp_path
     finally:
         ray.shutdown()
     assert summary.jobs_failed == 0 and summary.jobs_ok == 2 * 3 + 2  # 2 questions x 3 budgets, 2 images once
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     images = rows.filter(pl.col("dataset") == "mmstar")
     assert images.select("budget_id", "frames", "frames_sent", "width", "height", "max_pixels").unique().rows() == [
         ("image", 1, 1, 80, 60, None)]  # once, as one image, at its stored size

@@ -22,8 +22,9 @@ from typer.testing import CliRunner
 from engine.cli.app import app
 from engine.config import SweepSpec, parse_spec
 from engine.datasets import load_items
+from engine.results import ResultsDir
 from engine.results.schema import ResultRow
-from engine.results.store import ResultStore, scan_results
+from engine.results.store import ResultStore
 from engine.sweep import Sweep
 from engine.sweep.fingerprint import AnswerPrints
 from engine.sweep.jobs import plan_jobs
@@ -84,7 +85,7 @@ def test_rows_and_manifest_carry_fingerprints_and_nothing_pending_starts_nothing
     summary = _run(spec)
     assert (summary.jobs_ok, summary.jobs_skipped) == (0, n)
     m = _manifest(tmp_path / "out")
-    rows = scan_results(tmp_path / "out").collect()
+    rows = ResultsDir.open(tmp_path / "out").scan().collect()
     per_cell = {(r["budget_id"]): r["answer_fingerprint"] for r in rows.iter_rows(named=True)}
     assert m["answer_fingerprints"] == {"tiny": {"synthetic": {b: [fp] for b, fp in per_cell.items()}}}
     f2 = m["answer_fields"][per_cell["f2"]]
@@ -147,7 +148,7 @@ def test_a_seed_that_renames_the_items_exits_2_and_commits_nothing(tmp_path: Pat
         assert f"model tiny, dataset synthetic, budget {budget} (9 key(s)): dataset.seed: 0 -> 1" in err
     assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (out / "results").glob("part-*")} == shards
     assert (out / "manifest.json").read_bytes() == before
-    assert set(scan_results(out).collect()["item_id"].str.slice(0, 4)) == {"syn0"}
+    assert set(ResultsDir.open(out).scan().collect()["item_id"].str.slice(0, 4)) == {"syn0"}
 
 
 def test_max_new_tokens_is_part_of_the_answer_under_letter_scoring(tmp_path: Path, tiny_qwen25: Path) -> None:

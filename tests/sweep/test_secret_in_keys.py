@@ -15,7 +15,7 @@ import pytest
 from helpers.secrets import isolated_secrets
 
 from engine.config import parse_spec
-from engine.results.store import scan_results
+from engine.results import ResultsDir
 from engine.runtime.secrets import register_secret
 from engine.sweep import Sweep
 
@@ -78,7 +78,7 @@ def test_a_secret_in_item_ids_leaves_the_keys_intact_and_a_rerun_commits_nothing
     })
     first = asyncio.run(Sweep(spec).run())
     assert (first.jobs_ok, first.jobs_failed) == (12, 0)
-    rows = scan_results(out).collect()
+    rows = ResultsDir.open(out).scan().collect()
     mine = rows.filter(pl.col("video_id") == SECRET)
     assert mine.height == 6 and mine["item_id"].str.starts_with(f"{SECRET}/").all(), mine["item_id"].to_list()
     assert not rows["item_id"].str.contains("***", literal=True).any()
@@ -86,4 +86,4 @@ def test_a_secret_in_item_ids_leaves_the_keys_intact_and_a_rerun_commits_nothing
 
     again = asyncio.run(Sweep(spec).run())
     assert (again.jobs_skipped, again.jobs_ok, again.jobs_failed) == (12, 0, 0)
-    assert scan_results(out).collect().height == 12  # no key committed twice
+    assert ResultsDir.open(out).scan().collect().height == 12  # no key committed twice

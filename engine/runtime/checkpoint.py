@@ -35,10 +35,9 @@ import threading
 from pathlib import Path
 from typing import Any, Self
 
-from engine.backends.tiny import tiny_checkpoint_dir
 from engine.runtime.atomic import atomic_write, file_sha256
 from engine.runtime.output import json_line
-from engine.runtime.paths import cache_dir
+from engine.runtime.paths import cache_dir, tiny_checkpoint_dir
 
 __all__ = ["checkpoint_fingerprint", "model_folder"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.provenance import reader_versions
 from engine.report.run_info import run_section
-from engine.results.provenance import reader_versions
 
 
 def _site(root: Path, dist: str | None, version: str = "") -> Path:

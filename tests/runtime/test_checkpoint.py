@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.backends import checkpoint
-from engine.backends.checkpoint import checkpoint_fingerprint, model_folder
+from engine.runtime import checkpoint
+from engine.runtime.checkpoint import checkpoint_fingerprint, model_folder
 from engine.runtime.paths import cache_dir
 
 # every file of a checkpoint that shapes an answer, as a small stand-in (the fingerprint reads bytes only)

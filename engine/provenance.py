@@ -17,8 +17,8 @@ from typing import Any
 import polars as pl
 
 from engine import __version__
-from engine.backends.checkpoint import checkpoint_fingerprint, model_folder
 from engine.results.directory import ResultsDir
+from engine.runtime.checkpoint import checkpoint_fingerprint, model_folder
 
 __all__ = ["installed", "model_hash", "reader_versions", "row_facts", "run_provenance"]
 
@@ -29,7 +29,7 @@ they are looked for; a package not named here is its own distribution."""
 
 
 def model_hash(path: str) -> str | None:
-    """The checkpoint's content fingerprint (`engine.backends.checkpoint.checkpoint_fingerprint`: the bytes of
+    """The checkpoint's content fingerprint (`engine.runtime.checkpoint.checkpoint_fingerprint`: the bytes of
     its config, processor, tokenizer, chat template, generation config and weights; copies hash alike), None
     if not found.
 
