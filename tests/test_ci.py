@@ -87,7 +87,7 @@ def test_ci_requires_both_parts_and_checks_lint_and_types_before_the_quickstarts
 
 
 PLUGIN_MARKERS = {"anyio", "filterwarnings", "parametrize", "pytester_example_path", "skip", "skipif", "timeout",
-                  "tryfirst", "trylast", "usefixtures", "xfail"}  # pytest's own and its plugins'
+                  "tryfirst", "trylast", "usefixtures", "xdist_group", "xfail"}  # pytest's own and its plugins'
 
 
 def test_every_marker_the_project_registers_is_used_by_a_test(pytestconfig: pytest.Config) -> None:
