@@ -39,6 +39,7 @@ from engine.runtime.secrets import redact
 
 if TYPE_CHECKING:
     from engine.sweep import Sweep, SweepSummary
+    from engine.sweep.preflight import Preflight
 
 __all__ = ["EXIT_ENGINE_START", "EXIT_FAILED_JOBS", "EXIT_PERMANENT_FAILURES", "EXIT_STORE_FULL",
            "EXIT_WARM_ENGINE_STOPPED", "ending", "leave", "register", "run_spec"]
@@ -124,9 +125,9 @@ def _failed_jobs(failed: int, permanent: int, out_dir: Path) -> int:
     return EXIT_PERMANENT_FAILURES
 
 
-def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunLog) -> SweepSummary:
-    """Run the sweep under its progress display; once the run holds the directory (its plan recorded) its log
-    opens there and a quick path's spec is written to OUT/spec.toml."""
+def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunLog, checked: Preflight) -> SweepSummary:
+    """Run the sweep under its progress display (`checked`: its preflight, not run again); once the run holds the
+    directory (its plan recorded) its log opens there and a quick path's spec is written to OUT/spec.toml."""
     from engine.backends.kinds import in_cluster
     from engine.cli.local_assets import build_local_assets, local_assets
     from engine.config.toml_out import write_spec_toml
@@ -149,7 +150,7 @@ def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunL
                 _note(f"spec: {Path(spec.store.out_dir) / 'spec.toml'} (`framesweep run` it to repeat this run)")
             progress(event, n)
 
-        return asyncio.run(_watched(Sweep(spec, progress=hook)))
+        return asyncio.run(_watched(Sweep(spec, progress=hook, checked=checked)))
 
 
 async def _watched(sweep: Sweep) -> SweepSummary:
@@ -206,7 +207,7 @@ def run_spec(spec: SweepSpec, source: str = "<spec>", *, every_s: float = 30.0, 
     from engine.sweep.preflight import preflight
 
     try:
-        preflight(spec, source)
+        checked = preflight(spec, source)
     except SpecError as err:
         fail(err)
         return 2
@@ -214,7 +215,7 @@ def run_spec(spec: SweepSpec, source: str = "<spec>", *, every_s: float = 30.0, 
     made = NewInOut(out)
     with RunLog(out) as run_log:
         try:
-            summary = _sweep(spec, every_s, spec_doc, run_log)
+            summary = _sweep(spec, every_s, spec_doc, run_log, checked)
         except Exception as err:
             if not run_log.held:  # refused before it recorded a plan: what it made in OUT goes again
                 made.discard()
