@@ -54,7 +54,8 @@ class RequestBuilder:
         """The job's next attempt after those committed."""
         return self.attempts.get(tuple(job.key), 0) + 1  # type: ignore[arg-type]
 
-    def context(self, job: Job, decoded: Video | None, plan: FramePlan | None, attempt: int | None = None) -> JobContext:
+    def context(self, job: Job, decoded: Video | None, plan: FramePlan | None,
+                attempt: int | None = None) -> JobContext:
         """What is recorded for `job` whatever its outcome (`plan` None: it failed before planning), on `attempt`
         (None: the next after those committed)."""
         indices = plan.indices if plan is not None else np.empty(0, dtype=np.int64)
