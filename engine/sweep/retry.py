@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from engine.backends.base import Backend, EngineRequest, EngineResult
+from engine.backends.coalesce import CoalescingBackend
 from engine.backends.warm import WarmEngineStoppedError
 from engine.frames.remote import FRAMES_LOST
 from engine.items import Job
@@ -71,7 +72,7 @@ class FramesLostRetry:
         return self.pending
 
 
-async def generate_with_retries(backend: Backend, send: Backend, ctxs: list[JobContext], max_attempts: int,
+async def generate_with_retries(backend: Backend, send: CoalescingBackend, ctxs: list[JobContext], max_attempts: int,
                                 stopping: Callable[[], bool],
                                 model_id: str) -> tuple[list[JobContext], list[EngineResult] | BaseException]:
     """Send the batch through `send` (the coalescing front of `backend`); if the engine dies, wait for it to come back

@@ -11,17 +11,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from engine.backends.base import EngineRequest, EngineResult
 from engine.backends.prompts import prompt_hash
 from engine.config import SweepSpec
-from engine.datasets._base import default_score
+from engine.datasets._base import ItemScore, default_score
 from engine.frames.base import is_media_fault
 from engine.frames.decode import decoder_version
-from engine.items import Job
+from engine.items import Item, Job
 from engine.results.schema import ResultRow
 from engine.runtime.secrets import redact
 from engine.scoring import AbsurdLogprob, checked_logprob, extract_letter, score_at_answer, score_letters
@@ -135,7 +135,7 @@ def error_row(spec: SweepSpec, ctx: JobContext, error_type: str, message: str, w
     return row
 
 
-Scorer = Callable[[Any, str], Any]
+Scorer = Callable[[Item, str], ItemScore]
 """An adapter's `score(item, response) -> ItemScore(pred, correct, score)` (the benchmark's official rule)."""
 
 
@@ -165,21 +165,14 @@ class Scoring:
         return error_row(self.spec, ctx, type(err).__name__, str(err))
 
 
-@dataclass(frozen=True)
-class _Judged:
-    pred: str | None
-    correct: bool | None
-    score: float
-
-
-def _judge(spec: SweepSpec, item: Any, text: str, scorer: Scorer) -> Any:
+def _judge(spec: SweepSpec, item: Item, text: str, scorer: Scorer) -> ItemScore:
     """The adapter's official rule, or for MCQ items the spec's extraction rule (`prompt.extraction`)."""
     rule = spec.prompt.extraction
     if rule == "official" or item.kind != "mcq":
         return scorer(item, text)
     pred = extract_letter(text, "".join(item.letters), rule) or None
     correct = pred is not None and pred == item.answer
-    return _Judged(pred, correct, float(correct))
+    return ItemScore(pred, correct, float(correct))
 
 
 def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scorer) -> ResultRow:
