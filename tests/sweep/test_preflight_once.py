@@ -1,6 +1,7 @@
-"""A run checks its spec's environment once (`engine.sweep.preflight`): `framesweep run` checks before it touches
-OUT and hands the record to its `Sweep`, which does not check again; a `Sweep` without a record that covers its spec
-checks itself when it starts.
+"""A run checks its spec's environment once (`engine.sweep.preflight`): `framesweep run`, `cascade` and `predict`
+check before they touch OUT and hand the record to their sweep of the spec, which does not check again (the sweeps
+they run in folders of their own, such as a cascade round's, check their own folder); a `Sweep` without a record
+that covers its spec checks itself when it starts.
 
 The model is served by a registered stand-in backend that answers "A" (no server, no engine, no process): the run
 itself, its items, decode, scoring and store are the real ones."""
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.specs import small_spec_dict
+from helpers.specs import small_spec_dict, write_toml
 from helpers.sure_results import SureEngine
 
 import engine.sweep.preflight as preflight_module
@@ -55,13 +56,17 @@ def served() -> Iterator[None]:
         register_backend("openai", original)
 
 
-def _spec(out: Path) -> SweepSpec:
+def _spec_dict(out: Path) -> dict:
     d = small_spec_dict(out)
     d["dataset"]["n_videos"] = 1
     d["budgets"] = [{"frames": 0}, {"frames": 2}]
     d["models"] = [{"id": "tiny", "family": "qwen2_5_vl", "path": "served", "backend": "openai",
                     "http": {"base_url": "http://127.0.0.1:9"}}]
-    return parse_spec(d)
+    return d
+
+
+def _spec(out: Path) -> SweepSpec:
+    return parse_spec(_spec_dict(out))
 
 
 def test_run_checks_the_spec_once(tmp_path: Path, checks: list[SweepSpec], served: None) -> None:
@@ -71,6 +76,23 @@ def test_run_checks_the_spec_once(tmp_path: Path, checks: list[SweepSpec], serve
     assert run_spec(spec, "s.toml") == 0
     assert checks == [spec], "checked before OUT is touched, and not again by the sweep"
     assert (tmp_path / "out" / "results").is_dir()
+
+
+@pytest.mark.parametrize("argv", [["cascade", "--stages", "f2", "--repeats", "1"], ["predict", "--predictor", "tiny"]],
+                         ids=["cascade", "predict"])
+def test_cascade_and_predict_check_the_spec_once(tmp_path: Path, checks: list[SweepSpec], served: None,
+                                                 argv: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    out = tmp_path / "out"
+    spec_path = write_toml(tmp_path / "s.toml", _spec_dict(out))
+    res = CliRunner().invoke(app, [argv[0], str(spec_path), *argv[1:]])
+    assert res.exit_code == 0, res.output
+    assert [Path(c.store.out_dir) for c in checks].count(out) == 1, "the spec checked by the command alone"
+    assert all(Path(c.store.out_dir) != out for c in checks[1:]), "its sweep of OUT did not check it again"
+    assert (out / "results").is_dir()
 
 
 def test_a_sweep_checks_unless_given_the_check_of_its_own_spec(tmp_path: Path, checks: list[SweepSpec]) -> None:
