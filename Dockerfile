@@ -1,5 +1,5 @@
 # framesweep on a GPU node: the regular (CUDA) vLLM build plus framesweep and Ray.
-# Build: docker compose build   (see docker-compose.yml and the README's "Cluster" section)
+# Build: docker compose build   (see docker-compose.yml and docs/cluster.md)
 ARG VLLM_IMAGE=vllm/vllm-openai:latest
 FROM ${VLLM_IMAGE}
 WORKDIR /opt/framesweep

@@ -160,7 +160,7 @@ def _annotations(rows: pl.LazyFrame) -> pl.LazyFrame:
 def _metric_annotations(rows: pl.LazyFrame, frame: pl.LazyFrame) -> tuple[pl.LazyFrame, dict[str, str]]:
     """`frame` with the per-item columns of every registered metric that declares some
     (`engine.metrics.registry.Metric.annotations`), and those columns' meanings."""
-    m, columns = matched(rows), {}
+    m, columns = matched(rows), dict[str, str]()
     for metric in registered_metrics():
         if metric.annotations is None:
             continue

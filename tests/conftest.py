@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import ci_parts
+from helpers.bytecode import compile_package
 from helpers.specs import small_spec_dict, write_toml
 
 SHARED_CHECKPOINTS = "FRAMESWEEP_TEST_CHECKPOINTS"  # the run's one folder of tiny checkpoints
@@ -270,18 +272,11 @@ def _watch_spawns() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "engine: starts a process (a vLLM engine, a Ray cluster, a CLI process, a "
                                        "browser); `-m 'not engine'` is the fast tier")
+    if not config.pluginmanager.is_registered(ci_parts):  # a needed part's skip fails in CI; the skip summary
+        config.pluginmanager.register(ci_parts, "framesweep-ci-parts")
     _watch_spawns()
     if not hasattr(config, "workerinput"):  # once per run (the controller, or a run without -n)
-        _byte_compile(config.rootpath / "engine")
-
-
-def _byte_compile(package: Path) -> None:
-    """Write the package's bytecode where it is missing or stale. Where PYTHONDONTWRITEBYTECODE is set (as in
-    many containers), no import writes it, and every process the suite starts (some 300: CLI commands, Ray
-    workers, engine actors) would compile the modules it imports from source again."""
-    import compileall
-
-    compileall.compile_dir(package, quiet=1)
+        compile_package(config.rootpath / "engine")  # once, for every process the run starts
 
 
 @pytest.hookimpl(hookwrapper=True)

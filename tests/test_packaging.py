@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
+import shutil
 import sys
 import tomllib
 from pathlib import Path
+
+import pytest
+from helpers.bytecode import compile_package, stale_bytecode
+from helpers.mounts import read_only, tmpfs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,14 +60,21 @@ def test_the_check_sees_an_undeclared_import(tmp_path: Path) -> None:
 def test_every_module_of_the_package_has_fresh_bytecode() -> None:
     """The suite writes engine/'s bytecode once at its start (tests/conftest.py), as tools/setup.sh does: where
     PYTHONDONTWRITEBYTECODE is set, the ~300 processes a run starts would each compile what they import."""
-    import importlib.util
-
-    stale = []
-    for path in sorted((ROOT / "engine").rglob("*.py")):
-        cached = Path(importlib.util.cache_from_source(str(path)))
-        # a pyc's header: magic (4), flags (4), the source's mtime (4), the source's size (4)
-        header = cached.read_bytes()[:16] if cached.is_file() else b""
-        if (len(header) < 16 or int.from_bytes(header[8:12], "little") != int(path.stat().st_mtime) & 0xFFFFFFFF
-                or header[:4] != importlib.util.MAGIC_NUMBER):
-            stale.append(str(path.relative_to(ROOT)))
+    stale = stale_bytecode(ROOT / "engine")
     assert not stale, f"no fresh bytecode for {stale[:5]} ({len(stale)} modules)"
+
+
+@pytest.mark.engine  # mounts a tmpfs (`mount`, `umount`)
+def test_a_read_only_checkout_gets_its_bytecode_under_a_pycache_prefix(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout that cannot be written (a read-only mount) still gets the suite's bytecode, in the temp folder,
+    and the processes the suite starts look for it there."""
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    with tmpfs(tmp_path / "checkout", "16m") as checkout:
+        shutil.copytree(ROOT / "engine", checkout / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+        read_only(checkout)
+        compile_package(checkout / "engine", tmp_path / "pycache")
+        assert sys.pycache_prefix == os.environ["PYTHONPYCACHEPREFIX"] == str(tmp_path / "pycache")
+        assert stale_bytecode(checkout / "engine") == []
+        assert not list((checkout / "engine").rglob("__pycache__"))

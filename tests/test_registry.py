@@ -22,7 +22,7 @@ from engine.config import register_dataset_spec
 from engine.datasets.registry import get_adapter, register_adapter
 from engine.frames.decode import get_decoder, register_decoder
 from engine.frames.plan import get_policy, register_policy
-from engine.metrics.registry import get_metric, register_metric
+from engine.metrics.registry import METRICS, register_metric
 from engine.registry import Registry
 from engine.strict import StrictModel
 
@@ -153,7 +153,7 @@ REGISTRIES: dict[str, tuple[Callable[[], object], Callable[[], object], str]] = 
     "dataset spec": (lambda: register_dataset_spec(_Synthetic2), lambda: None, "dataset spec"),
     "decoder": (lambda: register_decoder("pyav")(Alpha), lambda: get_decoder("nope"), "decoder"),
     "policy": (lambda: register_policy("uniform")(_noop), lambda: get_policy("nope"), "sampling policy"),
-    "metric": (lambda: register_metric(get_metric("accuracy")), lambda: get_metric("nope"), "metric"),
+    "metric": (lambda: register_metric(METRICS.get("accuracy")), lambda: METRICS.get("nope"), "metric"),
     "tiny builder": (lambda: register_tiny_builder("qwen2_5_vl")(_noop), lambda: build_tiny_checkpoint("nope"),
                      "tiny checkpoint builder"),
     "backend": (lambda: register_backend("vllm", BackendKind(_noop)),  # type: ignore[arg-type]

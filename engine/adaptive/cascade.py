@@ -111,11 +111,6 @@ class CascadeSweep(Sweep):
         self.stages, self.tau = stages, tau
 
     @property
-    def frames_decoded_total(self) -> int:
-        """Frames decoded over every stage and video (each frame of a video at most once)."""
-        return self.summary.frames_decoded
-
-    @property
     def decode_passes(self) -> int:
         return self.summary.decode_calls
 

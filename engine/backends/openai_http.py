@@ -116,7 +116,9 @@ class FrameEncoder:
     def image_url(self, r: EngineRequest, i: int) -> str:
         assert r.images is not None
         name = r.image_uuids[i] if r.image_uuids else f"{r.request_id}:{i}"  # a frame's uuid names its index and size
-        return "data:image/jpeg;base64," + self.b64(r.video_key or name, (name, r.images[i].shape), r.images[i])
+        frame = r.images[i]
+        assert isinstance(frame, np.ndarray), "an HTTP server is sent pixels, never frame references"
+        return "data:image/jpeg;base64," + self.b64(r.video_key or name, (name, frame.shape), frame)
 
     def data_url(self, r: EngineRequest) -> str:
         if r.jpeg_frames is not None:

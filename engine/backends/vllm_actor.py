@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from engine.runtime.imports import heavy_imports
 from engine.runtime.placement import Placement, actor_options, place, release, resolve_gpus
 from engine.runtime.replicas import EngineHungError
 from engine.scoring import AbsurdLogprob, checked_logprob, letter_logprobs
+
+if TYPE_CHECKING:
+    from vllm.inputs import TextPrompt
 
 __all__ = ["VLLMActorBackend", "VLLMWorker", "batch_deadline_s"]
 
@@ -181,8 +184,8 @@ class VLLMWorker:
             self._letter_ids[letter] = ids[0]
         return self._letter_ids[letter]
 
-    def _inputs(self, r: EngineRequest) -> dict[str, Any]:
-        prompt: dict[str, Any] = {"prompt": r.prompt}
+    def _inputs(self, r: EngineRequest) -> TextPrompt:
+        prompt: TextPrompt = {"prompt": r.prompt}
         if r.video is not None:
             # vLLM's processor takes one array: frames that repeat (`RepeatedFrames`) become it here, once per view
             frames = r.video if isinstance(r.video, np.ndarray) else np.asarray(r.video)

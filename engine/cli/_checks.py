@@ -9,19 +9,18 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from engine.cli._console import fail
+from engine.metrics.options import PolarsEngine
 
 if TYPE_CHECKING:
     from engine.metrics.summary import SummaryOptions
 
 __all__ = ["KnownIds", "PolarsEngine", "check_output", "known_ids", "refuse", "summary_problems", "unknown"]
 
-PolarsEngine = Literal["auto", "streaming", "in-memory"]
-"""The `--engine` values: how Polars collects (no vLLM setting)."""
 
 
 @dataclass(frozen=True)

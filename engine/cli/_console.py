@@ -91,6 +91,10 @@ class _Console(Console):
             return ConsoleDimensions(UNWRAPPED, size.height)
         return size
 
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:  # rich's own setter (a property overrides both halves)
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
     def render_str(self, text: str, **kwargs: Any) -> Text:
         return super().render_str(visible(text), **kwargs)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.table import Table
@@ -21,6 +21,7 @@ from engine.runtime.output import points
 if TYPE_CHECKING:
     from engine.metrics.summary import SummaryOptions
     from engine.results.directory import ResultsDir
+    from engine.scoring import ExtractionRule
 
 __all__ = ["register"]
 
@@ -47,7 +48,7 @@ _ImageDs = Annotated[str | None, typer.Option(
 
 
 def _options(n_boot: int, seed: int, pair: list[str] | None, stages: str | None, match: str | None,
-             compare: str | None, engine: str, protocols: list[str] | None = None,
+             compare: str | None, engine: PolarsEngine, protocols: list[str] | None = None,
              iso_tolerance: float = 0.03) -> SummaryOptions:
     from engine.metrics.summary import SummaryOptions
 
@@ -83,7 +84,7 @@ def _document(out_dir: Path | ResultsDir, opts: SummaryOptions) -> dict[str, Any
     rows = with_video_stats(_rows(results), scan_video_stats(results.path))  # each video's statistics (low_level)
     with shards_named(results.path):
         if opts.protocols or opts.pairs or opts.cascade_stages or opts.cascade_match or opts.compare:
-            refuse(results.path, summary_problems(opts, known_ids(rows, opts.engine)))  # type: ignore[arg-type]
+            refuse(results.path, summary_problems(opts, known_ids(rows, opts.engine)))
         return summary_document(summary_tables(rows, opts), opts, source=str(results.path))
 
 
@@ -368,13 +369,13 @@ def import_lmms_eval(
     from engine.results.store import StoreLockedError
     from engine.scoring import EXTRACTION_RULES
 
-    if extraction is not None and extraction not in EXTRACTION_RULES:
+    if extraction is not None and extraction not in EXTRACTION_RULES:  # (so the cast below holds)
         fail(f"--extraction: unknown rule {extraction!r} (known: {', '.join(EXTRACTION_RULES)})")
         raise typer.Exit(2)
     try:
         with shards_named(out):
             summary = run_import(paths, out, frames=frames, budget_id=budget_id, model_id=model_id, dataset=dataset,
-                                 sweep_id=sweep_id, extraction=extraction)
+                                 sweep_id=sweep_id, extraction=cast("ExtractionRule | None", extraction))
     except (ValueError, OSError, StoreLockedError) as err:
         fail(err)
         raise typer.Exit(2) from None

@@ -130,13 +130,13 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results 
                                                                      maintain_order=True):
             # the chain as a heading line: as columns it squeezed the numbers out of an 80-column terminal
             heading(f"{model_id} on {dataset}, chain {protocol}")
-            c = Table()  # rates in points, as `metrics` prints them
+            rates = Table()  # rates in points, as `metrics` prints them
             for col in ("from", "to", "n", "rescue", "harm", "net", "churn", "acc(to)"):
-                c.add_column(col, justify="left" if col in ("from", "to") else "right", no_wrap=True)
+                rates.add_column(col, justify="left" if col in ("from", "to") else "right", no_wrap=True)
             for r in part.iter_rows(named=True):
-                c.add_row(r["from"], r["to"], str(r["n"]), str(r["rescue"]), str(r["harm"]), points(r["net"], True),
-                          points(r["churn"]), points(r["accuracy_to"]))
-            console.print(c)
+                rates.add_row(r["from"], r["to"], str(r["n"]), str(r["rescue"]), str(r["harm"]),
+                              points(r["net"], True), points(r["churn"]), points(r["accuracy_to"]))
+            console.print(rates)
     else:
         console.print("live churn: no item answered at every budget yet")
 

@@ -7,6 +7,7 @@ others; the spec's train frames, size and architecture are kept for the listed m
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -50,9 +51,8 @@ def _study(spec: dict[str, Any], models: list[str] | None) -> list[Checkpoint]:
     if not models:
         return list(known.values())
     order = study_from_models(models)
-    return [Checkpoint(c.model_id, base=c.base, **({
-        "train_frames": k.train_frames, "size": k.size, "architecture": k.architecture, "label": k.label}
-        if (k := known.get(c.model_id)) else {})) for c in order]
+    return [dataclasses.replace(known[c.model_id], base=c.base) if c.model_id in known
+            else Checkpoint(c.model_id, base=c.base) for c in order]
 
 
 def checkpoint_doc(out_dir: Path | ResultsDir, models: list[str] | None, image_datasets: list[str] | None,

@@ -58,11 +58,11 @@ def _width() -> int:
     return console.width if console.width < UNWRAPPED else _PLAIN_WIDTH
 
 
-def _say(text: str, indent: str = "", **style: str) -> None:
+def _say(text: str, indent: str = "", style: str | None = None) -> None:
     """A paragraph wrapped at `_width()` (paths and ids never split)."""
     for line in textwrap.wrap(text, _width(), initial_indent=indent, subsequent_indent=indent or "  ",
                               break_long_words=False, break_on_hyphens=False) or [""]:
-        console.print(line, soft_wrap=True, **style)
+        console.print(line, soft_wrap=True, style=style)
 
 
 def _print_field_table(info: AdapterInfo) -> None:

@@ -20,9 +20,9 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 def export(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results directory of a sweep.")],
-    to: Annotated[Path, typer.Option("--to", help="Folder to write items.parquet, scores.parquet, provenance.json "
-                                     "and README.md (new, empty, or an earlier export, which is replaced; outside "
-                                     "OUT).")],
+    to: Annotated[Path, typer.Option("--to", help="Folder to write items.parquet, scores.parquet, videos.parquet, "
+                                     "provenance.json and README.md (new, empty, or an earlier export, which is "
+                                     "replaced; outside OUT).")],
 ) -> None:
     """Write the audit artifact: per-item outputs per chain with derived annotations, each benchmark's official
     scores, and provenance.

@@ -39,6 +39,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     Task,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -95,7 +96,7 @@ class RunProgress:
         self._last_phase = ""
         self._last_line = ""
         self._live: Progress | None = None
-        self._task = None
+        self._task: TaskID | None = None
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
 

@@ -197,9 +197,9 @@ class IsoComputeSpec(StrictModel):
             per_frame = self.total_pixels // n
             if per_frame < 4:
                 raise ValueError(f"{n} frames leave fewer than 4 pixels per frame of {self.total_pixels}")
-            size = ({self.axis: per_frame} if self.axis != "short_side" else
-                    {"short_side": max(2, int(math.sqrt(per_frame / self.aspect)) // 2 * 2)})
-            points.append(BudgetPoint(frames=n, policy=self.policy, seed=self.seed, pipeline=self.pipeline, **size))
+            side = per_frame if self.axis != "short_side" else max(2, int(math.sqrt(per_frame / self.aspect)) // 2 * 2)
+            points.append(BudgetPoint.model_validate({"frames": n, "policy": self.policy, "seed": self.seed,
+                                                      "pipeline": self.pipeline, self.axis: side}))
         return points
 
 def cost_order(budgets: Iterable[BudgetPoint]) -> list[BudgetPoint]:

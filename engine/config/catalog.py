@@ -46,7 +46,7 @@ def spec_classes() -> dict[str, type[BaseModel]]:
     return dict(dataset_spec_classes())
 
 
-_WORDS = {bool: "boolean", int: "integer", float: "number", str: "string", Path: "path", type(None): "null"}
+_WORDS: dict[Any, str] = {bool: "boolean", int: "integer", float: "number", str: "string", Path: "path", type(None): "null"}
 """Plain types in words (`integer or null`, `list of strings`): what a user writes in TOML, not Python's typing."""
 
 
@@ -81,7 +81,7 @@ def _type_name(tp: Any) -> str:
         return f"table of {_plural(_type_name(args[1]))}"
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return "table"
-    return _WORDS.get(tp) or ("any value" if tp is Any else getattr(tp, "__name__", str(tp)))
+    return _WORDS.get(tp) or ("any value" if tp is Any else str(getattr(tp, "__name__", tp)))
 
 
 def _toml(value: Any) -> str:

@@ -69,7 +69,7 @@ def _sections(model: type[BaseModel], path: str) -> list[tuple[str, type[BaseMod
         for sub in subs:
             label = f"{path}.{name}" if path else name
             if len(subs) > 1:
-                label += f' (name = "{sub.model_fields["name"].annotation.__args__[0]}")'
+                label += f' (name = "{get_args(sub.model_fields["name"].annotation)[0]}")'
             out += _sections(sub, label)
     return out
 

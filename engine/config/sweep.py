@@ -223,9 +223,11 @@ def unregister_dataset_spec(cls: type[StrictModel]) -> None:
 
 
 def _rebuild_dataset_fields() -> None:
-    union = Union[tuple(DATASET_SPECS.values())]  # noqa: UP007 - a union built at run time
-    SweepSpec.model_fields["dataset"].annotation = Annotated[union, Field(discriminator="name")] | None
-    SweepSpec.model_fields["datasets"].annotation = list[Annotated[union, Field(discriminator="name")]]
+    # a union built at run time from the registry: values for pydantic (typed Any: no static type to check)
+    union: Any = Union[tuple(DATASET_SPECS.values())]  # noqa: UP007
+    tagged: Any = Annotated[union, Field(discriminator="name")]
+    SweepSpec.model_fields["dataset"].annotation = tagged | None
+    SweepSpec.model_fields["datasets"].annotation = list[tagged]
     SweepSpec.model_rebuild(force=True)
 
 

@@ -75,7 +75,8 @@ class ImageTableAdapter(BaseAdapter):
     def _reset(self) -> None:
         """Hook called at the start of each load (per-load counters)."""
 
-    def _row(self, source: Path, i: int, rec: dict[str, Any]) -> Item | None:
+    def _row(self, source: Path, i: int, rec: dict[str, Any]) -> Item | list[Item] | None:
+        """One row's item, its items (MMBench's rotations), or None (a row deliberately left out)."""
         raise NotImplementedError
 
     def _image(self, rec: dict[str, Any], source: Path, i: int, item_id: str) -> tuple[str, Path]:

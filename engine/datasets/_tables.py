@@ -8,7 +8,7 @@ problem names the file and the 0-based row.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -158,7 +158,7 @@ def read_json(path: Path, problems: Problems) -> Any:
     return None
 
 
-def collect_rows(source: Path, rows: Iterator[tuple[int, Any]], parse: Callable[[int, Any], Any],
+def collect_rows(source: Path, rows: Iterable[tuple[int, Any]], parse: Callable[[int, Any], Any],
                  problems: Problems) -> list[Any]:
     """`parse(row_index, row)` for every row; a `RowError` or `DatasetError` becomes a located problem.
 

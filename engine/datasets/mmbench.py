@@ -30,6 +30,7 @@ import binascii
 import math
 from collections import defaultdict
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -157,11 +158,11 @@ class MMBench(ImageTableAdapter):
             return []
         recs = [rec for _, rows in tables for rec in rows]
         self._images = {str(rec.get("index")): rec.get("image") for rec in recs}
-        self._file_rotates = any(_index(rec.get("index")) >= CIRCULAR_STEP for rec in recs
-                                 if _index(rec.get("index")) is not None)
+        indices = [_index(rec.get("index")) for rec in recs]
+        self._file_rotates = any(i is not None and i >= CIRCULAR_STEP for i in indices)
         items: list[Item] = []
         for source, rows in tables:
-            items += collect_rows(source, enumerate(rows), lambda i, rec, s=source: self._row(s, i, rec), problems)
+            items += collect_rows(source, enumerate(rows), partial(self._row, source), problems)
         return self._whole_questions(items, problems) if self._file_rotates and self.spec.circular else items
 
     def _whole_questions(self, items: list[Item], problems: Problems) -> list[Item]:

@@ -3,8 +3,8 @@
 `rows` is a LazyFrame with the columns of `engine.results.schema.RESULT_SCHEMA`; only rows
 with ``status == "ok"`` are scored (error rows are retried, not answers). Every
 result is keyed by (model_id, dataset, budget_id) plus any `by` columns. Group-based
-rules also take the item table from `group_table(items)` (group membership is a
-property of the benchmark, not of a result row).
+rules also take the items' group table (`GROUP_TABLE_SCHEMA`; `engine.metrics.benchmark_scores.score_groups`
+reads it from the rows).
 
 - `videomme_accuracy`: Video-MME accuracy with empty extractions excluded from the
   denominator (official) and counted wrong.
@@ -28,18 +28,16 @@ MMBench accuracies are fractions in [0, 1]; MME and Video-MME v2 scores are on t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import polars as pl
 
 from engine.datasets.mme import COGNITION, PERCEPTION, QUESTIONS_PER_IMAGE
 from engine.datasets.videomme_v2 import GROUP_SIZE as V2_GROUP_SIZE
 from engine.datasets.videomme_v2 import LOGIC_STEPS
-from engine.items import Item
 
 __all__ = [
     "GROUP_TABLE_SCHEMA",
-    "group_table",
     "mmbench_circular_accuracy",
     "mme_scores",
     "mme_totals",
@@ -81,23 +79,6 @@ _GROUP_COLUMNS = ("group_id", "group_size", "group_type", "group_structure")
 def _ok_for_groups(rows: pl.LazyFrame) -> pl.LazyFrame:
     """Ok rows without their own group columns: the group table given beside them is the membership."""
     return _ok(rows).drop(*_GROUP_COLUMNS, strict=False)
-
-
-def _int_or_none(x: object) -> int | None:
-    return x if isinstance(x, int) and not isinstance(x, bool) else None
-
-
-def group_table(items: Iterable[Item]) -> pl.DataFrame:
-    """Items' group membership: dataset, item_id, group_id, position, group_size, group_type, group_structure,
-    level."""
-    recs = [
-        {"dataset": it.dataset, "item_id": it.item_id, "group_id": it.group_id,
-         "position": _int_or_none(it.extra.get("position")), "group_size": _int_or_none(it.extra.get("group_size")),
-         "group_type": it.extra.get("group_type"),
-         "group_structure": it.extra.get("group_structure"), "level": _int_or_none(it.extra.get("level"))}
-        for it in items
-    ]
-    return pl.DataFrame(recs, schema=GROUP_TABLE_SCHEMA)
 
 
 def videomme_accuracy(rows: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:

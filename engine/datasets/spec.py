@@ -7,7 +7,7 @@ built-in ones in `DatasetSpec`, the `[dataset]` union of `engine.config.SweepSpe
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
 from pydantic import Field
 
@@ -24,6 +24,9 @@ VIDEO_EXTS = [".mp4", ".MP4", ".mkv", ".webm"]
 
 class DatasetBase(StrictModel):
     """What every dataset table may carry besides its adapter's settings."""
+
+    if TYPE_CHECKING:
+        name: str  # every dataset table's `name` field, a Literal of its adapter's name (declared by each subclass)
 
     asks_images: ClassVar[bool] = False
     """An image benchmark: its items are images, asked at its own image budgets (`IMAGE_BUDGETS`)."""

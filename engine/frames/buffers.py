@@ -52,7 +52,8 @@ class FrameBuffers:
         # The owner reads the block through a memoryview, so every view made from the owner names
         # the owner as its base (numpy stops collapsing bases at a non-array): while any lives,
         # the owner lives, and the block stays out of the pool.
-        owner = np.frombuffer(memoryview(block), np.uint8)
+        # (numpy's stubs give ndarray `__buffer__` on Python 3.12+ only)
+        owner = np.frombuffer(memoryview(block), np.uint8)  # type: ignore[arg-type]
         weakref.finalize(owner, self._give_back, block).atexit = False
         return owner[:n].reshape(shape)
 

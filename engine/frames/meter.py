@@ -41,9 +41,10 @@ class FrameMeter:
     def __enter__(self) -> Self:
         from numpy._core import numeric
 
-        original = numeric._frombuffer
+        # (numpy's private rebuild path for pickled arrays, which its stubs leave out)
+        original = numeric._frombuffer  # type: ignore[attr-defined]
         self._saved.append((numeric, "_frombuffer", original))
-        numeric._frombuffer = self._wrap(original)
+        numeric._frombuffer = self._wrap(original)  # type: ignore[attr-defined]
         return self
 
     def _wrap(self, original: Any) -> Any:

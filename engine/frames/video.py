@@ -136,8 +136,10 @@ class DecodedVideo:
         `RepeatedFrames` naming each distinct frame once, at any size, so no budget copies a frame
         per position (`np.asarray` gives the array, the same values a copy would hold).
         """
-        if shared:
-            return self._shared(indices, size)
+        return self._shared(indices, size) if shared else self._fresh(indices, size)
+
+    def _fresh(self, indices: np.ndarray, size: Size | None) -> np.ndarray:
+        """A new array of the frames at `indices`, at `size` (`view` without `shared`)."""
         if size is None or tuple(size) == self.size:
             return self.frames[self._rows(indices)]
         size = (int(size[0]), int(size[1]))
@@ -157,7 +159,7 @@ class DecodedVideo:
             if held is None and np.unique(idx).size < idx.size:
                 self._views[key] = self._repeated(idx, at)
             else:
-                arr = held if held is not None else self.view(idx, at)
+                arr = held if held is not None else self._fresh(idx, at)
                 arr.setflags(write=False)
                 self._views[key] = arr
         return self._views[key]

@@ -11,20 +11,10 @@ from __future__ import annotations
 import polars as pl
 
 from engine.metrics.flows import transitions as _transitions
-from engine.metrics.grid import GROUP, budget_table, matched
+from engine.metrics.grid import GROUP, matched
 from engine.metrics.oracle import fixed_accuracy as _fixed_accuracy
 
-__all__ = ["budget_order", "fixed_accuracy", "transitions"]
-
-
-def budget_order(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Budgets per (model, dataset, protocol) chain in cost order: text-only first, then frames, then pixels.
-
-    Returns:
-        model_id, dataset, protocol_id, budget_id, frames, budget_rank (over every budget of the model and
-        dataset).
-    """
-    return budget_table(rows).select([*GROUP, "budget_id", "frames", "budget_rank"]).sort([*GROUP, "budget_rank"])
+__all__ = ["fixed_accuracy", "transitions"]
 
 
 def fixed_accuracy(rows: pl.LazyFrame) -> pl.LazyFrame:

@@ -271,7 +271,7 @@ def benchmark_scores(rows: pl.LazyFrame, benchmarks: Mapping[str, str] | None = 
         .with_columns(_headline(pl.col("benchmark")).alias("headline"),
                       pl.when(pl.col("missing").list.len() > 0).then(pl.col("missing")).alias("missing"))
         .select(SCORE_COLUMNS)
-        .cast(BENCHMARK_SCORE_SCHEMA)
+        .cast(pl.Schema(BENCHMARK_SCORE_SCHEMA))
         .sort([*KEYS, "metric", "subset"], nulls_last=False)
     )
 

@@ -110,7 +110,7 @@ def _match_rows(c: dict[str, Any]) -> list[list[object]]:
     return rows
 
 
-def _match_table(c: dict[str, Any], idx: int) -> list[Block]:
+def _match_table(c: dict[str, Any], idx: int) -> list[Table | Note]:
     """The cascade matched to its fixed budget: tau chosen out of sample (cross-fitted) and in sample."""
     rows = _match_rows(c)
     if not rows:

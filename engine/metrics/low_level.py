@@ -40,7 +40,7 @@ from engine.metrics.sections import Block, Heading, Note, Table
 from engine.results.video_stats import STAT_COLUMNS
 from engine.runtime.output import points
 
-__all__ = ["N_BINS", "item_flags", "quantile_bins", "rank_auc", "stat_tables"]
+__all__ = ["N_BINS", "item_flags", "quantile_bins", "stat_tables"]
 
 N_BINS = 4
 _KEYS = ["model_id", "dataset", "item_id"]
@@ -94,18 +94,6 @@ def _auc_from(split: np.ndarray) -> np.ndarray:
     den = pos.sum(axis=1) * neg.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, (pos * (below + 0.5 * neg)).sum(axis=1) / den, np.nan)
-
-
-def rank_auc(values: np.ndarray, positive: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Weighted rank AUC per row of `weights` (reps, n): P(positive's value > negative's) + 1/2 P(equal).
-
-    Returns:
-        (reps,) AUCs, nan where a row has no positive or no negative weight.
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    distinct, group = np.unique(values, return_inverse=True)
-    split = _by_type(w, group * 2 + positive.astype(np.int64), 2 * distinct.size).reshape(w.shape[0], -1, 2)
-    return _auc_from(split)
 
 
 def _bin_rates(types: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -198,7 +186,8 @@ def stat_tables(flags: pl.DataFrame, n_boot: int = 1000, seed: int = 0,
         n_<flag>, the rate and its interval (<rate>_lo, <rate>_hi); auc: GROUP, statistic, n_items, n_confused,
         auc, auc_lo, auc_hi. Statistics no item of a group has are left out.
     """
-    bins, aucs = [], []
+    bins: list[dict[str, Any]] = []
+    aucs: list[dict[str, Any]] = []
     for key, g in flags.sort([*GROUP, "item_id"]).group_by(GROUP, maintain_order=True):
         names = [c for c in STAT_COLUMNS if not g[c].is_null().all()]
         # the group's replicates, drawn once (item-id order, as every rate's): the same for every statistic
@@ -212,7 +201,7 @@ def stat_tables(flags: pl.DataFrame, n_boot: int = 1000, seed: int = 0,
 
 def _tables(inputs: Inputs) -> dict[str, pl.LazyFrame]:
     opts = inputs.opts
-    flags = item_flags(inputs.m, inputs.snapshot).collect(engine=opts.engine)  # type: ignore[call-overload]
+    flags = item_flags(inputs.m, inputs.snapshot).collect(engine=opts.engine)
     bins, auc = stat_tables(flags, opts.n_boot, opts.seed, opts.level)
     coverage = flags.group_by(GROUP).agg(
         pl.len().cast(pl.Int64).alias("n_items"),

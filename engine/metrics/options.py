@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from engine.metrics.grid import CATEGORY_COLUMNS
 
-__all__ = ["DEFAULT_EPS", "DEFAULT_FOLDS", "DEFAULT_TAUS", "SummaryOptions"]
+__all__ = ["DEFAULT_EPS", "DEFAULT_FOLDS", "DEFAULT_TAUS", "PolarsEngine", "SummaryOptions"]
+
+PolarsEngine = Literal["auto", "streaming", "in-memory"]
+"""How Polars collects (the CLI's `--engine`; no vLLM setting)."""
 
 DEFAULT_TAUS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
 """The cascade's confidence thresholds (`engine.metrics.cascade`)."""
@@ -42,7 +46,7 @@ class SummaryOptions:
     """Category columns to split by."""
     compare: tuple[str, str] | None = None
     """(base, other) models for checkpoint flows at each shared budget."""
-    engine: str = "auto"
+    engine: PolarsEngine = "auto"
     """Polars engine for every collect ("auto", "streaming", "in-memory")."""
     protocols: tuple[str, ...] | None = None
     """Restrict every table to these chains (protocol ids; None: every chain)."""

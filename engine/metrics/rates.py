@@ -118,7 +118,7 @@ def _group_sums(cells: pl.DataFrame, n_boot: int, seed: int, chunk: int) -> Iter
     times the types' (num, den): one small matrix product per chunk. A feature no drawn item
     has is absent from that replicate (as if the rows had been resampled).
     """
-    n = int(cells["_idx"].max()) + 1
+    n = int(cells["_idx"].to_numpy().max()) + 1
     feats, f_local = np.unique(cells["_f"].to_numpy(), return_inverse=True)
     idx = cells["_idx"].to_numpy()
     num, den, has = (np.zeros((n, feats.size)) for _ in range(3))
@@ -185,8 +185,8 @@ def rate_intervals(m: pl.LazyFrame | None, *, alt: pl.LazyFrame | None = None, m
     chunks = group_chunks([m, alt, m_score], BOOTSTRAP_CHUNK_ROWS) if chunked else [None]
     per_set: list[list[pl.DataFrame]] = []
     for chunk in chunks:
-        sub = [f if f is None or chunk is None else in_groups(f, chunk) for f in (m, alt, m_score)]
-        for i, feats in enumerate(_features(*sub, by, eps)):
+        m_, alt_, score_ = (f if f is None or chunk is None else in_groups(f, chunk) for f in (m, alt, m_score))
+        for i, feats in enumerate(_features(m_, alt_, score_, by, eps)):
             feats = feats.collect().lazy()
             ci = _intervals(feats, by, n_boot, seed, level).lazy()
             est = aggregate_features(feats, by).join(ci, on=keys, how="left", nulls_equal=True,

@@ -37,8 +37,8 @@ from engine.metrics.grid import GROUP
 from engine.metrics.options import SummaryOptions
 from engine.registry import Registry, where
 
-__all__ = ["METRICS", "DatasetTables", "GroupRows", "Inputs", "Metric", "TableIndex", "get_metric", "metric_list",
-           "register_metric", "registered_metrics", "registered_table", "unregister_metric"]
+__all__ = ["METRICS", "DatasetTables", "GroupRows", "Inputs", "Metric", "TableIndex", "metric_list",
+           "register_metric", "registered_metrics", "registered_table"]
 
 Key = tuple[str, ...]
 Scope = Literal["group", "dataset"]
@@ -196,16 +196,6 @@ def register_metric(metric: Metric) -> Metric:
     """Register `metric` (a name registered twice is an error)."""
     METRICS.register(metric.name, metric)
     return metric
-
-
-def unregister_metric(name: str) -> None:
-    """Remove a registered metric (tests that register a temporary one)."""
-    METRICS.unregister(name)
-
-
-def get_metric(name: str) -> Metric:
-    """The metric registered as `name`; an unknown name lists the known ones."""
-    return METRICS.get(name)
 
 
 def registered_metrics(scope: Scope | None = None) -> list[Metric]:

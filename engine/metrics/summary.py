@@ -109,7 +109,7 @@ def summary_tables(rows: pl.LazyFrame, opts: SummaryOptions | None = None) -> di
     metrics = registered_metrics()
 
     def collect(plan: pl.LazyFrame) -> pl.DataFrame:
-        return plan.collect(engine=opts.engine)  # type: ignore[call-overload]
+        return plan.collect(engine=opts.engine)
 
     # TABLE_WORKERS tables at a time, not all of them: collected together, every table's intermediates would
     # be alive at once (on 1.6M rows a third more peak memory). Much of a table's plan runs on one core (and

@@ -21,91 +21,10 @@ from typing import Any
 
 from engine.metrics.benchmark_scores import score_text
 from engine.metrics.checkpoint_study import NO_VIDEO, frame_ceilings, frames_label, trap_verdict
-from engine.report.html import PALETTE, Scale, e, line, svg, table, text
+from engine.report.html import e, table
 from engine.runtime.output import points
 
-__all__ = ["checkpoint_section", "train_frames_figure", "trap_figure"]
-
-
-def _gain_axes(slots: list[Any], labels: list[str], vals: list[float],
-               plot: tuple[int, int, int, int]) -> tuple[dict[Any, float], Scale, list[str]]:
-    """A gain chart's frame: one x position per slot, a y scale symmetric around 0 holding every value (at least
-    +-5 pts), the zero line and the axes' labels."""
-    left, top, pw, ph = plot
-    lim = max([0.05] + [abs(v) for v in vals]) * 1.1
-    step = pw / max(len(slots), 1)
-    xs = {s: left + (i + 0.5) * step for i, s in enumerate(slots)}
-    sy = Scale(-lim, lim, top + ph, top)
-    body = [line(left, sy(0), left + pw, sy(0), "#999"), text(left - 6, sy(0) + 4, "0", "end"),
-            *[text(left - 6, sy(v) + 4, f"{100 * v:+.0f}", "end") for v in (-lim / 1.1, lim / 1.1)],
-            *[text(xs[s], top + ph + 14, label) for s, label in zip(slots, labels, strict=True)]]
-    return xs, sy, body
-
-
-def trap_figure(c: dict[str, Any]) -> str:
-    """Video gain per frame count (solid) and image gain (dashed, below zero = loss) per checkpoint."""
-    rows = [r for r in c["temporal_trap"] if r["model_id"] != r["base_id"]]
-    frames = sorted({r["frames"] for r in rows})
-    vals = [v for r in rows for v in (r["video_gain"], r["image_gain"]) if v is not None]
-    w, h, left, top, pw, ph = 640, 260, 60, 20, 440, 200
-    xs, sy, body = _gain_axes(frames, [f"{f} frames" if f else "text only" for f in frames], vals,
-                              (left, top, pw, ph))
-    for k, model in enumerate(dict.fromkeys(r["model_id"] for r in rows)):
-        color, mine = PALETTE[k % len(PALETTE)], [r for r in rows if r["model_id"] == model]
-        pts = [(xs[r["frames"]], sy(r["video_gain"]), r) for r in mine if r["video_gain"] is not None]
-        body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
-                    + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in pts) + '"/>')
-        body += [f'<circle class="video-gain" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}"><title>'
-                 f"{e(model)} at {r['frames']} frames: video gain {points(r['video_gain'])} pts</title></circle>"
-                 for x, y, r in pts]
-        if mine and mine[0]["image_gain"] is not None:
-            iy = sy(mine[0]["image_gain"])
-            body.append(f'<line class="image-gain" x1="{left:.1f}" y1="{iy:.1f}" x2="{left + pw:.1f}" y2="{iy:.1f}" '
-                        f'stroke="{color}" stroke-dasharray="5 3"><title>{e(model)}: image gain '
-                        f"{points(mine[0]['image_gain'])} pts</title></line>")
-        ly = top + 10 + 16 * k
-        body += [line(left + pw + 10, ly, left + pw + 30, ly, color, 'stroke-width="2"'),
-                 text(left + pw + 36, ly + 4, model, "start", f'style="fill:{color}"')]
-    return svg("fig-trap", w, h, body, "video gain vs image loss per frame budget")
-
-
-def _train_slots(rows: list[dict[str, Any]]) -> list[str]:
-    """x positions: the fixed train-frame counts ascending, then hybrid (and any other label)."""
-    fixed = sorted({r["train_frames_n"] for r in rows if r["train_frames_n"] is not None})
-    rest = list(dict.fromkeys(r["train_frames"] or "?" for r in rows if r["train_frames_n"] is None))
-    return [str(f) for f in fixed] + rest
-
-
-def train_frames_figure(c: dict[str, Any]) -> str:
-    """Per architecture and size: video gain (solid, circles) and image loss (dashed, squares) against train
-    frames; hybrid checkpoints stand apart on the right, unjoined."""
-    rows = c["train_frames"]
-    slots = _train_slots(rows)
-    vals = [v for r in rows for v in (r["video_gain"], r["image_loss"]) if v is not None]
-    w, h, left, top, pw, ph = 640, 260, 60, 20, 420, 200
-    xs, sy, body = _gain_axes(slots, [s if not s.isdigit() else f"{s} frames" for s in slots], vals,
-                              (left, top, pw, ph))
-    groups = dict.fromkeys((r["architecture"] or "", r["size"] or "") for r in rows)
-    for k, (arch, size) in enumerate(groups):
-        color = PALETTE[k % len(PALETTE)]
-        mine = [r for r in rows if (r["architecture"] or "", r["size"] or "") == (arch, size)]
-        for col, cls, dash in (("video_gain", "video-gain", ""), ("image_loss", "image-loss", ' stroke-dasharray="5 3"')):
-            pts = [(xs[str(r["train_frames_n"]) if r["train_frames_n"] is not None else r["train_frames"] or "?"],
-                    sy(r[col]), r) for r in mine if r[col] is not None]
-            joined = [(x, y) for x, y, r in pts if r["train_frames_n"] is not None]
-            body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="'
-                        + " ".join(f"{x:.1f},{y:.1f}" for x, y in joined) + '"/>')
-            for x, y, r in pts:
-                tip = f"{e(r['label'])} (train {e(r['train_frames'])}): {col.replace('_', ' ')} {points(r[col])} pts"
-                shape = (f'<circle class="{cls}" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}">' if cls == "video-gain"
-                         else f'<rect class="{cls}" x="{x - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" '
-                              f'fill="white" stroke="{color}">')
-                body.append(f"{shape}<title>{tip}</title></{'circle' if cls == 'video-gain' else 'rect'}>")
-        ly = top + 10 + 16 * k
-        body += [line(left + pw + 10, ly, left + pw + 30, ly, color, 'stroke-width="2"'),
-                 text(left + pw + 36, ly + 4, " ".join(x for x in (arch, size) if x) or "checkpoints", "start",
-                      f'style="fill:{color}"')]
-    return svg("fig-train-frames", w, h, body, "video gain and image loss against train frames")
+__all__ = ["checkpoint_section"]
 
 
 def _category_rows(c: dict[str, Any]) -> list[list[object]]:
@@ -218,16 +137,14 @@ def _per_question(c: dict[str, Any]) -> str:
     ])
 
 
-def checkpoint_section(c: dict[str, Any], figures: Mapping[str, str] | None = None) -> str:
+def checkpoint_section(c: dict[str, Any], figures: Mapping[str, str]) -> str:
     """The whole checkpoint section of the report: official scores first, the per-question view after.
 
     Args:
         c: The checkpoint document.
         figures: The section's figures as HTML by id (``fig-trap``, ``fig-train-frames``; one missing is left
-            out), as the report draws them (`engine.report.figures`); default: this module's own drawings.
+            out), as the report draws them (`engine.report.figures`).
     """
-    if figures is None:
-        figures = {"fig-trap": trap_figure(c), "fig-train-frames": train_frames_figure(c)}
     kinds = ", ".join(f"{d} {k}" for d, k in c["dataset_kinds"].items())
     note = (f"bases: {', '.join(c['bases'])}; video benchmarks: {', '.join(c['video_datasets']) or 'none'}; image "
             f"benchmarks: {', '.join(c['image_datasets']) or 'none'}; gains are each benchmark's official score "

@@ -27,6 +27,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -102,14 +103,14 @@ def across_figures(doc: dict[str, Any], key: tuple[str, str], k: int) -> Iterato
                      lambda: robustness_figure(_mine(doc.get("robustness") or [], key), *key))
     for j, s in enumerate(_mine(doc.get("iso_compute") or [], key)):
         yield from _made("iso-compute", (*key, f"px{s['cost']:.0f}"), f"fig-iso-{k}-{j}",
-                         "Allocations at about the same pixels sent", lambda s=s: iso_figure(s))
+                         "Allocations at about the same pixels sent", partial(iso_figure, s))
 
 
 def predictor_figures(doc: dict[str, Any]) -> Iterator[PaperFigure]:
     """The hybrid-frame predictor's figure per evaluated group (``doc["predictor"]``)."""
     for i, g in enumerate(doc.get("predictor") or []):
         yield from _made("predictor", (g["predictor_id"], g["model_id"], g["dataset"]), f"fig-predictor-{i}",
-                         "Predictor against fixed budgets and the oracle", lambda g=g: predictor_figure(g))
+                         "Predictor against fixed budgets and the oracle", partial(predictor_figure, g))
 
 
 def checkpoint_figures(c: dict[str, Any]) -> Iterator[PaperFigure]:

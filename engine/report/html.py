@@ -1,4 +1,4 @@
-"""Drawing primitives of the HTML report: escaped text, inline SVG shapes, tables, and the
+"""Building blocks of the HTML report: escaped text, tables, and the
 rendering of the registered metrics' sections (`engine.metrics.sections` blocks), so a metric's
 section looks like the rest.
 """
@@ -10,8 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from engine.metrics.sections import Block, Heading, Note, Table
 
-__all__ = ["BLUE", "CSS", "GREEN", "GREY", "ORANGE", "PALETTE", "RED", "Scale", "blocks", "e", "line", "rect",
-           "svg", "table", "text"]
+__all__ = ["BLUE", "CSS", "GREEN", "GREY", "ORANGE", "PALETTE", "RED", "blocks", "e", "table"]
 
 GREEN, RED, GREY, BLUE, ORANGE = "#2e7d32", "#c62828", "#9e9e9e", "#1565c0", "#ef6c00"
 PALETTE = (BLUE, ORANGE, GREEN, "#6a1b9a", "#00838f", "#ad1457")
@@ -28,36 +27,7 @@ def e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def svg(fig_id: str, width: int, height: int, body: list[str], label: str) -> str:
-    return (f'<svg id="{e(fig_id)}" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(label)}">' + "".join(body) + "</svg>")
-
-
-def text(x: float, y: float, s: object, anchor: str = "middle", extra: str = "") -> str:
-    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" {extra}>{e(s)}</text>'
-
-
-def rect(x: float, y: float, w: float, h: float, fill: str, tip: str = "", extra: str = "") -> str:
-    title = f"<title>{e(tip)}</title>" if tip else ""
-    return (f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{max(h, 0):.1f}" fill="{fill}" '
-            f"{extra}>{title}</rect>")
-
-
-def line(x1: float, y1: float, x2: float, y2: float, stroke: str, extra: str = "") -> str:
-    return f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{stroke}" {extra}/>'
-
-
-class Scale:
-    """Linear map from a data interval onto a pixel interval."""
-
-    def __init__(self, lo: float, hi: float, start: float, end: float) -> None:
-        self.lo, self.span, self.start, self.end = lo, max(hi - lo, 1e-9), start, end
-
-    def __call__(self, v: float) -> float:
-        return self.start + (self.end - self.start) * (v - self.lo) / self.span
-
-
-def table(table_id: str, head: list[str], rows: list[list[object]]) -> str:
+def table(table_id: str, head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     cells = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>" for r in rows)
     return (f'<table id="{e(table_id)}"><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
             + cells + "</table>")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib as mpl
 from matplotlib.axes import Axes
@@ -20,8 +20,11 @@ from matplotlib.text import Text
 
 from engine.report.html import BLUE, GREEN, GREY, ORANGE, PALETTE, RED
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 __all__ = ["BLUE", "COLUMN", "DPI", "GREEN", "GREY", "ORANGE", "PAGE", "PALETTE", "RED", "budget_labels", "declutter",
-           "new_figure", "outside", "overlaps", "paper_style", "points", "visible_texts"]
+           "new_figure", "paper_style", "points"]
 
 COLUMN = 3.4
 """One column of a two-column paper, in inches."""
@@ -30,7 +33,7 @@ PAGE = 7.0
 DPI = 300
 """Dots per inch of PNG files; the layout and the label checks are made at it, so they hold in the file."""
 
-_RC: dict[str, Any] = {
+_RC: dict[RcKeyType, Any] = {
     "font.size": 7, "axes.titlesize": 7.5, "axes.labelsize": 7, "xtick.labelsize": 6.5, "ytick.labelsize": 6.5,
     "legend.fontsize": 6.5, "legend.frameon": False, "axes.linewidth": 0.6, "lines.linewidth": 1.2,
     "lines.markersize": 4, "xtick.major.width": 0.6, "ytick.major.width": 0.6, "axes.spines.top": False,
@@ -74,44 +77,10 @@ def budget_labels(grid: list[str], frames: dict[str, int]) -> list[str]:
     return ["text" if frames.get(b) == 0 else (str(frames[b]) if unique and b in frames else b) for b in grid]
 
 
-def _in_view(ax: Axes) -> set[int]:
-    """ids of the tick labels of `ax` that are drawn (their tick inside the view)."""
-    out = set()
-    for axis in (ax.xaxis, ax.yaxis):
-        lo, hi = sorted(axis.get_view_interval())
-        pad = (hi - lo) * 1e-6
-        out |= {id(t.label1) for t in axis.get_major_ticks() if lo - pad <= t.get_loc() <= hi + pad}
-    return out
-
-
-def visible_texts(fig: Figure) -> list[Text]:
-    """Every text `fig` draws (tick labels in view, axis labels, titles, legends, annotations), non-empty."""
-    fig.draw_without_rendering()
-    drawn = set().union(*(_in_view(ax) for ax in fig.axes))
-    ticks = {id(t) for ax in fig.axes for t in (*ax.get_xticklabels(), *ax.get_yticklabels())}
-    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
-            and (id(t) not in ticks or id(t) in drawn)]
-
-
-def overlaps(texts: Iterable[Text], fig: Figure) -> list[tuple[str, str]]:
-    """Pairs of texts whose drawn boxes overlap (after the layout), by their strings."""
-    fig.draw_without_rendering()  # the layout, without painting a pixel
-    return _touching(texts, fig.canvas.get_renderer())  # type: ignore[attr-defined]
-
-
 def _touching(texts: Iterable[Text], renderer: Any) -> list[tuple[str, str]]:
     """Pairs of texts whose boxes, as laid out last, overlap (by their strings)."""
     boxes = [(t.get_text(), t.get_window_extent(renderer).shrunk(0.96, 0.9)) for t in texts]
     return [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
-
-
-def outside(fig: Figure) -> list[str]:
-    """The visible texts that reach past the figure's edges (cut off in the file)."""
-    fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    page = fig.bbox.padded(1.0)
-    return [t.get_text() for t in visible_texts(fig)
-            if not page.contains(*t.get_window_extent(renderer).min) or not page.contains(*t.get_window_extent(renderer).max)]
 
 
 def _crowded(fig: Figure, axes: list[Axes]) -> list[Axes]:

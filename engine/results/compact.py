@@ -30,6 +30,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
@@ -164,9 +165,9 @@ def compact(store: ResultStore, *, grace_s: float = GRACE_S, small_bytes: int = 
         store.check_lock()
         sweep_id = manifest_sweep_id(store.out_dir)
         candidates = _small(live_shards(store.out_dir), small_bytes) if sweep_id is not None else []
-        if len(candidates) > 1:
+        if len(candidates) > 1 and sweep_id is not None:
             with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:  # pyarrow reads off the GIL
-                frames = list(pool.map(lambda p: _read(p, sweep_id), candidates))
+                frames = list(pool.map(partial(_read, sweep_id=sweep_id), candidates))
             read = []
             for p, got in zip(candidates, frames, strict=True):
                 if isinstance(got, str):

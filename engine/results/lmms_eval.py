@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import __version__ as framesweep_version
-from engine.results.lmms_logs import LmmsRun, LogConfig, budget_from_config, find_runs, placeholder, read_config
+from engine.results.lmms_logs import LmmsRun, LogConfig, find_runs, placeholder, read_config
 from engine.results.lmms_merge import held_answers, merge_rows, new_rows
 from engine.results.manifest import MANIFEST, ManifestError, read_manifest
 from engine.results.schema import ResultRow
@@ -53,7 +53,7 @@ from engine.results.store import ResultStore
 from engine.runtime.secrets import redact
 from engine.scoring import ExtractionRule, extract_letter
 
-__all__ = ["ImportSummary", "LmmsRun", "budget_from_config", "find_runs", "import_lmms_eval", "run_rows"]
+__all__ = ["ImportSummary", "LmmsRun", "find_runs", "import_lmms_eval", "run_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,8 @@ class _Context:
 def _row(sample: dict[str, Any], ctx: _Context, where: str) -> ResultRow:
     """The row of one sample (`where`: its file and line, for messages)."""
     info, numeric = _metrics(sample)
-    doc = sample.get("doc") if isinstance(sample.get("doc"), dict) else {}
+    given = sample.get("doc")
+    doc: dict[str, Any] = given if isinstance(given, dict) else {}
     unscored = None
     try:
         kind, correct, score = _outcome(info, numeric, ctx.binary)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FRAME_KEYS", "LmmsRun", "LogConfig", "budget_from_config", "find_runs", "placeholder", "read_config"]
+__all__ = ["FRAME_KEYS", "LmmsRun", "LogConfig", "find_runs", "placeholder", "read_config"]
 
 _SAMPLES = re.compile(r"^(?P<date>.+?)_samples_(?P<task>.+)\.jsonl$")
 FRAME_KEYS: tuple[str, ...] = (
@@ -108,19 +108,6 @@ def _frame_counts(args: dict[str, str], source: str) -> dict[str, int]:
                 raise ValueError(f"{source}: model_args {key}={args[key]} is not a frame count")
             counts[key] = int(args[key])
     return counts
-
-
-def budget_from_config(config: dict[str, Any]) -> int | None:
-    """The frame count a results.json's ``config.model_args`` (string or mapping) records, if any.
-
-    Raises:
-        ValueError: Two frame-count keys with different values (which one the model used is not recorded).
-    """
-    counts = _frame_counts(_model_args(config), "results.json")
-    if len(set(counts.values())) > 1:
-        named = " and ".join(f"{k}={v}" for k, v in counts.items())
-        raise ValueError(f"results.json: model_args record {named}")
-    return next(iter(counts.values()), None)
 
 
 def _visual(task: str, task_config: dict[str, Any] | None) -> bool | None:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Self
 
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from engine.results.errors import (
     CorruptShardError,
@@ -88,11 +89,11 @@ _CAST = pl.ScanCastOptions(integer_cast="upcast")
 _READ_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError)
 
 
-def _int_bits(t: pl.DataType) -> int:
+def _int_bits(t: pl.DataType | DataTypeClass) -> int:
     return int(str(t).removeprefix("U").removeprefix("Int"))  # Int8 ... Int128, UInt8 ... UInt128
 
 
-def _readable_as(have: pl.DataType, want: pl.DataType) -> bool:
+def _readable_as(have: pl.DataType | DataTypeClass, want: pl.DataType | DataTypeClass) -> bool:
     """Whether a shard's column of type `have` reads losslessly as the schema's `want` (what `_CAST` allows)."""
     if have == want:
         return True

@@ -242,7 +242,7 @@ def _local_settings() -> None:
     # print its notice on every run; RAY_AUTH_MODE=disabled set by the user still wins.
     if "RAY_AUTH_MODE" not in os.environ:
         os.environ["RAY_AUTH_MODE"] = local_cluster_env({})["RAY_AUTH_MODE"]
-        from ray._raylet import Config
+        from ray._raylet import Config  # type: ignore[attr-defined]  # (ray's _raylet stub lists no Config)
 
         Config.initialize("")  # Ray caches its config at import (vLLM may have imported it): refresh it
     # Keep a local instance on 127.0.0.1 (on Linux Ray otherwise advertises the interface address).

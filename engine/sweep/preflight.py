@@ -106,8 +106,8 @@ def model_problems(m: ModelSpec, kind: BackendKind | None = None) -> list[tuple[
     for field, why in kind.check(m):
         near = close_sibling(m.path) if field == "path" else None
         found.append((field, why + (f" (did you mean {near}?)" if near else "")))
-    if kind.in_cluster and not found and (why := offline_hub_problem(m.path)):
-        found.append(("path", why))
+    if kind.in_cluster and not found and (offline := offline_hub_problem(m.path)):
+        found.append(("path", offline))
     return found
 
 

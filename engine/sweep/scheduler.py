@@ -28,7 +28,7 @@ from engine.backends.coalesce import CoalescingBackend
 from engine.config import SweepSpec
 from engine.frames.cache import FrameCache
 from engine.frames.decode import DecodeError
-from engine.items import Item, Job
+from engine.items import Job
 from engine.results.compact import compact_if_due
 from engine.results.schema import ResultRow
 from engine.results.store import ResultStore
@@ -144,7 +144,7 @@ class Sweep:
                 if self._own_backends and not self.backends:
                     self._engines_task = asyncio.create_task(self._start_engines())
                 await self._start_decoders()
-                await self._run_videos(store, ready.items, ready.jobs)
+                await self._run_videos(store, ready.jobs)
         finally:
             if store is not None:
                 store.close()
@@ -206,7 +206,7 @@ class Sweep:
         if self._engines_task is not None:
             await asyncio.shield(self._engines_task)
 
-    async def _run_videos(self, store: ResultStore, items: list[Item], jobs: dict[str, list[Job]]) -> None:
+    async def _run_videos(self, store: ResultStore, jobs: dict[str, list[Job]]) -> None:
         sem = asyncio.Semaphore(self.spec.decode.max_videos_in_flight)
         self._stats_log = VideoStatsLog(store.out_dir)
         committer = asyncio.create_task(self._committer(store))
@@ -227,7 +227,7 @@ class Sweep:
         tasks = [asyncio.create_task(one(v)) for v in jobs.values()]
         stopper = asyncio.create_task(self._stop.wait())
         try:
-            pending = set(tasks)
+            pending: set[asyncio.Task[Any]] = set(tasks)
             while pending and not self._stop.is_set():
                 # the committer is watched too: a commit that fails (disk full) stops the sweep loudly;
                 # so are the engines while they start (one that cannot start stops it at once)

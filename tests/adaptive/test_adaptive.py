@@ -89,7 +89,7 @@ def test_online_cascade_stage_paths_costs_and_offline_agreement(tmp_path: Path, 
     assert 0 < decisions.filter(pl.col("stage_path").list.len() > 1).height  # some escalated
     # each frame of a video is decoded at most once, over all its stages and questions
     per_video = stage_rows.group_by("video_id").agg(pl.col("frame_indices").list.explode().unique().len())
-    assert online.frames_decoded_total == per_video["frame_indices"].sum()
+    assert online.summary.frames_decoded == per_video["frame_indices"].sum()
 
     # the report: online vs offline simulation (same stages and tau, confidences of the grid sweep)
     assert report.n_items == 9 and report.offline["n_items"] == 9

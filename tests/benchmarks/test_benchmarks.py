@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import venv
 from pathlib import Path
 
 import polars as pl
@@ -40,12 +41,15 @@ def test_sweep_throughput_writes_its_json(tmp_path: Path, tiny_qwen25: Path) -> 
 
 
 def test_peer_sweep_measures_both_sides_or_says_the_peer_is_missing(tmp_path: Path, tiny_qwen25: Path) -> None:
-    """Without lmms-eval in this environment the run times framesweep alone, says so, and gives no ratio (no
-    figure recorded elsewhere stands in for the peer); date and machine are part of every result."""
+    """Given an interpreter without lmms-eval (a fresh, empty venv: this one may have it), the run times framesweep
+    alone, says so, and gives no ratio (no figure recorded elsewhere stands in for the peer); date and machine are
+    part of every result."""
     out = tmp_path / "peer-out.json"
+    venv.create(tmp_path / "no-peer", with_pip=False)
     r = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "peer_sweep.py"), "--videos", "1", "--questions", "2",
-         "--seconds", "2", "--fps", "8", "--size", "96x64", "--budgets", "0,4", "--output-json", str(out)],
+         "--seconds", "2", "--fps", "8", "--size", "96x64", "--budgets", "0,4", "--output-json", str(out),
+         "--lmms-python", str(tmp_path / "no-peer" / "bin" / "python")],
         capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     data = json.loads(out.read_text())

@@ -25,7 +25,7 @@ from engine.frames.plan import plan_budget
 from engine.metrics.checkpoint_study import families, study_from_spec
 
 GRIDS = Path(__file__).resolve().parents[2] / "grids"
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "studies.md"  # the studies page
 
 
 def _extra_files(root: Path, files: dict[str, dict[str, Path]]) -> dict[str, dict[str, Path]]:

@@ -7,6 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from helpers.dataset_files import png_bytes, write_parquet
+from helpers.group_tables import group_table
 from PIL import Image
 from polars.testing import assert_frame_equal
 
@@ -15,7 +16,7 @@ from engine.datasets.errors import DatasetError
 from engine.datasets.mme import extract_yes_no_mme
 from engine.datasets.mmstar import extract_letter_mmstar
 from engine.datasets.pope import extract_yes_no_pope
-from engine.datasets.scoring_rules import group_table, mme_scores, mme_totals, pope_metrics
+from engine.datasets.scoring_rules import mme_scores, mme_totals, pope_metrics
 from engine.results.schema import RESULT_SCHEMA
 
 IMAGE = pl.Struct({"bytes": pl.Binary(), "path": pl.String()})

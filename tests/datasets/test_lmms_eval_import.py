@@ -13,7 +13,7 @@ from engine.cli import app
 from engine.metrics.basic import fixed_accuracy, transitions
 from engine.metrics.grid import matched
 from engine.metrics.oracle import oracle
-from engine.results.lmms_eval import budget_from_config, find_runs, import_lmms_eval, run_rows
+from engine.results.lmms_eval import find_runs, import_lmms_eval, run_rows
 from engine.results.schema import RESULT_SCHEMA
 from engine.results.store import latest_rows, scan_results
 
@@ -54,13 +54,6 @@ def _write_logs(root: Path) -> Path:
         lines = [json.dumps(_sample(i, p, run)) for i, p in enumerate(preds)]
         (model_dir / f"{run}_samples_videomme.jsonl").write_text("\n".join(lines) + "\n")
     return model_dir
-
-
-def test_budget_from_config() -> None:
-    assert budget_from_config({"config": {"model_args": "pretrained=x,max_frames_num=32"}}) == 32
-    assert budget_from_config({"config": {"model_args": {"pretrained": "x", "max_num_frames": 16}}}) == 16
-    assert budget_from_config({"config": {"model_args": "pretrained=x,video_decode_backend=decord"}}) is None
-    assert budget_from_config({}) is None
 
 
 def test_round_trip(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 
 from engine.cli import app
 from engine.results import own_rows
-from engine.results.lmms_eval import budget_from_config, find_runs, import_lmms_eval
+from engine.results.lmms_eval import find_runs, import_lmms_eval
+from engine.results.lmms_logs import read_config
 from engine.results.store import ResultStore, latest_rows, scan_results
 
 HUB_ID = "Qwen/Qwen2.5-VL-7B-Instruct"
@@ -247,9 +248,13 @@ def test_an_earlier_import_directory_keeps_its_id(tmp_path: Path) -> None:
     ("pretrained=lmms-lab/LLaVA-Video-7B-Qwen2,max_frames_num=64,mm_spatial_pool_mode=average", 64),  # llava_vid
     ("pretrained=Qwen/Qwen2-VL-7B-Instruct,max_num_frames=8,max_pixels=360000", 8),  # qwen2_vl
     ("pretrained=Qwen/Qwen2.5-VL-7B-Instruct,max_pixels=602112", None),  # the model's default: not recorded
+    ({"pretrained": "x", "max_num_frames": 16}, 16),  # model_args recorded as a mapping
 ])
-def test_frame_keys_of_lmms_eval_models(args: str, frames: int | None) -> None:
-    assert budget_from_config({"config": {"model_args": args}}) == frames
+def test_frame_keys_of_lmms_eval_models(tmp_path: Path, args: str | dict, frames: int | None) -> None:
+    """The frame count each lmms-eval model's own key records, as the import reads it from the results.json."""
+    date, task, model, _, visual, right = RUNS[1]
+    (run,) = find_runs([_write_run(tmp_path / "logs", date, task, model, 0, visual, right, model_args=args)])
+    assert sorted(set(read_config(run).frames.values())) == ([frames] if frames else [])
 
 
 def test_fps_sampling_needs_frames(tmp_path: Path) -> None:

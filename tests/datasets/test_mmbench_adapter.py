@@ -11,13 +11,14 @@ from typing import Any
 import polars as pl
 import pytest
 from helpers.dataset_files import png_bytes
+from helpers.group_tables import group_table
 from PIL import Image
 from polars.testing import assert_frame_equal
 
 from engine.datasets import MMBenchSpec, build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.mmbench import extract_letter_mmbench, mmbench_prompt, rotate
-from engine.datasets.scoring_rules import group_table, mmbench_circular_accuracy
+from engine.datasets.scoring_rules import mmbench_circular_accuracy
 from engine.results.schema import RESULT_SCHEMA
 
 HEADER = ["index", "question", "hint", "A", "B", "C", "D", "answer", "category", "image", "source", "l2-category",

@@ -11,11 +11,12 @@ from helpers.dataset_files import (
     videomme_v2_fixture,
     videomme_v2_row,
 )
+from helpers.group_tables import group_table
 from polars.testing import assert_frame_equal
 
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
-from engine.datasets.scoring_rules import group_table, videomme_v2_group_scores, videomme_v2_summary
+from engine.datasets.scoring_rules import videomme_v2_group_scores, videomme_v2_summary
 from engine.results.schema import RESULT_SCHEMA
 
 

@@ -110,7 +110,6 @@ def _by_hand(rows: pl.DataFrame) -> dict[tuple[str, str, str, str, str | None], 
     return out
 
 
-@pytest.mark.slow
 def test_checkpoint_study_end_to_end(tmp_path: Path, warm_engine: Path) -> None:
     import ray
 

@@ -56,7 +56,8 @@ def _netns_usable() -> str | None:
 
 
 _why = _netns_usable()
-pytestmark = [pytest.mark.engine, pytest.mark.skipif(_why is not None, reason=f"two-node Ray test: {_why}")]
+pytestmark = [pytest.mark.engine, pytest.mark.needs("iproute2"),
+              pytest.mark.skipif(_why is not None, reason=f"two-node Ray test: {_why}")]
 
 
 def _free_port() -> int:

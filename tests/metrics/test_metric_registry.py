@@ -23,7 +23,7 @@ from engine.cli import app
 from engine.metrics.document import summary_document
 from engine.metrics.grid import GROUP
 from engine.metrics.per_item import feature
-from engine.metrics.registry import GroupRows, Inputs, Metric, get_metric, register_metric, unregister_metric
+from engine.metrics.registry import METRICS, GroupRows, Inputs, Metric, register_metric
 from engine.metrics.sections import Block, Heading, Table
 from engine.metrics.summary import SummaryOptions, snapshot_columns, summary_tables
 from engine.report import render_report
@@ -72,7 +72,7 @@ def registered() -> Iterator[Metric]:
     try:
         yield metric
     finally:
-        unregister_metric(NAME)
+        METRICS.unregister(NAME)
 
 
 def _rows() -> list:
@@ -98,7 +98,7 @@ def test_one_registration_reaches_document_intervals_categories_and_report(regis
                                   "confidence >= 0.5"}
     html = render_report(doc)
     assert f'id="table-{NAME}-0"' in html and "<td>confident and right at the top</td><td>50.0</td>" in html
-    assert get_metric(NAME) is registered and "response" in snapshot_columns()  # its declared input
+    assert METRICS.get(NAME) is registered and "response" in snapshot_columns()  # its declared input
 
 
 def _sweep(out: Path) -> Path:
@@ -137,9 +137,9 @@ def test_unregistered_metric_is_absent_and_named_in_errors() -> None:
     assert NAME not in doc["groups"][0]
     assert "response" not in snapshot_columns()  # no registered metric reads it
     with pytest.raises(KeyError, match="unknown metric 'confident_right'; known: .*trajectory_patterns"):
-        get_metric(NAME)
+        METRICS.get(NAME)
     with pytest.raises(ValueError, match="registered twice"):
-        register_metric(get_metric("trajectory_patterns"))
+        register_metric(METRICS.get("trajectory_patterns"))
 
 
 def test_builtin_metrics_fill_the_document_in_registration_order() -> None:

@@ -6,7 +6,7 @@ import polars as pl
 from helpers.metric_rows import BUDGETS, collect_both, frame, lazy, row, sweep_a
 from polars.testing import assert_frame_equal
 
-from engine.metrics.basic import budget_order, fixed_accuracy, transitions
+from engine.metrics.basic import fixed_accuracy, transitions
 from engine.metrics.grid import budget_table, grid_summary, matched, off_chain_budgets, protocol_id
 from engine.metrics.trajectories import trajectory_patterns, trajectory_table, trajectory_wide
 
@@ -55,7 +55,7 @@ def test_pixels_order_budgets_with_equal_frames() -> None:
     rows = [row("m", "d", "i", "f8-big", 8, "1", pixels_total=800), row("m", "d", "i", "f8-small", 8, "1",
                                                                             pixels_total=80),
             row("m", "d", "i", "text", 0, "1")]
-    got = collect_both(budget_order(lazy(rows)))
+    got = collect_both(budget_table(lazy(rows)).sort("budget_rank"))
     assert got["budget_id"].to_list() == ["text", "f8-small", "f8-big"]
     assert got["budget_rank"].to_list() == [0, 1, 2]
 

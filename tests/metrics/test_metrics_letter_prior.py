@@ -18,7 +18,7 @@ from helpers.metric_rows import collect_both, frame, lazy
 from engine.metrics.document import summary_document
 from engine.metrics.grid import matched
 from engine.metrics.letter_prior import letter_cells, letter_distribution, letter_prior, prior_overwrite
-from engine.metrics.registry import get_metric
+from engine.metrics.registry import METRICS
 from engine.metrics.summary import SummaryOptions, summary_tables
 from engine.report import render_report
 
@@ -67,7 +67,7 @@ def test_text_overwrite_flags_the_dominant_text_letter() -> None:
 
 
 def test_registered_json_key_and_report_section() -> None:
-    assert get_metric("letter_prior").name == "letter_prior"
+    assert METRICS.get("letter_prior").name == "letter_prior"
     opts = SummaryOptions(n_boot=0)
     doc = summary_document(summary_tables(_rows(), opts), opts)
     lp = doc["groups"][0]["letter_prior"]

@@ -27,7 +27,7 @@ from helpers.metric_rows import lazy, row
 
 from engine.metrics.document import summary_document
 from engine.metrics.grid import matched
-from engine.metrics.low_level import item_flags, quantile_bins, rank_auc, stat_tables
+from engine.metrics.low_level import item_flags, quantile_bins, stat_tables
 from engine.metrics.summary import SummaryOptions, summary_tables
 from engine.results.video_stats import VIDEO_STATS_SCHEMA, with_video_stats
 
@@ -52,18 +52,11 @@ def _snapshot(rows: list) -> pl.LazyFrame:
     return with_video_stats(lazy(rows), _stats())
 
 
-def test_quantile_bins_and_rank_auc_by_hand() -> None:
+def test_quantile_bins_by_hand() -> None:
     import numpy as np
 
     assert quantile_bins(np.array([0.8, 0.1, 0.5, 0.3, 0.2, 0.7, 0.4, 0.6])).tolist() == [3, 0, 2, 1, 0, 3, 1, 2]
     assert quantile_bins(np.array([1.0, 1, 1, 1, 2, 3, 4, 5])).tolist() == [0, 0, 0, 0, 2, 2, 3, 3]  # ties: lower
-    v, pos = np.array([0.1, 0.2, 0.3, 0.4]), np.array([False, True, False, True])
-    # pairs (0.2 > 0.1), (0.2 < 0.3), (0.4 > 0.1), (0.4 > 0.3): 3 of 4; a tie counts a half
-    assert rank_auc(v, pos, np.ones((1, 4)))[0] == pytest.approx(3 / 4)
-    assert rank_auc(np.array([1.0, 1.0]), np.array([True, False]), np.ones((1, 2)))[0] == pytest.approx(0.5)
-    # weights: item 0.2 drawn twice, 0.3 never: positives {0.2, 0.2, 0.4}, negatives {0.1}: all above -> 1
-    assert rank_auc(v, pos, np.array([[1.0, 2.0, 0.0, 1.0]]))[0] == pytest.approx(1.0)
-    assert np.isnan(rank_auc(v, np.zeros(4, bool), np.ones((1, 4)))[0])  # no positive: no AUC
 
 
 def test_bins_rates_and_auc_per_statistic() -> None:

@@ -236,7 +236,7 @@ def test_tables_side_by_side_equal_one_at_a_time(sweep_dir: Path, monkeypatch: p
 
 
 def test_a_failing_metric_fails_the_tables(sweep_dir: Path) -> None:
-    from engine.metrics.registry import Metric, register_metric, unregister_metric
+    from engine.metrics.registry import METRICS, Metric, register_metric
 
     def boom(inputs: object) -> dict:
         raise RuntimeError("metric tables failed")
@@ -246,4 +246,4 @@ def test_a_failing_metric_fails_the_tables(sweep_dir: Path) -> None:
         with pytest.raises(RuntimeError, match="metric tables failed"):
             summary_tables(load_rows(sweep_dir), SummaryOptions(n_boot=0))
     finally:
-        unregister_metric("failing_metric")
+        METRICS.unregister("failing_metric")

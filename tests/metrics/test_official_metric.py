@@ -9,7 +9,7 @@ from test_video_official_scores import v2_rows, videomme_rows
 
 from engine.metrics.document import summary_document
 from engine.metrics.options import SummaryOptions
-from engine.metrics.registry import get_metric
+from engine.metrics.registry import METRICS
 from engine.metrics.summary import summary_tables
 from engine.report import render_report
 
@@ -25,7 +25,7 @@ def _group(doc: dict, dataset: str) -> dict:
 
 def test_metrics_json_carries_the_official_scores_and_the_v2_group_scores() -> None:
     doc = _doc()
-    assert get_metric("official_scores").name == "official_scores"
+    assert METRICS.get("official_scores").name == "official_scores"
     v2 = _group(doc, "videomme_v2")["official_scores"]
     # complete groups 001 (relevance, 3 right: 900/16), 002 (logic [1,[2,3],4], run 2: 400/12), 003 (logic
     # [[1,2],3,4], 0111: q2, parallel to the wrong q1, is right: k = 1, 10); 004 has 3 of its 4 answers:

@@ -1,4 +1,4 @@
-"""The README's Python snippet reads a results directory as the CLI does (foreign shards left out)."""
+"""The results page's Python snippet reads a results directory as the CLI does (foreign shards left out)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from engine.cli import app
 from engine.results.store import ResultStore, latest_rows, scan_results
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "results-format.md"  # the results page
 runner = CliRunner()
 
 

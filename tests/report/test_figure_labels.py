@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.figure_checks import visible_texts
 from helpers.metric_rows import frame, lazy, row, write_sweep
 from typer.testing import CliRunner
 
@@ -15,7 +16,7 @@ from engine.report import render_report
 from engine.report.chains import cascade_figure
 from engine.report.figures import chain_figures, checkpoint_figures
 from engine.report.labels import pixels, protocol_label
-from engine.report.style import paper_style, visible_texts
+from engine.report.style import paper_style
 
 DOLLARS = ["a$b$c", "$x^2$", "$\\bad{$"]
 """Model ids of imported lmms-eval logs: mathtext would rewrite the first two and fail on the third."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.figure_checks import outside, overlaps, visible_texts
 from helpers.metric_rows import CASCADE_TAUS, audit_rows, cascade_rows, frame, lazy, row, write_sweep
 from matplotlib.collections import PolyCollection
 from matplotlib.patches import Rectangle
@@ -21,7 +22,7 @@ from engine.metrics.document import summary_document
 from engine.metrics.summary import SummaryOptions, load_rows, summary_tables
 from engine.report import render_report
 from engine.report.figures import chain_figures, checkpoint_figures, inline_svg, paper_figures, write_figures
-from engine.report.style import COLUMN, DPI, outside, overlaps, paper_style, visible_texts
+from engine.report.style import COLUMN, DPI, paper_style
 
 
 def _doc(rows: list, n_boot: int = 50) -> dict:

@@ -117,6 +117,7 @@ def _chromium() -> str:
 
 
 @pytest.mark.engine  # starts a headless browser
+@pytest.mark.needs("chromium")
 def test_report_renders_in_headless_chromium(report_html: Path, tmp_path: Path) -> None:
     browser = _chromium()
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
@@ -252,6 +253,7 @@ def test_sections_only_with_their_data(report_html: Path) -> None:
 
 
 @pytest.mark.engine  # starts a headless browser
+@pytest.mark.needs("chromium")
 def test_adaptive_sections_render_in_headless_chromium(adaptive_html: Path, tmp_path: Path) -> None:
     browser = _chromium()
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]

@@ -6,12 +6,13 @@ from __future__ import annotations
 import html
 import re
 
+from helpers.figure_checks import outside, overlaps, visible_texts
 from helpers.trap_rows import CAPPED, short_chain_document
 
 from engine.metrics.checkpoint_study import NO_VIDEO
 from engine.report.checkpoint_section import checkpoint_section
 from engine.report.figures import checkpoint_figures
-from engine.report.style import outside, overlaps, paper_style, visible_texts
+from engine.report.style import paper_style
 
 
 def _table(page: str, table_id: str) -> list[list[str]]:
@@ -21,7 +22,7 @@ def _table(page: str, table_id: str) -> list[list[str]]:
 
 
 def test_the_report_tables_say_it() -> None:
-    page, note = checkpoint_section(short_chain_document()), CAPPED
+    page, note = checkpoint_section(short_chain_document(), {}), CAPPED
     trap = _table(page, "table-temporal-trap")
     assert trap[0][-2:] == ["trapped", "note"]
     assert trap[1:] == [["qwen-f16", "qwen", "text only", "1", "+100.0", "1", "+50.0", NO_VIDEO, ""],

@@ -257,10 +257,11 @@ def test_corrupt_data_pages_behind_a_valid_footer_are_named(tmp_path: Path) -> N
 
 
 def test_the_readme_names_every_result_column() -> None:
-    """The README's column list is the user's schema reference: a column added to the schema must be named there."""
+    """The results page's column list is the user's schema reference: a column added to the schema must be named
+    there."""
     import re
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "results-format.md").read_text()
     section = text[text.index("`OUT/results/part-*.parquet` holds"):text.index("One results directory holds one sweep")]
     named = set(re.findall(r"[a-z_]+", " ".join(re.findall(r"`([^`]+)`", section))))
     assert sorted(set(RESULT_SCHEMA) - named) == []

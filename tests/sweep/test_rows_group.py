@@ -42,10 +42,10 @@ def test_the_group_table_read_from_rows_is_the_adapters(tmp_path: Path) -> None:
 
     import polars as pl
     from helpers.dataset_files import videomme_v2_fixture
+    from helpers.group_tables import group_table
     from polars.testing import assert_frame_equal
 
     from engine.datasets import build_adapter
-    from engine.datasets.scoring_rules import group_table
     from engine.metrics.benchmark_scores import benchmark_column, score_groups
 
     items = list(build_adapter(videomme_v2_fixture(tmp_path)).items())
