@@ -37,6 +37,7 @@ from engine.items import Item, Job
 from engine.results.schema import ResultRow
 from engine.sweep import Sweep, start_backends
 from engine.sweep.policy import Key
+from engine.sweep.preflight import Preflight
 
 __all__ = ["CascadePolicy", "CascadeSweep", "cascade_budget_id", "new_session_dir", "reset_caches", "run_cascade"]
 
@@ -141,7 +142,7 @@ def stage_budgets(spec: SweepSpec, ids: list[str]) -> list[BudgetPoint]:
 
 async def run_cascade(spec: SweepSpec, stage_ids: list[str], tau: float, session_dir: Path | str,
                       fixed_id: str | None = None, backends: dict[str, Any] | None = None,
-                      progress: Any = None, repeats: int = 3) -> CascadeReport:
+                      progress: Any = None, repeats: int = 3, checked: Preflight | None = None) -> CascadeReport:
     """Sweep the grid (resumable), then time a fixed budget and the online cascade on the same engines.
 
     The grid sweep gives the offline simulation its confidences. Then `repeats` rounds time
@@ -153,7 +154,8 @@ async def run_cascade(spec: SweepSpec, stage_ids: list[str], tau: float, session
     `session_dir`/round<r>/ (fixed/, online/). A model with a stage or the fixed budget above
     its `max_frames` is swept on the grid but left out of the timed runs and the offline
     simulation (the report's `skipped_models` names it and those budgets); if no model is
-    left, a ValueError says why before any work.
+    left, a ValueError says why before any work. `checked`: the caller's `preflight` of `spec` (the grid sweep
+    does not check it again).
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
@@ -173,7 +175,7 @@ async def run_cascade(spec: SweepSpec, stage_ids: list[str], tau: float, session
     rounds: list[TimedRound] = []
     decode_passes = 0
     try:
-        await Sweep(spec, backends=backends, progress=progress).run()
+        await Sweep(spec, backends=backends, progress=progress, checked=checked).run()
         await _warm(spec, backends)
         for r in range(1, repeats + 1):
             order = ["fixed", "cascade"] if r % 2 else ["cascade", "fixed"]

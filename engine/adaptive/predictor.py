@@ -36,6 +36,7 @@ from engine.results.directory import ResultsDir
 from engine.results.schema import ResultRow
 from engine.sweep import Sweep, SweepSummary
 from engine.sweep.policy import Key
+from engine.sweep.preflight import Preflight
 
 __all__ = ["PREDICT_TEMPLATE", "PredictedPolicy", "QuestionPolicy", "answers_items", "predict_frames",
            "predicted_budget_id", "predictor_options", "run_predicted"]
@@ -182,8 +183,10 @@ class PredictedPolicy:
 
 
 async def run_predicted(spec: SweepSpec, predictor_id: str, predictions: pl.DataFrame,
-                        backends: dict[str, Any], fallback_frames: int | None = None) -> SweepSummary:
-    """Answer every item at the budget its prediction names (unparsed: `fallback_frames`, default the largest)."""
+                        backends: dict[str, Any], fallback_frames: int | None = None,
+                        checked: Preflight | None = None) -> SweepSummary:
+    """Answer every item at the budget its prediction names (unparsed: `fallback_frames`, default the largest);
+    `checked`: the caller's `preflight` of `spec` (the sweep does not check it again)."""
     by_frames: dict[int, BudgetPoint] = {}
     for b in spec.budgets_in_cost_order():
         by_frames.setdefault(b.frames, b)  # the grid's first budget of that frame count
@@ -193,4 +196,4 @@ async def run_predicted(spec: SweepSpec, predictor_id: str, predictions: pl.Data
     for r in predictions.iter_rows(named=True):
         n = r["predicted_frames"] if r["predicted_frames"] in by_frames else fallback
         chosen[(r["dataset"], r["item_id"])] = by_frames[n].model_copy(update={"id": bid})
-    return await Sweep(spec, backends=backends, policy=PredictedPolicy(chosen)).run()
+    return await Sweep(spec, backends=backends, policy=PredictedPolicy(chosen), checked=checked).run()

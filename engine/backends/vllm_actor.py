@@ -5,19 +5,21 @@ and the CUDA build (one actor per GPU). MCQ scoring constrains the first answer
 token to the option letters on an engine created with
 ``logprobs_mode="processed_logprobs"``, so the returned logprobs are the full,
 renormalised distribution over the letters.
+
+    vllm_args.py        what an engine starts with (environment, `vllm.LLM`'s arguments): pure functions
+    vllm_supervisor.py  the watch over vLLM's engine processes (found, alive, the actor ended when one dies)
+    vllm_actor.py       the actor body (`VLLMWorker`: requests in, results out) and the driver's backend over it
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import math
 import os
 import socket
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
+from engine.backends.vllm_args import engine_env, in_process_core, llm_kwargs
+from engine.backends.vllm_supervisor import EngineProcesses, children_described, core_pids, tree_rss_mb
 from engine.backends.warm import NAMESPACE, WarmEngineStoppedError, engine_key, engine_settings, find_engine
 from engine.config import EngineSpec
 from engine.frames.remote import FRAMES_LOST, FrameResolver, FramesLostError
@@ -37,7 +41,7 @@ from engine.scoring import AbsurdLogprob, checked_logprob, letter_logprobs
 if TYPE_CHECKING:
     from vllm.inputs import TextPrompt
 
-__all__ = ["VLLMActorBackend", "VLLMWorker", "batch_deadline_s", "engine_env", "in_process_core"]
+__all__ = ["VLLMActorBackend", "VLLMWorker", "batch_deadline_s"]
 
 log = logging.getLogger(__name__)
 
@@ -49,15 +53,6 @@ def _cuda_visible() -> bool:
         return bool(torch.cuda.is_available())
     except Exception:  # noqa: BLE001 - no torch or a broken CUDA install both mean "no GPU"
         return False
-
-
-def engine_env(engine: EngineSpec) -> dict[str, str]:
-    """Environment variables the engine process needs (CPU build settings are harmless on GPU)."""
-    return {
-        "VLLM_CPU_KVCACHE_SPACE": str(max(1, math.ceil(engine.kv_cache_gib))),
-        "VLLM_CPU_NUM_OF_RESERVED_CPU": os.environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU", "0"),
-        "TOKENIZERS_PARALLELISM": "false",
-    }
 
 
 def _node_facts() -> dict[str, Any]:
@@ -97,90 +92,6 @@ def _full_collections() -> int:
     return int(gc.get_stats()[2]["collections"])
 
 
-_ENGINE_DIED_EXIT = 75  # the actor's exit status when its engine process died (Ray restarts it)
-
-
-_FIND_CORE_S = 20.0
-"""How long a new engine actor looks for its engine processes when vLLM's client shows none (by VLLM:: title)."""
-
-
-def _engine_processes(llm: Any = None) -> list[Any]:
-    """vLLM's engine processes under this one (EngineCore and its workers; none for an in-process engine).
-
-    The engine core's process as vLLM's client holds it (`llm`), and every process under this one
-    that vLLM titled (setproctitle: ``VLLM::EngineCore``, ``VLLM::Worker``). The title alone was
-    once not found under a loaded test suite although the core ran: the client's handle does not
-    depend on it."""
-    import psutil
-
-    procs: dict[int, Any] = {}
-    for pid in _core_pids(llm):
-        try:
-            procs[pid] = psutil.Process(pid)
-        except psutil.Error:
-            continue
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if p.name().startswith("VLLM::"):
-                procs.setdefault(p.pid, p)
-        except psutil.Error:
-            continue
-    return list(procs.values())
-
-
-def _core_pids(llm: Any) -> list[int]:
-    """The engine-core processes vLLM's client started (its process manager's), or none (in process, or
-    another vLLM layout)."""
-    try:
-        manager = llm.llm_engine.engine_core.resources.engine_manager
-        return [int(p.pid) for p in manager.processes if p.pid is not None]
-    except (AttributeError, TypeError):
-        return []
-
-
-def _children_described() -> str:
-    import psutil
-
-    out = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            out.append(f"{p.pid} {p.name()!r} {' '.join(p.cmdline())[:80]!r}")
-        except psutil.Error as err:
-            out.append(f"{p.pid} ({type(err).__name__})")
-    return "; ".join(out) or "none"
-
-
-def _alive(proc: Any) -> bool:
-    import psutil
-
-    try:
-        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
-        return False
-
-
-def in_process_core(engine: EngineSpec, cuda: bool) -> bool:
-    """Whether vLLM's engine core runs in the actor's own process (`engine.engine_core`; auto: on the CPU
-    build with one worker, where a separate core process only costs two more vLLM start-ups)."""
-    if engine.engine_core != "auto":
-        return engine.engine_core == "in_process"
-    return not cuda and engine.world_size == 1
-
-
-def _tree_rss_mb() -> float:
-    """Resident memory of this process and its children (the engine core and workers), MiB."""
-    import psutil
-
-    procs = [psutil.Process(), *psutil.Process().children(recursive=True)]
-    total = 0
-    for p in procs:
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            continue
-    return total / 2**20
-
-
 def batch_deadline_s(engine: EngineSpec, requests: Sequence[EngineRequest]) -> float:
     """How long one engine call may take before the engine counts as hung: a base plus allowances
     per request and per frame sent (the frames of a video, or the separate images)."""
@@ -218,33 +129,8 @@ class VLLMWorker:
 
         self.import_s = time.perf_counter() - t_enter
         self.import_full_collections = _full_collections() - full_before
-
-        kwargs: dict[str, Any] = {
-            "model": model_path,
-            "max_model_len": engine.max_model_len,
-            "max_num_seqs": engine.max_num_seqs,
-            "enable_prefix_caching": engine.enable_prefix_caching,
-            "mm_processor_cache_gb": engine.mm_processor_cache_gb,
-            "dtype": engine.dtype,
-            "seed": seed,
-            "logprobs_mode": "processed_logprobs",
-            "limit_mm_per_prompt": {"video": 1, "image": 1},
-            **(family_kwargs or {}),
-            **engine.vllm_args(bool(cuda)),  # enforce_eager (vLLM's default on a GPU), the parallel sizes
-        }
-        if engine.max_num_batched_tokens is not None:
-            kwargs["max_num_batched_tokens"] = engine.max_num_batched_tokens
-        if cuda:
-            kwargs["gpu_memory_utilization"] = engine.gpu_memory_utilization
-        elif self.engine_core == "in_process":
-            kwargs["distributed_executor_backend"] = "uni"  # the CPU build's one worker, in this process too
-        if engine.world_size > 1:
-            # this actor holds all the engine's GPUs (one placement-group bundle): vLLM's own worker
-            # processes drive them; its Ray executor would look for one bundle per GPU instead
-            kwargs["distributed_executor_backend"] = "mp"
-        kwargs.update(engine.extra)
         t0 = time.perf_counter()
-        self.llm = LLM(**kwargs)
+        self.llm = LLM(**llm_kwargs(model_path, engine, seed, family_kwargs, cuda=cuda))
         self.start_s = time.perf_counter() - t0
         self.version = f"vllm {vllm.__version__}"
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
@@ -252,30 +138,21 @@ class VLLMWorker:
         self._frames_timeout_s = engine.deadline_base_s / 2  # frames that take longer to arrive count as lost
         self._tok = self.llm.get_tokenizer()
         self._letter_ids: dict[str, int] = {}
-        self._engine_procs = _engine_processes(self.llm)
-        # another vLLM layout (no client handle) leaves the titles: look again for a while for them
-        deadline = time.monotonic() + _FIND_CORE_S
-        while self.engine_core == "process" and not self._engine_procs and time.monotonic() < deadline:
-            time.sleep(0.2)
-            self._engine_procs = _engine_processes(self.llm)
-        if not self._engine_procs and self.engine_core == "process":
-            log.warning("no VLLM:: process found under the engine actor (children: %s): a dead engine core will "
-                        "be caught by the batch deadline only", _children_described())
-        if self._engine_procs:
-            threading.Thread(target=self._watch_engine, daemon=True, name="engine-watchdog").start()
+        self.engine_procs = EngineProcesses.find(self.llm, self.engine_core == "process", self.worker)
+        self.engine_procs.watch()  # the actor ends when an engine process dies (Ray restarts it)
 
     def info(self) -> dict[str, Any]:
         return {"engine_version": self.version, "worker": self.worker, "import_s": self.import_s,
-                "start_s": self.start_s, "engine_core": self.engine_core, "children": _children_described(),
-                "engine_core_pid": next(iter(_core_pids(self.llm)), None),
-                "engine_pids": [p.pid for p in self._engine_procs], "frame_refs": True,
+                "start_s": self.start_s, "engine_core": self.engine_core, "children": children_described(),
+                "engine_core_pid": next(iter(core_pids(self.llm)), None),
+                "engine_pids": self.engine_procs.pids, "frame_refs": True,
                 "compiled_graphs": compiled_graphs(), "import_full_collections": self.import_full_collections,
                 **self.node}
 
     def describe(self) -> dict[str, Any]:
         """What `framesweep engines` lists: the key and settings, engine facts, memory, resets so far."""
         settings = self._settings
-        return {"key": engine_key(settings), "settings": settings, **self.info(), "rss_mb": _tree_rss_mb(),
+        return {"key": engine_key(settings), "settings": settings, **self.info(), "rss_mb": tree_rss_mb(),
                 "cache_resets": getattr(self, "cache_resets", 0)}
 
     def placement_group(self) -> Any:
@@ -283,29 +160,6 @@ class VLLMWorker:
         from ray.util import get_current_placement_group
 
         return get_current_placement_group()
-
-    def _watch_engine(self, interval_s: float = 0.5) -> None:
-        """End this actor's process when an engine process (EngineCore, its workers) dies.
-
-        vLLM's client then waits for outputs forever; exiting makes the death visible to Ray,
-        which restarts the actor (a fresh engine), and to the driver, which retries the batch.
-        """
-        while True:
-            if not self._engine_alive():
-                self._die()
-            time.sleep(interval_s)
-
-    def _engine_alive(self) -> bool:
-        return all(_alive(p) for p in self._engine_procs)
-
-    def _die(self) -> None:
-        dead = [str(p.pid) for p in self._engine_procs if not _alive(p)]
-        log.error("engine process %s died; ending actor %s so that it is restarted", ", ".join(dead) or "?",
-                  self.worker)
-        for p in self._engine_procs:  # the survivors would wait on the dead one forever
-            with contextlib.suppress(Exception):  # already gone
-                p.kill()
-        os._exit(_ENGINE_DIED_EXIT)
 
     def reset_caches(self) -> int:
         """Empty the prefix cache, the multimodal processor cache and the encoder cache (vision embeddings
@@ -440,8 +294,9 @@ class VLLMWorker:
             outs = self.llm.generate([self._inputs(r) for r in requests], [self._params(r) for r in requests],
                                      use_tqdm=False)
         except Exception as err:  # noqa: BLE001 - isolate the failing request below
-            if type(err).__name__ == "EngineDeadError" or not self._engine_alive():
-                self._die()  # not a bad request: the engine is gone (Ray restarts the actor, the driver retries)
+            if type(err).__name__ == "EngineDeadError" or not self.engine_procs.alive():
+                # not a bad request: the engine is gone (Ray restarts the actor, the driver retries)
+                self.engine_procs.die()
             log.warning("batch of %d failed (%s: %s); retrying one by one", len(requests), type(err).__name__, err)
             return [self._one(r) for r in requests]
         per = (time.perf_counter() - t0) / len(requests)
@@ -452,8 +307,8 @@ class VLLMWorker:
         try:
             (out,) = self.llm.generate([self._inputs(r)], [self._params(r)], use_tqdm=False)
         except Exception as err:  # noqa: BLE001 - errors are data
-            if type(err).__name__ == "EngineDeadError" or not self._engine_alive():
-                self._die()
+            if type(err).__name__ == "EngineDeadError" or not self.engine_procs.alive():
+                self.engine_procs.die()
             # whole: the driver redacts the secrets it knows, then cuts (a cut here could split a secret)
             return EngineResult(r.request_id, error_type=type(err).__name__, error=str(err),
                                 worker=self.worker, engine_version=self.version)

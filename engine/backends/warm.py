@@ -5,9 +5,9 @@ the fingerprint of a local checkpoint's content (`engine.runtime.checkpoint`: th
 file that shapes an answer, weights included: a checkpoint edited or rebuilt at the same path is
 another engine, an untouched one keeps its engine), every engine
 setting of the spec (except `replicas`, the number of such engines), the model family's engine
-arguments, the seed, and the code of the actor itself (`vllm_actor.py`: a warm engine started by
-other code is not the same engine). A run reuses a live engine only when the key matches exactly;
-anything else starts a new one, and the log says which and why.
+arguments, the seed, and the code of the actor itself (`vllm_actor.py`, `vllm_args.py`,
+`vllm_supervisor.py`: a warm engine started by other code is not the same engine). A run reuses a
+live engine only when the key matches exactly; anything else starts a new one, and the log says which and why.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ class WarmEngineStoppedError(RuntimeError):
                          "committed rows are kept; rerun to continue")
         self.name = name
 _PREFIX = "fs-engine-"
-_CODE = Path(__file__).with_name("vllm_actor.py")
+_CODE = [Path(__file__).with_name(name) for name in ("vllm_actor.py", "vllm_args.py", "vllm_supervisor.py")]
+"""The engine actor's code (its body, its `vllm.LLM` arguments, its process watch): part of every engine's key."""
 
 
 def engine_settings(model_path: str | Path, engine: EngineSpec, family_kwargs: dict[str, Any] | None,
@@ -58,7 +59,7 @@ def engine_settings(model_path: str | Path, engine: EngineSpec, family_kwargs: d
         "engine": engine.model_dump(mode="json", exclude={"replicas"}),
         "family_kwargs": json.loads(json.dumps(family_kwargs or {}, sort_keys=True, default=str)),
         "seed": seed,
-        "code": file_sha256(_CODE)[:12],
+        "code": hashlib.sha256("".join(file_sha256(f) for f in _CODE).encode()).hexdigest()[:12],
     }
     if (fingerprint := checkpoint_fingerprint(path)) is not None:
         settings["checkpoint"] = fingerprint[:16]

@@ -43,6 +43,7 @@ from engine.runtime.output import JSONValueError, points, write_json
 if TYPE_CHECKING:
     from engine.adaptive.cascade_report import CascadeReport
     from engine.metrics.status import SweepStatus
+    from engine.sweep.preflight import Preflight
 
 __all__ = ["EXIT_ENGINE_START", "EXIT_FAILED_JOBS", "EXIT_PERMANENT_FAILURES", "EXIT_STORE_FULL",
            "EXIT_WARM_ENGINE_STOPPED", "app", "main"]
@@ -80,13 +81,13 @@ def _load(spec_path: Path, out: Path | None) -> SweepSpec:
         raise typer.Exit(2) from None
 
 
-def _preflight(spec: SweepSpec, source: str) -> None:
+def _preflight(spec: SweepSpec, source: str) -> Preflight:
     """The spec's environment checks (`engine.sweep.preflight`), before Ray or any engine starts: every
-    unusable field named, exit 2."""
+    unusable field named, exit 2. The record goes to the command's sweep of `spec`, which does not check again."""
     from engine.sweep.preflight import preflight
 
     try:
-        preflight(spec, source)
+        return preflight(spec, source)
     except SpecError as err:
         fail(err)
         raise typer.Exit(2) from None
@@ -236,10 +237,10 @@ def cascade(
     setup_logging(verbose)
     check_json(json_out)
     spec = _load(spec_path, out)
-    _preflight(spec, str(spec_path))
+    checked = _preflight(spec, str(spec_path))
     session = new_session_dir(spec.store.out_dir)
     try:
-        rep = asyncio.run(run_cascade(spec, stages.split(","), tau, session, fixed, repeats=repeats))
+        rep = asyncio.run(run_cascade(spec, stages.split(","), tau, session, fixed, repeats=repeats, checked=checked))
     except Exception as err:
         code = 2 if isinstance(err, ValueError) else _ending(err)  # ValueError: stages the sweep cannot run
         if code is None:
@@ -313,7 +314,7 @@ def predict(
     setup_logging(verbose)
     check_output("--manifest", manifest)
     spec = _load(spec_path, out)
-    _preflight(spec, str(spec_path))
+    checked = _preflight(spec, str(spec_path))
     if predictor not in {m.id for m in spec.models}:
         fail(f"--predictor {predictor!r} is not a model of the spec; known: {', '.join(m.id for m in spec.models)}")
         raise typer.Exit(2)
@@ -331,7 +332,7 @@ def predict(
             progress.set_stage(f"predicting frame counts with {predictor}")
             preds = await predict_frames(spec, predictor, backends, glimpse_frames=glimpse)
             progress.set_stage("answering at the predicted budgets" if run_items else None)
-            summary = await run_predicted(spec, predictor, preds, backends) if run_items else None
+            summary = await run_predicted(spec, predictor, preds, backends, checked=checked) if run_items else None
             return preds, summary
         finally:
             await asyncio.gather(*(b.close() for b in backends.values()), return_exceptions=True)

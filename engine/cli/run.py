@@ -40,6 +40,7 @@ from engine.runtime.secrets import redact
 
 if TYPE_CHECKING:
     from engine.sweep import Sweep, SweepSummary
+    from engine.sweep.preflight import Preflight
 
 __all__ = ["EXIT_ENGINE_START", "EXIT_FAILED_JOBS", "EXIT_PERMANENT_FAILURES", "EXIT_STORE_FULL",
            "EXIT_WARM_ENGINE_STOPPED", "ending", "leave", "register", "run_spec"]
@@ -125,11 +126,11 @@ def _failed_jobs(failed: int, permanent: int, out_dir: Path) -> int:
     return EXIT_PERMANENT_FAILURES
 
 
-def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunLog
+def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunLog, checked: Preflight
            ) -> tuple[SweepSummary, ResultsDir | None]:
-    """Run the sweep under its progress display; once the run holds the directory (its plan recorded) its log
-    opens there and a quick path's spec is written to OUT/spec.toml. Returns the summary and the results
-    directory as the run opened it (None: it never held it)."""
+    """Run the sweep under its progress display (`checked`: its preflight, not run again); once the run holds the
+    directory (its plan recorded) its log opens there and a quick path's spec is written to OUT/spec.toml. Returns
+    the summary and the results directory as the run opened it (None: it never held it)."""
     from engine.backends.kinds import in_cluster
     from engine.cli.local_assets import build_local_assets, local_assets
     from engine.config.toml_out import write_spec_toml
@@ -152,7 +153,7 @@ def _sweep(spec: SweepSpec, every_s: float, spec_doc: dict | None, run_log: RunL
                 _note(f"spec: {Path(spec.store.out_dir) / 'spec.toml'} (`framesweep run` it to repeat this run)")
             progress(event, n)
 
-        sweep = Sweep(spec, progress=hook)
+        sweep = Sweep(spec, progress=hook, checked=checked)
         return asyncio.run(_watched(sweep)), sweep.results
 
 
@@ -213,7 +214,7 @@ def run_spec(spec: SweepSpec, source: str = "<spec>", *, every_s: float = 30.0, 
     from engine.sweep.preflight import preflight
 
     try:
-        preflight(spec, source)
+        checked = preflight(spec, source)
     except SpecError as err:
         fail(err)
         return 2
@@ -221,7 +222,7 @@ def run_spec(spec: SweepSpec, source: str = "<spec>", *, every_s: float = 30.0, 
     made = NewInOut(out)
     with RunLog(out) as run_log:
         try:
-            summary, results = _sweep(spec, every_s, spec_doc, run_log)
+            summary, results = _sweep(spec, every_s, spec_doc, run_log, checked)
         except Exception as err:
             if not run_log.held:  # refused before it recorded a plan: what it made in OUT goes again
                 made.discard()

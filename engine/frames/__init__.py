@@ -14,6 +14,7 @@
                      RepeatedFrames (a short video's repeated frames, each held once)
     actors.py        decode actors beside the engines: frames stay in their node's object store
     remote.py        RemoteVideo (the driver's handle on such a video), FrameResolver (the engine's reader)
+    held.py          HeldVideo: what the later steps ask of a decoded video, here or in the object store
     meter.py         FrameMeter: frame arrays deserialised in a process (benchmarks and tests)
     buffers.py       recycled memory for decoded frames (a gone video's array serves the next)
     stats.py         low-level statistics of a video from the frames one decode pass holds

@@ -8,7 +8,11 @@ the same objects. `FrameResolver` runs in the engine's process: it reads a video
 engine call (zero-copy from its own node's store; pulled once to the node otherwise) and takes each
 budget's view there.
 
-Frame bytes that cross a boundary are counted: into the driver (`RemoteVideo.driver_bytes`: a video
+Both kinds of decoded video answer the pipeline through one protocol (`engine.frames.held.HeldVideo`). A video
+decoded in the driver while a decode pool is in use (no actor was left) is put in the store (`RemoteVideo.put`),
+so a later round's frames join by reference and the store's pixels never enter the driver to meet them.
+
+Frame bytes that cross a boundary are counted: into the driver (`RemoteVideo.fetched_bytes`: a video
 fetched for a backend that needs pixels in the driver, or an object Ray kept in the driver's own memory
 instead of a node's store) and between nodes (`FrameResolver.pulled_bytes`: objects the engine's node did
 not hold when it asked, by Ray's own record of their locations).
@@ -25,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from engine.frames.base import VideoInfo
+from engine.frames.held import BudgetFrames
+from engine.frames.stats import VideoStats
 from engine.frames.video import DecodedVideo
 from engine.frames.view import FrameRef
 
@@ -75,9 +81,9 @@ def _object_locations(refs: list[Any]) -> dict[Any, dict[str, Any]]:
 class RemoteVideo:
     """The driver's handle on a video decoded by a decode actor: its facts here, its frames in the object store.
 
-    It answers what the pipeline asks of a `DecodedVideo` (`info`, `decode_s`, `covered`, `absorb`,
-    `release`) and gives each budget a `FrameRef` (`frames`) instead of pixels. `fetch` brings the
-    pixels into this process (for a backend that must encode them here); it is counted in `driver_bytes`.
+    It answers the pipeline's protocol (`engine.frames.held.HeldVideo`) as a `DecodedVideo` does, and gives each
+    budget a `FrameRef` (`frames`) instead of pixels. `fetch` brings the pixels into this process (for a backend
+    that must encode them here); it is counted in `fetched_bytes`.
     """
 
     def __init__(self, part: DecodedPart, ref: Any, on_release: Callable[[], None] | None = None) -> None:
@@ -89,9 +95,21 @@ class RemoteVideo:
         self._held = dict(part.held)
         self._on_release = [on_release] if on_release is not None else []
         self._local: DecodedVideo | None = None
-        self.driver_bytes = self._inlined([ref])
+        self.fetched_bytes = self._inlined([ref])
+        """Frame bytes that entered this process: fetched (`fetch`) or kept inline by Ray."""
         self.memo: dict[object, object] = {}
         """As `DecodedVideo.memo`: values the later steps derive from this video, emptied when parts join or go."""
+
+    @classmethod
+    def put(cls, video: DecodedVideo, worker: str) -> RemoteVideo:
+        """`video`, decoded in this process, put in the object store of this process's node: the handle a decode
+        actor would have given (its pixels then travel to an engine by reference, and a later round's frames join
+        them by reference). Needs Ray."""
+        import ray
+
+        node_id = ray.get_runtime_context().get_node_id()
+        part = DecodedPart(video.facts(), video.held(), video.nbytes, node_id, worker)
+        return cls(part, ray.put(video))
 
     @staticmethod
     def _inlined(refs: list[Any]) -> int:
@@ -120,6 +138,10 @@ class RemoteVideo:
     def pipeline(self) -> str:
         return self.facts.pipeline
 
+    @property
+    def stats(self) -> VideoStats | None:
+        return self.facts.stats
+
     def covered(self, size: Size) -> np.ndarray:
         """Indices held at `size` (w, h) by any part."""
         return self._held.get((int(size[0]), int(size[1])), np.empty(0, np.int64))
@@ -132,9 +154,12 @@ class RemoteVideo:
             raise KeyError("a view asks for frames that were not decoded")
         return FrameRef(tuple(self._parts), idx, key, self.node_id)
 
-    def view_jpeg(self, indices: np.ndarray, size: Size | None = None) -> list[bytes] | None:
-        """None: a cached video's JPEG bytes stay with its frames (a fetched copy has them)."""
-        return None
+    def budget(self, indices: np.ndarray, size: Size, *, by_ref: bool) -> BudgetFrames:
+        """One budget's frames: by reference (`frames`) when `by_ref`, else the pixels of the fetched video
+        (`fetch`: counted in `fetched_bytes`)."""
+        if by_ref:
+            return self.frames(indices, size), None
+        return self.fetch().budget(indices, size, by_ref=False)
 
     def absorb(self, other: RemoteVideo) -> None:
         """Take in a later decode pass of the same video (an adaptive round): one more part."""
@@ -145,17 +170,17 @@ class RemoteVideo:
         self._on_release += other._on_release
         self.nbytes += other.nbytes
         self.workers += other.workers
-        self.driver_bytes += other.driver_bytes
+        self.fetched_bytes += other.fetched_bytes
         self._local = None
         self.memo.clear()
 
     def fetch(self) -> DecodedVideo:
-        """The pixels in this process (once; counted in `driver_bytes`)."""
+        """The pixels in this process (once; counted in `fetched_bytes`)."""
         if self._local is None:
             import ray
 
             self._local = DecodedVideo.merge(ray.get(list(self._parts)))
-            self.driver_bytes += self.nbytes
+            self.fetched_bytes += self.nbytes
         return self._local
 
     def release(self) -> None:

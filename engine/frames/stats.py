@@ -31,7 +31,7 @@ import numpy as np
 
 from engine.frames.base import VideoInfo
 
-__all__ = ["CUT_THRESHOLD", "STATIC_THRESHOLD", "STATS_SIDE", "VideoStats", "frame_stats", "luma", "stats_of"]
+__all__ = ["CUT_THRESHOLD", "STATIC_THRESHOLD", "STATS_SIDE", "VideoStats", "frame_stats", "luma"]
 
 STATS_SIDE = 64
 """Pixels sampled along a frame's long side for the statistics: enough for brightness and motion, cheap."""
@@ -85,12 +85,3 @@ def frame_stats(frames: np.ndarray, info: VideoInfo) -> VideoStats:
         scene_cuts=int((diffs > CUT_THRESHOLD).sum()) if pairs else None,
         static_share=float((diffs < STATIC_THRESHOLD).mean()) if pairs else None,
     )
-
-
-def stats_of(video: Any) -> VideoStats | None:
-    """The statistics a decoded video carries: a `DecodedVideo`'s own, or those of a remote handle's facts."""
-    stats = getattr(video, "stats", None)
-    if stats is None:
-        facts = getattr(video, "facts", None)
-        stats = getattr(facts, "stats", None)
-    return stats if isinstance(stats, VideoStats) else None

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.frames.base import DecodeError, DecodeRequest, FrameBatch, VideoInfo
+from engine.frames.held import BudgetFrames
 from engine.frames.resize import resize_frame
 from engine.frames.stats import VideoStats
 from engine.frames.view import RepeatedFrames
@@ -85,6 +86,22 @@ class DecodedVideo:
         if self.frames.ndim == 4 and self.frames.shape[0]:
             return int(self.frames.shape[2]), int(self.frames.shape[1])
         return self.info.width, self.info.height
+
+    @property
+    def node_id(self) -> None:
+        """None: the pixels are in this process (`engine.frames.held.HeldVideo`)."""
+        return None
+
+    @property
+    def fetched_bytes(self) -> int:
+        """0: nothing was fetched from elsewhere (whoever decoded the pixels here counted them)."""
+        return 0
+
+    def budget(self, indices: np.ndarray, size: Size, *, by_ref: bool = False) -> BudgetFrames:
+        """One budget's frames: the shared read-only view (`view` with `shared=True`), and from the frame cache
+        their JPEG bytes; the pixels are here, so `by_ref` changes nothing (`engine.frames.held.HeldVideo`)."""
+        frames = self.view(indices, size, shared=True)
+        return frames, self.view_jpeg(indices, size) if self.pipeline == "cached" else None
 
     def check(self, indices: np.ndarray) -> list[int]:
         """`indices` as ints; DecodeError naming the frames among them that do not exist or did not decode."""

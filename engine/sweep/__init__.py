@@ -9,9 +9,10 @@
     policy.py     JobPolicy and GridPolicy (every budget at once); adaptive policies live in engine.adaptive
     jobs.py       planning of pending jobs (resume, context ceilings) and of each job's frames (Job is in engine.items)
     engines.py    start the backends a spec names (vLLM actors, replica pools, HTTP clients)
-    rows.py       a finished job as a ResultRow (scored by its dataset adapter) or an error row (permanent|transient)
+    rows.py       the score step (Scoring: each dataset adapter's rule plugged in): a ResultRow or an error row
     decoding.py   the decode step: plans and one pass per video round, on decode actors or in the driver
     requests.py   the request step: job contexts and engine requests (frames by reference or as pixels)
+    retry.py      the retries within a run: a round's jobs whose frames were lost, a batch whose engine died
     scheduler.py  Sweep: the pipeline itself; adaptive policies choose its jobs (engine.adaptive)
 """
 

@@ -5,13 +5,17 @@ frames, at the largest size any job needs (smaller sizes converted in the same p
 (`DecodeRequest.at_sizes`), given to `engine.frames.decode.decode_video`. The pass runs on a
 decode actor when one is alive (`engine.frames.actors`: its frames stay in the object store of its node,
 the node that will answer the video, and the driver gets their facts: a `RemoteVideo`), else in this
-process's threads (the fallback: a `DecodedVideo`, its frames counted in `driver_bytes`).
+process's threads (its frames counted in `driver_bytes`): a `DecodedVideo` when the run has no decode actors,
+put in the object store (`RemoteVideo.put`) when it has some but none is left, so one run holds one kind of
+video and a later round's frames join the earlier ones' without fetching any (`engine.frames.held`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,7 +27,6 @@ from engine.frames.actors import DecodePool
 from engine.frames.base import VideoInfo
 from engine.frames.cache import FrameCache
 from engine.frames.decode import (
-    DecodedVideo,
     DecodeError,
     DecodeRequest,
     check_source_size,
@@ -31,6 +34,7 @@ from engine.frames.decode import (
     get_decoder,
     sizes_needed,
 )
+from engine.frames.held import HeldVideo
 from engine.frames.plan import FramePlan
 from engine.frames.remote import RemoteVideo
 from engine.items import Job
@@ -41,7 +45,10 @@ __all__ = ["Decoding", "Held", "PlanErrors", "Plans", "Video", "pkey", "plan_eac
 
 log = logging.getLogger(__name__)
 
-Video = DecodedVideo | RemoteVideo
+_DRIVER = f"{socket.gethostname()}:{os.getpid()}"
+"""This process as the worker of the passes it decodes itself."""
+
+Video = HeldVideo
 
 Held = dict[str, Video]
 """What earlier rounds of one video decoded, per pipeline ("raw": decoded from the file, "cached": the frame cache)."""
@@ -103,6 +110,7 @@ class Decoding:
         self.frames = 0
         self.driver_bytes = 0
         self._engine_nodes: set[str] = set()
+        self._tried = False  # the decode actors were started (or none could be)
 
     def pipeline(self, job: Job) -> str:
         """The job's pipeline: its budget's, else the [decode] setting."""
@@ -116,20 +124,26 @@ class Decoding:
         return d.actors if d.actors is not None else (None if self.spec.ray_address else 0)
 
     def wants_actors(self) -> bool:
-        return self.pool is None and self._actors_wanted() != 0
+        return self.pool is None and not self._tried and self._actors_wanted() != 0
 
     async def start_actors(self) -> list[str]:
         """Start the decode actors (Ray is up); returns their workers (host:pid)."""
         import ray
 
+        self._tried = True
         n_actors = self._actors_wanted()
         if n_actors is None:
             n_actors = sum(1 for n in ray.nodes() if n.get("Alive"))
         d = self.spec.decode
         cache_root = self.cache.dir.parent if self.cache is not None else None
-        self.pool = DecodePool(n_actors, d.actor_cpus, cache_root, d.cache_format)
-        self.pool.engine_nodes = self._engine_nodes
-        return await self.pool.start()
+        pool = DecodePool(n_actors, d.actor_cpus, cache_root, d.cache_format)
+        pool.engine_nodes = self._engine_nodes
+        workers = await pool.start()
+        if workers:
+            self.pool = pool
+        else:  # none could start: the run decodes in this process, its videos stay here
+            await pool.close()
+        return workers
 
     def near_engines(self, nodes: set[str]) -> None:
         """The nodes the engines run on: videos are decoded there first."""
@@ -178,34 +192,30 @@ class Decoding:
         cached = pipeline == "cached"
         decoded: Video | None = None
         if self.pool is not None:  # a decode actor beside the engines; None: none is left
-            near = mine.node_id if isinstance(mine, RemoteVideo) else None
+            near = mine.node_id if mine is not None else None
             decoded = await self.pool.decode(request, cached=cached, near=near)
         if decoded is None:
-            cache = self.cache if cached else None
-            decoded = await asyncio.get_running_loop().run_in_executor(self.threads, decode_video, request, cache)
-            self.driver_bytes += decoded.nbytes
+            decoded = await self._decode_here(request, cached)
         self.calls += 1
         self.frames += int(np.unique(np.concatenate(list(need.values()))).size)
         self.progress("decoded", 1)
-        held[pipeline] = decoded if mine is None else self._join(mine, decoded)
+        if mine is None:
+            held[pipeline] = decoded
+        else:
+            mine.absorb(decoded)  # one kind per run (see the module docstring): by reference while remote
 
-    def _join(self, mine: Video, new: Video) -> Video:
-        """A later round's frames joined to the earlier ones' (by reference while both are remote)."""
-        if isinstance(mine, RemoteVideo) and isinstance(new, RemoteVideo):
-            mine.absorb(new)
-            return mine
-        # one of them was decoded here (no decode actor was left): the pixels join here
-        local = mine.fetch() if isinstance(mine, RemoteVideo) else mine
-        local.absorb(new.fetch() if isinstance(new, RemoteVideo) else new)
-        for gone in (mine, new):
-            if isinstance(gone, RemoteVideo):
-                self._drop(gone)
-        return local
+    async def _decode_here(self, request: DecodeRequest, cached: bool) -> Video:
+        """One pass in this process's threads, its frames counted in `driver_bytes`; put in the object store when
+        the run decodes on actors (so the run's videos stay of one kind)."""
+        loop = asyncio.get_running_loop()
+        local = await loop.run_in_executor(self.threads, decode_video, request, self.cache if cached else None)
+        self.driver_bytes += local.nbytes
+        if self.pool is None:
+            return local
+        return await loop.run_in_executor(self.threads, RemoteVideo.put, local, _DRIVER)
 
     def _drop(self, video: Video) -> None:
-        if isinstance(video, RemoteVideo):
-            self.driver_bytes += video.driver_bytes
-            video.driver_bytes = 0
+        self.driver_bytes += video.fetched_bytes
         video.release()
 
     def forget(self, held: Held, pipeline: str) -> None:

@@ -9,6 +9,10 @@ too short or too plain to be redacted safely, a server `base_url` that is not an
 output directory that is a file or cannot be written. A model path or output directory the system
 cannot even look up (a NUL byte, a name longer than the file system takes) is named first, alone:
 every other check of it would fail inside the OS.
+
+A run checks once: `preflight` returns a `Preflight` record of what passed, and a `Sweep` given one that covers its
+spec (`Sweep(..., checked=...)`, as `framesweep run` does after its own check) does not check again; a `Sweep`
+without one checks when it starts.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -26,7 +31,8 @@ from engine.frames.decode import get_decoder
 from engine.runtime.checkpoint import model_folder
 from engine.runtime.secrets import MIN_SECRET_LEN, secret_problem
 
-__all__ = ["close_sibling", "hub_cache", "is_hub_id", "model_problems", "offline_hub_problem", "preflight"]
+__all__ = ["Preflight", "close_sibling", "hub_cache", "is_hub_id", "model_problems", "offline_hub_problem",
+           "preflight"]
 
 _OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 _SIBLINGS_READ = 10_000
@@ -197,8 +203,28 @@ def _token_problem() -> str | None:
     return None
 
 
-def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True, *, only_engines: bool = False) -> None:
-    """Raise `SpecError` naming every field whose value cannot work here.
+@dataclass(frozen=True, eq=False)
+class Preflight:
+    """A spec that passed `preflight`, and what was checked of it.
+
+    Attributes:
+        spec: The spec checked (the very object: a copy with another field is another spec).
+        engines: What starting its engines needs was checked too.
+        only_engines: Only what starting its vLLM engines needs was checked (`framesweep engines up`).
+    """
+
+    spec: SweepSpec
+    engines: bool
+    only_engines: bool
+
+    def covers(self, spec: SweepSpec, engines: bool) -> bool:
+        """Whether this check is the one a run of `spec` needs (`engines`: it starts its own engines)."""
+        return self.spec is spec and not self.only_engines and (self.engines or not engines)
+
+
+def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True, *,
+              only_engines: bool = False) -> Preflight:
+    """Raise `SpecError` naming every field whose value cannot work here; else the record of the check.
 
     Args:
         spec: The validated spec.
@@ -237,3 +263,4 @@ def preflight(spec: SweepSpec, source: str = "<spec>", engines: bool = True, *, 
         problems.append(why)
     if problems:
         _refuse(source, what, problems)
+    return Preflight(spec, engines, only_engines)

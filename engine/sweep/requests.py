@@ -17,9 +17,8 @@ from engine.config import ModelSpec, SweepSpec
 from engine.datasets.registry import JobPrompt
 from engine.frames.decode import DecodeError
 from engine.frames.plan import FramePlan
-from engine.frames.remote import RemoteVideo
 from engine.frames.resize import size_for
-from engine.frames.view import FrameRef, MediaView, RepeatedFrames, media_fingerprint, media_uuid
+from engine.frames.view import MediaView, media_fingerprint, media_uuid
 from engine.items import Item, Job
 from engine.results.schema import ResultRow
 from engine.sweep.decoding import Held, Video
@@ -52,25 +51,26 @@ class RequestBuilder:
         return job.budget.pipeline or self.spec.decode.pipeline
 
     def attempt(self, job: Job) -> int:
+        """The job's next attempt after those committed."""
         return self.attempts.get(tuple(job.key), 0) + 1  # type: ignore[arg-type]
 
-    def context(self, job: Job, decoded: Video | None, plan: FramePlan | None) -> JobContext:
-        """What is recorded for `job` whatever its outcome (`plan` None: it failed before planning)."""
+    def context(self, job: Job, decoded: Video | None, plan: FramePlan | None,
+                attempt: int | None = None) -> JobContext:
+        """What is recorded for `job` whatever its outcome (`plan` None: it failed before planning), on `attempt`
+        (None: the next after those committed)."""
         indices = plan.indices if plan is not None else np.empty(0, dtype=np.int64)
-        ctx = JobContext(job, self.models[job.model_id].family, indices, None, None,
-                         item_decoder(self.spec, job.item), None, self.attempt(job))
-        if plan is not None:
-            ctx.repeated = plan.repeated
-        if self.prints is not None:
-            ctx.answer_fingerprint = self.prints.of(job)
-        if not job.budget.is_text_only:
-            ctx.pipeline = self.pipeline(job)
-        if decoded is not None and indices.size:
-            ctx.width, ctx.height = size_for(decoded.info.width, decoded.info.height, job.budget)
-            ctx.decode_s = decoded.decode_s
-            ctx.video_frames = decoded.info.n_frames
-            ctx.video_frames_declared = decoded.info.declared_frames
-        return ctx
+        video = decoded.info if decoded is not None and indices.size else None
+        width, height = size_for(video.width, video.height, job.budget) if video is not None else (None, None)
+        return JobContext(
+            job=job, model_family=self.models[job.model_id].family, indices=indices,
+            attempt=attempt if attempt is not None else self.attempt(job),
+            width=width, height=height, decoder=item_decoder(self.spec, job.item),
+            decode_s=decoded.decode_s if video is not None and decoded is not None else None,
+            pipeline="raw" if job.budget.is_text_only else self.pipeline(job),
+            repeated=plan.repeated if plan is not None else None,
+            video_frames=video.n_frames if video is not None else None,
+            video_frames_declared=video.declared_frames if video is not None else None,
+            answer_fingerprint=self.prints.of(job) if self.prints is not None else None)
 
     def media(self, ctx: JobContext, decoded: Video | None, by_ref: bool) -> MediaView | None:
         """The job's frames: by reference when `by_ref` and they are in the object store, else pixels. Made once
@@ -86,13 +86,7 @@ class RequestBuilder:
 
     def _media(self, ctx: JobContext, decoded: Video, by_ref: bool) -> MediaView:
         size = (int(ctx.width), int(ctx.height))  # type: ignore[arg-type]
-        frames: np.ndarray | RepeatedFrames | FrameRef
-        if isinstance(decoded, RemoteVideo) and by_ref:
-            frames, jpeg = decoded.frames(ctx.indices, size), None
-        else:
-            local = decoded.fetch() if isinstance(decoded, RemoteVideo) else decoded
-            frames = local.view(ctx.indices, size, shared=True)
-            jpeg = local.view_jpeg(ctx.indices, size) if local.pipeline == "cached" else None
+        frames, jpeg = decoded.budget(ctx.indices, size, by_ref=by_ref)
         item = ctx.job.item
         content = media_fingerprint(item.video_path, decoded.decoder, decoded.pipeline)  # the video: every budget's
         uuid = media_uuid(item.media_key, ctx.job.budget.budget_id, image=item.media_kind == "image", clip=item.clip,
@@ -103,8 +97,8 @@ class RequestBuilder:
 
     def build(self, model_id: str, ctxs: list[JobContext], held: Held,
               by_ref: bool) -> tuple[list[JobContext], list[ResultRow]]:
-        """Set each context's request; returns the contexts ready to send and the error rows of jobs whose
-        frames do not exist (a permanent fault of the media)."""
+        """Each context with its request (`JobContext.sent`): the contexts ready to send, and the error rows of
+        jobs whose frames do not exist (a permanent fault of the media)."""
         family = get_family(self.models[model_id].family)
         p = self.spec.prompt
         ready: list[JobContext] = []
@@ -115,9 +109,9 @@ class RequestBuilder:
             except DecodeError as err:  # a frame this job needs does not exist or did not decode
                 failed.append(error_row(self.spec, ctx, type(err).__name__, str(err), kind="permanent"))
                 continue
-            ctx.request = family.build(f"{model_id}/{ctx.job.item.item_id}/{ctx.job.budget.budget_id}/{i}",
-                                       self.asked(ctx, media), media, p.scoring, p.system_prompt, p.max_new_tokens)
-            ready.append(ctx)
+            request = family.build(f"{model_id}/{ctx.job.item.item_id}/{ctx.job.budget.budget_id}/{i}",
+                                   self.asked(ctx, media), media, p.scoring, p.system_prompt, p.max_new_tokens)
+            ready.append(ctx.sent(request))
         return ready, failed
 
     def asked(self, ctx: JobContext, media: MediaView | None) -> Item:

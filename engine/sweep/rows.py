@@ -1,50 +1,67 @@
-"""Turn engine results (or failures) into result rows: the score step."""
+"""The score step: a job's context, and an engine's result (or a failure) as its result row.
+
+`JobContext` is what was sent for one job, immutable: the request step builds it once
+(`engine.sweep.requests.RequestBuilder.context`), sending it gives a new one with the request (`sent`), and a retry
+after an engine died a new one with the next attempt (`retried`). `Scoring` is the one place a reply is scored:
+the spec's rule (`prompt.scoring`, `prompt.extraction`) with each dataset's official rule plugged in (its adapter's
+`score`, `engine.datasets.DatasetAdapter`), `default_score` for a dataset without one."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
 from engine.backends.base import EngineRequest, EngineResult
 from engine.backends.prompts import prompt_hash
 from engine.config import SweepSpec
+from engine.datasets._base import ItemScore, default_score
 from engine.frames.base import is_media_fault
 from engine.frames.decode import decoder_version
-from engine.items import Job
+from engine.items import Item, Job
 from engine.results.schema import ResultRow
 from engine.runtime.secrets import redact
 from engine.scoring import AbsurdLogprob, checked_logprob, extract_letter, score_at_answer, score_letters
 
-__all__ = ["ErrorKind", "JobContext", "error_kind", "error_row", "scored_row"]
+__all__ = ["ErrorKind", "JobContext", "Scorer", "Scoring", "error_kind", "error_row", "scored_row"]
 
 ErrorKind = Literal["permanent", "transient"]
 """An error row's `error_kind`: permanent (the media or the item is at fault; a rerun fails the same way until they
 are fixed) or transient (the engine, the server, a timeout, the machine; a rerun retries it)."""
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True, eq=False)  # compared by identity: it holds arrays
 class JobContext:
-    """What was sent for one job (recorded on its row whatever the outcome)."""
+    """What was sent for one job (recorded on its row whatever the outcome); immutable, built by keyword."""
 
     job: Job
     model_family: str
     indices: np.ndarray
-    width: int | None
-    height: int | None
-    decoder: str | None
-    decode_s: float | None
+    """The frames sent (empty: none, or the job failed before planning)."""
     attempt: int
+    width: int | None = None
+    height: int | None = None
+    decoder: str | None = None
+    decode_s: float | None = None
     pipeline: str = "raw"
     request: EngineRequest | None = None
+    """Set by the request step (`sent`); None for a job that failed before it."""
     repeated: bool | None = None
     video_frames: int | None = None
     video_frames_declared: int | None = None
     answer_fingerprint: str | None = None
     """How the answer is made (`engine.sweep.fingerprint`)."""
+
+    def sent(self, request: EngineRequest) -> JobContext:
+        """This job with the request the request step built for it."""
+        return replace(self, request=request)
+
+    def retried(self) -> JobContext:
+        """This job on its next attempt (its engine died and came back)."""
+        return replace(self, attempt=self.attempt + 1)
 
 
 def row_media_kind(media_kind: str) -> str:
@@ -118,25 +135,44 @@ def error_row(spec: SweepSpec, ctx: JobContext, error_type: str, message: str, w
     return row
 
 
-Scorer = Callable[[Any, str], Any]
+Scorer = Callable[[Item, str], ItemScore]
 """An adapter's `score(item, response) -> ItemScore(pred, correct, score)` (the benchmark's official rule)."""
 
 
-@dataclass(frozen=True)
-class _Judged:
-    pred: str | None
-    correct: bool | None
-    score: float
+class Scoring:
+    """The score step of one sweep: every reply is scored here (see the module docstring).
+
+    Args:
+        spec: The sweep (its `prompt.scoring` and `prompt.extraction` rules).
+        rules: Per dataset, its adapter's official rule (`DatasetAdapter.score`); any other dataset is scored by
+            `default_score`.
+    """
+
+    def __init__(self, spec: SweepSpec, rules: Mapping[str, Scorer] | None = None) -> None:
+        self.spec = spec
+        self.rules: dict[str, Scorer] = dict(rules or {})
+
+    def rule(self, dataset: str) -> Scorer:
+        """The official rule of `dataset`'s items."""
+        return self.rules.get(dataset, default_score)
+
+    def row(self, ctx: JobContext, res: EngineResult) -> ResultRow:
+        """The row of one engine result: scored, or an error row (`scored_row`)."""
+        return scored_row(self.spec, ctx, res, self.rule(ctx.job.item.dataset))
+
+    def failed(self, ctx: JobContext, err: BaseException) -> ResultRow:
+        """The row of a job whose engine could not answer (a transient error row: a rerun retries it)."""
+        return error_row(self.spec, ctx, type(err).__name__, str(err))
 
 
-def _judge(spec: SweepSpec, item: Any, text: str, scorer: Scorer) -> Any:
+def _judge(spec: SweepSpec, item: Item, text: str, scorer: Scorer) -> ItemScore:
     """The adapter's official rule, or for MCQ items the spec's extraction rule (`prompt.extraction`)."""
     rule = spec.prompt.extraction
     if rule == "official" or item.kind != "mcq":
         return scorer(item, text)
     pred = extract_letter(text, "".join(item.letters), rule) or None
     correct = pred is not None and pred == item.answer
-    return _Judged(pred, correct, float(correct))
+    return ItemScore(pred, correct, float(correct))
 
 
 def scored_row(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scorer) -> ResultRow:

@@ -23,15 +23,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.backends.base import Backend, EngineResult
+from engine.backends.base import Backend
 from engine.backends.coalesce import CoalescingBackend
-from engine.backends.warm import WarmEngineStoppedError
 from engine.config import SweepSpec
-from engine.datasets._base import default_score
 from engine.frames.cache import FrameCache
 from engine.frames.decode import DecodeError
-from engine.frames.remote import FRAMES_LOST
-from engine.frames.stats import stats_of
 from engine.items import Job
 from engine.results.compact import compact_if_due
 from engine.results.directory import ResultsDir
@@ -41,10 +37,11 @@ from engine.results.video_stats import VideoStatsLog, stats_row
 from engine.sweep.decoding import Decoding, Held, Plans, pkey, text_plans
 from engine.sweep.engines import engine_nodes, start_backends
 from engine.sweep.policy import GridPolicy, JobPolicy
-from engine.sweep.preflight import preflight
+from engine.sweep.preflight import Preflight, preflight
 from engine.sweep.prepare import Prepared, prepare
 from engine.sweep.requests import RequestBuilder
-from engine.sweep.rows import JobContext, Scorer, error_kind, error_row, scored_row
+from engine.sweep.retry import FramesLostRetry, generate_with_retries
+from engine.sweep.rows import JobContext, Scoring, error_kind, error_row
 
 __all__ = ["Sweep", "SweepSummary"]
 
@@ -85,11 +82,21 @@ class SweepSummary:
 
 
 class Sweep:
-    """One run of a sweep spec against its results directory (resumable)."""
+    """One run of a sweep spec against its results directory (resumable).
+
+    Args:
+        spec: The sweep.
+        backends: The models' backends, started (None: the run starts its own engines, and closes them).
+        progress: progress(event, n), see `ProgressFn`.
+        policy: Which jobs run, round by round (default: every budget at once, `GridPolicy`).
+        checked: The caller's `preflight` of this spec; the run checks it itself unless this covers it.
+    """
 
     def __init__(self, spec: SweepSpec, backends: dict[str, Backend] | None = None,
-                 progress: ProgressFn | None = None, policy: JobPolicy | None = None) -> None:
+                 progress: ProgressFn | None = None, policy: JobPolicy | None = None,
+                 checked: Preflight | None = None) -> None:
         self.spec = spec
+        self.checked = checked
         self.policy: JobPolicy = policy or GridPolicy()
         self.backends: dict[str, Backend] = dict(backends or {})
         self._own_backends = backends is None
@@ -99,7 +106,7 @@ class Sweep:
         """The results directory as `run` opened it once (None before it holds it)."""
         self._stop = asyncio.Event()
         self._pool = ThreadPoolExecutor(max_workers=spec.decode.threads, thread_name_prefix="decode")
-        self._scorers: dict[str, Scorer] = {}
+        self.scoring = Scoring(spec)
         self._coalesced: dict[str, CoalescingBackend] = {}
         self._engines_task: asyncio.Task[None] | None = None
         self._stats_log: VideoStatsLog | None = None  # each video's low-level statistics (`_note_stats`)
@@ -126,7 +133,8 @@ class Sweep:
         """Run (or resume) the sweep: the directory's lock first, then the items, the resume check and the plan
         (`engine.sweep.prepare`); Ray, decode actors and engines start only when something is pending."""
         t0 = time.perf_counter()
-        preflight(self.spec, engines=self._own_backends)
+        if self.checked is None or not self.checked.covers(self.spec, self._own_backends):
+            self.checked = preflight(self.spec, engines=self._own_backends)
         store: ResultStore | None = None
         try:
             store = ResultStore(self.spec.store.out_dir)  # first: a second driver stops here, before any work
@@ -170,8 +178,8 @@ class Sweep:
             self._pool.shutdown(wait=False)
 
     def _adopt(self, ready: Prepared) -> None:
-        """Take the prepared run's scorers, per-job prompts, attempts and fingerprints; count its jobs."""
-        self._scorers.update(ready.scorers)
+        """Take the prepared run's scoring rules, per-job prompts, attempts and fingerprints; count its jobs."""
+        self.scoring = Scoring(self.spec, ready.scorers)
         self.requests.attempts = ready.attempts
         self.requests.prints = ready.prints
         self.requests.prompts = ready.prompts
@@ -280,46 +288,51 @@ class Sweep:
 
     async def _run_round(self, jobs: list[Job], held: Held) -> tuple[list[ResultRow], Held]:
         """Decode what this round lacks, ask every model, score: one row per job. Jobs whose frames were lost
-        with their node are decoded and asked again (a further attempt)."""
-        rows, jobs, plans = await self._decode(jobs, held)
+        with their node are decoded and asked again, each on its next attempt (`FramesLostRetry`)."""
+        retry = FramesLostRetry(jobs, self.spec.max_attempts)
+        while retry.pending:
+            rows = await self._try_round(retry, held)
+            again = retry.settle(rows, stopping=self._stop.is_set())
+            if again:
+                log.warning("%s: the frames of %d job(s) were lost with their node; decoding them again",
+                            again[0].item.video_id, len(again))
+                for pipeline in {self.decoding.pipeline(j) for j in again}:
+                    self.decoding.forget(held, pipeline)
+        return retry.rows, held
+
+    async def _try_round(self, retry: FramesLostRetry, held: Held) -> list[ResultRow]:
+        """One try of the round's pending jobs: decode, ask every model, score."""
+        rows, jobs, plans = await self._decode(retry, held)
         by_model: dict[str, list[JobContext]] = defaultdict(list)
         for j in jobs:
-            by_model[j.model_id].append(self.requests.context(j, held.get(self.decoding.pipeline(j)), plans[pkey(j)]))
+            video = held.get(self.decoding.pipeline(j))
+            by_model[j.model_id].append(self.requests.context(j, video, plans[pkey(j)], retry.attempt(j)))
         results = await asyncio.gather(*(self._generate(mid, ctxs, held) for mid, ctxs in by_model.items()))
-        rows += [r for part in results for r in part]
-        lost = {tuple(r.key): r for r in rows if r.error_type == FRAMES_LOST and r.attempt < self.spec.max_attempts}
-        if not lost or self._stop.is_set():
-            return rows, held
-        again = [j for j in jobs if tuple(j.key) in lost]
-        log.warning("%s: the frames of %d job(s) were lost with their node; decoding them again",
-                    again[0].item.video_id, len(again))
-        for j in again:
-            self.requests.attempts[tuple(j.key)] = lost[tuple(j.key)].attempt  # type: ignore[index]
-        for pipeline in {self.decoding.pipeline(j) for j in again}:
-            self.decoding.forget(held, pipeline)
-        redone, held = await self._run_round(again, held)
-        return [r for r in rows if tuple(r.key) not in lost] + redone, held
+        return rows + [r for part in results for r in part]
 
-    async def _decode(self, jobs: list[Job], held: Held) -> tuple[list[ResultRow], list[Job], Plans]:
+    async def _decode(self, retry: FramesLostRetry, held: Held) -> tuple[list[ResultRow], list[Job], Plans]:
         """The round's decode: error rows for jobs that cannot be planned or whose video is unusable, the jobs
         left and their plans."""
+        jobs = retry.pending
         try:
             _, plans, failed = await self.decoding.round(jobs, held)
         except (DecodeError, ValueError, OSError) as err:
             # The video is unusable: its visual jobs become error rows; text-only jobs need no media.
             log.warning("%s: %s", jobs[0].item.video_id, err)
-            rows = [error_row(self.spec, self.requests.context(j, None, None), type(err).__name__, str(err),
-                              kind=error_kind(err)) for j in jobs if not j.budget.is_text_only]
+            rows = [error_row(self.spec, self.requests.context(j, None, None, retry.attempt(j)), type(err).__name__,
+                              str(err), kind=error_kind(err)) for j in jobs if not j.budget.is_text_only]
             jobs = [j for j in jobs if j.budget.is_text_only]
             return rows, jobs, text_plans(jobs)
-        rows = [error_row(self.spec, self.requests.context(j, None, None), type(failed[pkey(j)]).__name__,
-                          f"frame plan: {failed[pkey(j)]}", kind="permanent") for j in jobs if pkey(j) in failed]
+        rows = [error_row(self.spec, self.requests.context(j, None, None, retry.attempt(j)),
+                          type(failed[pkey(j)]).__name__, f"frame plan: {failed[pkey(j)]}", kind="permanent")
+                for j in jobs if pkey(j) in failed]
         return rows, [j for j in jobs if pkey(j) in plans], plans
 
     def _note_stats(self, jobs: list[Job], held: Held) -> None:
         """Keep the low-level statistics the video's raw decode computed (a few numbers, no pixels), once per
         (dataset, video) of its jobs; committed beside the rows (`engine.results.video_stats`)."""
-        stats = stats_of(held.get("raw"))
+        raw = held.get("raw")
+        stats = raw.stats if raw is not None else None
         if stats is not None and self._stats_log is not None:
             videos = sorted({(j.item.dataset, j.item.video_id) for j in jobs})
             self._stats_log.add(stats_row(dataset, video, stats) for dataset, video in videos)
@@ -332,43 +345,18 @@ class Sweep:
         self.progress("done", len(rows))
 
     async def _generate(self, model_id: str, ctxs: list[JobContext], held: Held) -> list[ResultRow]:
-        """Build the requests of one model's jobs of a video, generate, score."""
+        """Build the requests of one model's jobs of a video, generate (retrying a dead engine), score."""
         await self._engines_ready()
-        by_ref = bool(getattr(self.backends[model_id], "takes_frame_refs", False))
+        backend = self.backends[model_id]
+        by_ref = bool(getattr(backend, "takes_frame_refs", False))
         ready, failed = self.requests.build(model_id, ctxs, held, by_ref)
         if not ready:
             return failed
-        results = await self._generate_with_retries(model_id, ready)
-        if isinstance(results, BaseException):
-            err = results
-            return failed + [error_row(self.spec, c, type(err).__name__, str(err)) for c in ready]
-        self.summary.internode_frame_bytes += sum(r.frame_bytes_pulled for r in results)
-        return failed + [scored_row(self.spec, c, r, self._scorers.get(c.job.item.dataset, default_score))
-                         for c, r in zip(ready, results)]
-
-    async def _generate_with_retries(self, model_id: str, ctxs: list[JobContext]) -> list[EngineResult] | BaseException:
-        """Generate; if the engine dies, wait for it to come back (or restart it) and retry the batch,
-        up to `max_attempts` attempts per job (recorded on the rows); then the error is returned."""
-        backend = self.backends[model_id]
         if model_id not in self._coalesced:
             self._coalesced[model_id] = CoalescingBackend(backend)
-        merged = self._coalesced[model_id]
-        requests = [c.request for c in ctxs]
-        for n in range(self.spec.max_attempts):
-            try:
-                return await merged.generate(requests)  # type: ignore[arg-type]
-            except WarmEngineStoppedError:
-                raise  # `engines down` took the warm engine away: the run ends, committing what it has
-            except Exception as err:  # noqa: BLE001 - engine death: recover and retry, then errors as data
-                log.error("engine for %s failed (attempt %d of %d): %s: %s", model_id, n + 1,
-                          self.spec.max_attempts, type(err).__name__, err)
-                if n + 1 >= self.spec.max_attempts or self._stop.is_set():
-                    return err
-                for c in ctxs:
-                    c.attempt += 1
-                try:
-                    await backend.recover()
-                except Exception as rerr:  # noqa: BLE001
-                    log.error("engine for %s could not be recovered: %s", model_id, rerr)
-                    return rerr
-        raise AssertionError("unreachable")
+        sent, results = await generate_with_retries(backend, self._coalesced[model_id], ready, self.spec.max_attempts,
+                                                    self._stop.is_set, model_id)
+        if isinstance(results, BaseException):
+            return failed + [self.scoring.failed(c, results) for c in sent]
+        self.summary.internode_frame_bytes += sum(r.frame_bytes_pulled for r in results)
+        return failed + [self.scoring.row(c, r) for c, r in zip(sent, results)]

@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.backends.base import EngineRequest
 from engine.backends.vllm_actor import VLLMWorker
+from engine.backends.vllm_supervisor import EngineProcesses
 
 LETTER_IDS = {"A": 11, "B": 12, "C": 13, "D": 14}
 
@@ -37,7 +38,8 @@ class _FakeLLM:
 
 def _worker(outputs: list[Any]) -> VLLMWorker:
     w = object.__new__(VLLMWorker)  # no engine: the batch path and parser only
-    w.llm, w._letter_ids, w.worker, w.version, w._engine_procs = _FakeLLM(outputs), dict(LETTER_IDS), "w", "vllm x", []
+    w.llm, w._letter_ids, w.worker, w.version = _FakeLLM(outputs), dict(LETTER_IDS), "w", "vllm x"
+    w.engine_procs = EngineProcesses([], "w")
     w._params = lambda r: None  # type: ignore[method-assign]
     return w
 

@@ -65,7 +65,7 @@ def test_decode_actors_match_local_decode_and_survive_a_kill(ray_local) -> None:
     after, deaths, healthy, fallbacks, bad = asyncio.run(go())
     for remote in after:
         got = remote.fetch()
-        assert remote.driver_bytes == got.nbytes > 0
+        assert remote.fetched_bytes == got.nbytes > 0
         assert np.array_equal(got.indices, local.indices) and np.array_equal(got.frames, local.frames)
         assert np.array_equal(got.view(also[(32, 24)], (32, 24)), local.view(also[(32, 24)], (32, 24)))
         assert np.allclose(got.timestamps, local.timestamps)
@@ -106,7 +106,7 @@ def test_frames_stay_in_the_store_and_each_budget_is_read_where_the_engine_runs(
             answer = engine.read.remote(refs)
             await asyncio.to_thread(ray.wait, [answer], fetch_local=False)  # the engine has read them
         got, pulled = await answer  # the test's own copy of what the engine read (frames, on purpose)
-        facts = (meter.arrays, meter.bytes, remote.driver_bytes, remote.node_id, pool.healthy)
+        facts = (meter.arrays, meter.bytes, remote.fetched_bytes, remote.node_id, pool.healthy)
         remote.release()
         with pytest.raises(RuntimeError):
             remote.frames(first_idx, small)  # released: nothing more is handed out

@@ -10,7 +10,7 @@ import pytest
 
 from engine.frames.base import VideoInfo
 from engine.frames.decode import DECODE_CALLS, DecodeRequest, decode_video
-from engine.frames.stats import VideoStats, frame_stats, luma, stats_of
+from engine.frames.stats import VideoStats, frame_stats, luma
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 INFO = VideoInfo(n_frames=300, fps=30.0, width=640, height=360)
@@ -62,12 +62,11 @@ def test_a_decode_pass_carries_the_statistics_of_its_frames() -> None:
     idx = np.arange(0, 48, 4)
     video = decode_video(DecodeRequest(path, idx))
     assert DECODE_CALLS[str(path)] == before + 1
-    s = stats_of(video)
+    s = video.stats
     assert isinstance(s, VideoStats) and s.frames_used == idx.size
     assert s == frame_stats(video.frames, video.info)
     assert (s.n_frames, s.width, s.height) == (48, 96, 64) and s.duration_s == pytest.approx(2.0)
-    if hasattr(video, "facts"):  # the pixel-free copy a decode actor returns
-        assert stats_of(video.facts()) == s
+    assert video.facts().stats == s  # the pixel-free copy a decode actor returns
 
 
 def _sweep(tmp_path: Path, budgets: list[dict]) -> None:
@@ -163,9 +162,9 @@ def test_a_remote_video_keeps_the_statistics_of_its_largest_pass() -> None:
         return RemoteVideo(DecodedPart(video.facts(), video.held(), video.nbytes, None, "w"), object())
 
     first = remote(small)
-    assert stats_of(first) == small.stats and small.stats is not None and small.stats.frames_used == 3
+    assert first.stats == small.stats and small.stats is not None and small.stats.frames_used == 3
     first.absorb(remote(large))
-    assert stats_of(first) == large.stats and stats_of(first).frames_used == 12
+    assert first.stats == large.stats and first.stats.frames_used == 12
     bigger_first = remote(large)
     bigger_first.absorb(remote(small))
-    assert stats_of(bigger_first) == large.stats
+    assert bigger_first.stats == large.stats

@@ -25,11 +25,9 @@ def _ctx(mode: str = "letter", kind: str = "mcq") -> JobContext:
     item = Item(dataset="synthetic", dataset_version="v", item_id="v0/q", video_id="v0", video_path=None,
                 question="Q?", options=("red", "green", "blue", "white"), answer="B" if kind == "mcq" else "red",
                 kind=kind)  # type: ignore[arg-type]
-    ctx = JobContext(job=Job("tiny", item, BudgetPoint(frames=0)), model_family="qwen2_5_vl",
-                     indices=np.zeros(0, dtype=np.int64), width=None, height=None, decoder=None, decode_s=None,
-                     attempt=1)
-    ctx.request = EngineRequest("r0", "Q?", letters=list("ABCD"), mode=mode)  # type: ignore[arg-type]
-    return ctx
+    return JobContext(job=Job("tiny", item, BudgetPoint(frames=0)), model_family="qwen2_5_vl",
+                      indices=np.zeros(0, dtype=np.int64), width=None, height=None, decoder=None, decode_s=None,
+                      attempt=1, request=EngineRequest("r0", "Q?", letters=list("ABCD"), mode=mode))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("value", [800.0, 1e308, math.nan, math.inf])
