@@ -5,6 +5,10 @@ prior, low-level statistics, robustness, iso-compute, checkpoint flows and the c
 official scores); ``tests/metrics/golden/`` holds the documents as main wrote them. A field added on purpose is
 listed in `ADDED` (where it sits) and is the only difference allowed: it is taken out of today's document before
 the bytes are compared.
+
+What people read of the same sweeps is checked the same way (`helpers.golden_text`): each command's terminal
+output and its report sections, as main printed them, so the typed table cells the metrics now give are formatted
+by the report and the CLI exactly as the strings the metrics formatted before.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 import pytest
 from helpers.golden_metrics import DOCUMENTS, GOLDEN, documents
+from helpers.golden_text import GOLDEN_TEXT, texts
 
 from engine.runtime.output import json_text
 
@@ -61,3 +66,20 @@ def test_the_metrics_document_is_byte_identical_to_mains(name: str, today: dict[
 def test_every_golden_document_is_checked() -> None:
     """A document left in the folder but no longer built would pass unseen."""
     assert sorted(p.stem for p in Path(GOLDEN).glob("*.json")) == sorted(DOCUMENTS)
+    assert sorted(p.stem for p in GOLDEN_TEXT.glob("*.txt")) == sorted(f"{n}.{k}" for n in DOCUMENTS
+                                                                       for k in ("report", "terminal"))
+
+
+@pytest.fixture(scope="module")
+def text_today(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return texts(tmp_path_factory.mktemp("golden-text"))
+
+
+@pytest.mark.parametrize("name", [f"{n}.{k}" for n in DOCUMENTS for k in ("terminal", "report")])
+def test_what_people_read_is_as_main_printed_it(name: str, text_today: dict[str, str]) -> None:
+    want = (GOLDEN_TEXT / f"{name}.txt").read_text(encoding="utf-8")
+    got = text_today[name]
+    if got != want:
+        diff = "\n".join(list(difflib.unified_diff(want.splitlines(), got.splitlines(), "main", "today",
+                                                   lineterm=""))[:60])
+        pytest.fail(f"{name} differs from main's (tests/metrics/golden/text):\n{diff}")
