@@ -16,7 +16,7 @@ from engine.cli._console import console, fail, heading, shards_named, warn, writ
 from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
 from engine.cli._results import open_results
 from engine.cli.checkpoints import checkpoint_doc, checkpoints, manifest_spec
-from engine.runtime.output import points
+from engine.report.cells import cell_text, points
 
 if TYPE_CHECKING:
     from engine.metrics.summary import SummaryOptions
@@ -109,13 +109,13 @@ def _print_blocks(blocks: list[Any]) -> None:
         if isinstance(b, Heading):
             heading(b.text)
         elif isinstance(b, Note):
-            console.print(b.text)
+            console.print(cell_text(b.text))
         elif isinstance(b, Tab):
             t = Table(title=b.title or None)
             for c in b.head:
                 t.add_column(c, justify="right")
             for r in b.rows:
-                t.add_row(*(str(v) for v in r))
+                t.add_row(*(cell_text(v) for v in r))
             console.print(t)
 
 

@@ -36,9 +36,10 @@ from engine.cli.run import (
 )
 from engine.cli.run import register as register_run_commands
 from engine.config import SpecError, SweepSpec, load_spec
+from engine.report.cells import points
 from engine.results.errors import ResultsDirError
 from engine.results.store import StoreLockedError
-from engine.runtime.output import JSONValueError, points, write_json
+from engine.runtime.output import JSONValueError, write_json
 
 if TYPE_CHECKING:
     from engine.adaptive.cascade_report import CascadeReport

@@ -18,7 +18,8 @@ import polars as pl
 from rich.table import Table
 
 from engine.cli._console import console, heading, shards_named
-from engine.runtime.output import finite, points, write_json
+from engine.report.cells import points
+from engine.runtime.output import finite, write_json
 
 if TYPE_CHECKING:
     from engine.config import SweepSpec

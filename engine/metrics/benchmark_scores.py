@@ -60,10 +60,9 @@ from engine.datasets.benchmark import BENCHMARKS, OfficialRows, Unit
 from engine.datasets.mmbench import CIRCULAR_STEP
 from engine.datasets.official import KEYS, long_scores
 from engine.datasets.scoring_rules import GROUP_TABLE_SCHEMA, videomme_v2_group_scores
-from engine.runtime.output import points
 
 __all__ = ["BENCHMARK_SCORE_SCHEMA", "GROUP_COLUMNS", "SCORE_COLUMNS", "benchmark_column", "benchmark_scores",
-           "full_scale", "group_scores", "headlines", "score_groups", "score_text", "score_unit"]
+           "full_scale", "group_scores", "headlines", "score_groups", "score_unit"]
 
 BENCHMARK_SCORE_SCHEMA: dict[str, pl.DataType] = {
     "model_id": pl.String(), "dataset": pl.String(), "budget_id": pl.String(), "metric": pl.String(),
@@ -89,19 +88,6 @@ def full_scale() -> dict[str, float]:
 def score_unit(metric: str) -> Unit:
     """How `metric` is published (its benchmark's `units`; a fraction where none names it)."""
     return next((b.units[metric] for b in BENCHMARKS.values() if metric in b.units), "fraction")
-
-
-def score_text(metric: str, v: float | None, signed: bool = False) -> str:
-    """A score as published: points in the benchmark's unit to one place, counts as counts, fractions as
-    percentages."""
-    if v is None:
-        return "n/a"
-    unit = score_unit(metric)
-    if unit == "count":
-        return f"{v:+.0f}" if signed else f"{v:.0f}"
-    if unit == "points":
-        return f"{v:+.1f}" if signed else f"{v:.1f}"
-    return points(v, signed)
 
 
 def benchmark_column(benchmarks: Mapping[str, str] | None = None) -> pl.Expr:

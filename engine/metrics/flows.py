@@ -19,8 +19,7 @@ import polars as pl
 from engine.metrics.grid import GROUP
 from engine.metrics.per_item import arrow, feature, pair_order, rate_of
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Figure, Table
-from engine.runtime.output import points
+from engine.metrics.sections import Block, Count, Delta, Figure, Rate, Table
 
 __all__ = ["all_pair_flows", "pair_flows", "paired", "state_flows", "transitions"]
 
@@ -167,8 +166,8 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
 
 
 def _terminal(g: dict[str, Any]) -> list[Block]:
-    rows: list[list[object]] = [[r["from"], r["to"], str(r["rescue"]), str(r["harm"]), points(r["net"], True),
-                                 points(r["churn"])] for r in g["transitions"]]
+    rows: list[list[object]] = [[r["from"], r["to"], Count(r["rescue"]), Count(r["harm"]), Delta(r["net"]),
+                                 Rate(r["churn"])] for r in g["transitions"]]
     return [Table("", ["from", "to", "rescue", "harm", "net", "churn"], rows,
                   title="rescue / harm per transition (net and churn in points)")]
 

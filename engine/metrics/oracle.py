@@ -22,8 +22,7 @@ import polars as pl
 from engine.metrics.grid import GROUP
 from engine.metrics.per_item import feature, rate_of, single_rates
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Figure, Note, Table
-from engine.runtime.output import points
+from engine.metrics.sections import Block, Figure, Interval, Note, Rate, Table
 
 __all__ = ["best_fixed", "fixed_accuracy", "oracle"]
 
@@ -119,7 +118,7 @@ def _terminal(g: dict[str, Any]) -> list[Block]:
     rows: list[list[object]] = []
     for b in g["grid"]:
         ci = cis.get(b) if isinstance(cis, dict) else None
-        rows.append([b, points(g["fixed_accuracy"].get(b)), f"[{points(ci[0])}, {points(ci[1])}]" if ci else ""])
+        rows.append([b, Rate(g["fixed_accuracy"].get(b)), Interval(ci[0], ci[1]) if ci else ""])
     return [Table("", ["budget", "accuracy", "CI"], rows, title="accuracy per budget")]
 
 

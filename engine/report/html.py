@@ -9,6 +9,7 @@ import html
 from collections.abc import Mapping, Sequence
 
 from engine.metrics.sections import Block, Heading, Note, Table
+from engine.report.cells import cell_text
 
 __all__ = ["BLUE", "CSS", "GREEN", "GREY", "ORANGE", "PALETTE", "RED", "Scale", "blocks", "e", "line", "rect",
            "svg", "table", "text"]
@@ -58,7 +59,8 @@ class Scale:
 
 
 def table(table_id: str, head: list[str], rows: list[list[object]]) -> str:
-    cells = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>" for r in rows)
+    """A table; each cell written by `engine.report.cells.cell_text` (a typed cell in the one number format)."""
+    cells = "".join("<tr>" + "".join(f"<td>{e(cell_text(v))}</td>" for v in r) + "</tr>" for r in rows)
     return (f'<table id="{e(table_id)}"><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
             + cells + "</table>")
 
@@ -67,7 +69,7 @@ def _block(b: Block, figures: Mapping[str, str]) -> str:
     if isinstance(b, Heading):
         return f"<h3>{e(b.text)}</h3>"
     if isinstance(b, Note):
-        return f'<p class="note">{e(b.text)}</p>'
+        return f'<p class="note">{e(cell_text(b.text))}</p>'
     if isinstance(b, Table):
         return table(b.id, b.head, b.rows)
     if b.id not in figures:

@@ -37,6 +37,7 @@ from typing import Any
 
 from engine.metrics.document import SCHEMA
 from engine.metrics.registry import registered_metrics
+from engine.report.cells import points
 from engine.report.checkpoint_section import checkpoint_section
 from engine.report.figures import (
     PaperFigure,
@@ -50,7 +51,6 @@ from engine.report.html import CSS, blocks, e, table
 from engine.report.labels import pixels, protocol_label
 from engine.report.run_info import run_section
 from engine.runtime.atomic import atomic_write
-from engine.runtime.output import points
 from engine.runtime.secrets import redact
 
 __all__ = ["render_report", "write_report"]

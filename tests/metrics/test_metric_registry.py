@@ -24,11 +24,10 @@ from engine.metrics.document import summary_document
 from engine.metrics.grid import GROUP
 from engine.metrics.per_item import feature
 from engine.metrics.registry import GroupRows, Inputs, Metric, get_metric, register_metric, unregister_metric
-from engine.metrics.sections import Block, Heading, Table
+from engine.metrics.sections import Block, Heading, Rate, Table
 from engine.metrics.summary import SummaryOptions, snapshot_columns, summary_tables
 from engine.report import render_report
 from engine.results.store import ResultStore
-from engine.runtime.output import points
 
 NAME = "confident_right"
 
@@ -56,7 +55,7 @@ def _features(m: pl.LazyFrame, alt: pl.LazyFrame | None, by: list[str]) -> pl.La
 
 def _section(g: dict[str, Any], idx: int = 0) -> list[Block]:
     return [Heading("Confident and right"),
-            Table(f"table-{NAME}-{idx}", ["items", "share"], [["confident and right at the top", points(g[NAME]["share"])]],
+            Table(f"table-{NAME}-{idx}", ["items", "share"], [["confident and right at the top", Rate(g[NAME]["share"])]],
                   title="confident and right")]
 
 
