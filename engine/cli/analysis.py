@@ -124,14 +124,7 @@ def _print_group(g: dict[str, Any]) -> None:
 
     chain = f"chain {g['protocol_id']}{' (primary)' if g['primary'] else ''}"
     heading(f"{g['model_id']} on {g['dataset']}, {chain}: {g['n_items']} matched items, {g['n_excluded']} excluded")
-    best, ow = g["best_fixed"] or {}, (g["text_overwrite"] or {}).get("any") or {}
-    term = g["terminal_regression"] or {}
-    console.print(
-        f"best fixed {best.get('budget_id', 'n/a')} {points(best.get('accuracy'))}, oracle {points(g['oracle_accuracy'])}, "
-        f"headroom {points(g['oracle_headroom'])} pts; visual confusion {points(g['visual_confusion'])} "
-        f"(visual only {points(g['visual_confusion_visual_only'])}); text overwrite (any) {points(ow.get('share_all'))}; "
-        f"terminal regressions {points(term.get('share'))}"
-    )
+    console.print("; ".join(cell_text(m.headline(g).line) for m in registered_metrics("group") if m.headline))
     for metric in registered_metrics("group"):
         if metric.terminal is not None:
             _print_blocks(metric.terminal(g))

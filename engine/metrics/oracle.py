@@ -22,7 +22,7 @@ import polars as pl
 from engine.metrics.grid import GROUP
 from engine.metrics.per_item import feature, rate_of, single_rates
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Figure, Interval, Note, Rate, Table
+from engine.metrics.sections import Block, Figure, Headline, Interval, Name, Note, Rate, Table, rate_with_interval, text
 
 __all__ = ["best_fixed", "fixed_accuracy", "oracle"]
 
@@ -113,6 +113,16 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
     return [Figure(f"fig-accuracy-{idx}", "Accuracy per budget")]
 
 
+def _headline(g: dict[str, Any]) -> Headline:
+    best = g["best_fixed"] or {}
+    return Headline(
+        text("best fixed ", Name(best.get("budget_id")), " ", Rate(best.get("accuracy")), ", oracle ",
+             Rate(g["oracle_accuracy"]), ", headroom ", Rate(g["oracle_headroom"]), " pts"),
+        (("best fixed", text(Name(best.get("budget_id")), ": ", rate_with_interval(g, "best_fixed", best.get("accuracy")))),
+         ("oracle", rate_with_interval(g, "oracle_accuracy", g["oracle_accuracy"])),
+         ("oracle headroom (pts)", rate_with_interval(g, "oracle_headroom", g["oracle_headroom"]))))
+
+
 def _terminal(g: dict[str, Any]) -> list[Block]:
     cis = g["confidence_intervals"].get("fixed_accuracy", {})
     rows: list[list[object]] = []
@@ -132,6 +142,7 @@ register_metric(Metric(
     rates=("fixed_accuracy", "best_fixed", "oracle_accuracy", "oracle_headroom"),
     report=_report,
     terminal=_terminal,
+    headline=_headline,
     higher_is_better=True,
     description="accuracy at each fixed budget, the best of them, and the per-item oracle over the chain "
                 "(right at some budget) with its headroom over the best fixed budget",

@@ -16,7 +16,8 @@ A registered `Metric` brings everything the audit needs of it:
   ``derived`` the rates computed from those; ``rates`` names them all in the order they are listed;
 - ``report`` / ``terminal`` (optional): its section in the HTML report and in the terminal
   (``framesweep metrics``), as presentation-neutral blocks (`engine.metrics.sections`) that
-  `engine.report` and the CLI render;
+  `engine.report` and the CLI render; ``headline`` (optional): its share of each chain's headline (the
+  terminal's first line per chain, the report's headline table);
 - ``annotations`` (optional): per-item columns of the exported artifact (``engine.export``), with
   ``annotation_columns`` describing them;
 - ``higher_is_better`` and ``description``: written into the document's ``metrics`` list.
@@ -158,6 +159,8 @@ class Metric:
         report: (group entry, group index) for a group metric, (its entries of one model and dataset,
             index) for a dataset metric -> blocks of its report section ([] for nothing).
         terminal: the same arguments without the index -> blocks printed by ``framesweep metrics``.
+        headline: (group entry) -> its share of the chain's headline (`engine.metrics.sections.Headline`): the
+            line ``framesweep metrics`` prints first per chain and the report's headline table.
         annotations: matched frame -> GROUP, item_id[, budget_id], its per-item columns of the export.
         annotation_columns: Each annotation column's meaning (the export's datacard).
         higher_is_better: Whether larger values are better (None: not a score); in the document's ``metrics``.
@@ -177,6 +180,7 @@ class Metric:
     rates: tuple[str, ...] = ()
     report: Callable[..., list[Any]] | None = None
     terminal: Callable[..., list[Any]] | None = None
+    headline: Callable[[dict[str, Any]], Any] | None = None
     annotations: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None
     annotation_columns: Mapping[str, str] = field(default_factory=dict)
     higher_is_better: bool | None = None

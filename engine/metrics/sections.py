@@ -10,13 +10,14 @@ note's numbers are typed (`Rate` with its interval, `Interval`, `Delta`, `Count`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from engine.datasets.benchmark import Unit
 
-__all__ = ["Block", "Cell", "Count", "Delta", "Figure", "Heading", "Interval", "Note", "Number", "Rate", "Score",
-           "Table", "Text", "joined", "text"]
+__all__ = ["Block", "Cell", "Count", "Delta", "Figure", "Heading", "Headline", "Interval", "Name", "Note", "Number",
+           "Rate", "Score", "Table", "Text", "joined", "rate_with_interval", "text"]
 
 
 @dataclass(frozen=True)
@@ -69,13 +70,26 @@ class Number:
 
 
 @dataclass(frozen=True)
+class Name:
+    """A name that may be missing (a budget id of a chain with no result yet)."""
+
+    value: str | None
+
+
+@dataclass(frozen=True)
 class Text:
     """Words and typed cells written one after the other (`text`)."""
 
     parts: tuple[object, ...]
 
 
-Cell = Rate | Interval | Delta | Count | Score | Number | Text
+Cell = Rate | Interval | Delta | Count | Score | Number | Name | Text
+
+
+def rate_with_interval(g: Mapping[str, Any], key: str, value: float | None) -> Rate:
+    """`value`, the rate `key` of group entry `g`, with its bootstrap interval when the document has one."""
+    ci = (g.get("confidence_intervals") or {}).get(key)
+    return Rate(value, (ci[0], ci[1])) if isinstance(ci, list) and ci[0] is not None else Rate(value)
 
 
 def text(*parts: object) -> Text:
@@ -127,4 +141,13 @@ class Figure:
 
 
 Block = Heading | Note | Table | Figure
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A metric's share of a chain's headline: its phrase on the one line ``framesweep metrics`` prints per chain
+    (the metrics' phrases joined by ``; ``) and its rows of the report's headline table (label, cell)."""
+
+    line: Text
+    rows: tuple[tuple[str, object], ...] = ()
 

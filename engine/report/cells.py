@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from engine.metrics.benchmark_scores import score_unit
-from engine.metrics.sections import Count, Delta, Interval, Number, Rate, Score, Text
+from engine.metrics.sections import Count, Delta, Interval, Name, Number, Rate, Score, Text
 
 __all__ = ["cell_text", "metric_score", "points", "score_text"]
 
@@ -79,6 +79,8 @@ def cell_text(cell: object) -> str:
         return score_text(cell)
     if isinstance(cell, Number):
         return _number(cell)
+    if isinstance(cell, Name):
+        return "n/a" if cell.value is None else cell.value
     if isinstance(cell, Text):
         return "".join(cell_text(p) for p in cell.parts)
     return str(cell)
