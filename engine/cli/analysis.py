@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from engine.cli._blocks import print_blocks
 from engine.cli._checks import PolarsEngine, check_output, known_ids, refuse, summary_problems, unknown
 from engine.cli._console import console, fail, heading, shards_named, warn, writing
 from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
@@ -100,25 +101,6 @@ def _rows(results: ResultsDir, warn_foreign: bool = True) -> Any:
     return rows
 
 
-def _print_blocks(blocks: list[Any]) -> None:
-    """A registered metric's terminal section (`engine.metrics.sections` blocks); figures have no terminal form."""
-    from engine.metrics.sections import Heading, Note
-    from engine.metrics.sections import Table as Tab
-
-    for b in blocks:
-        if isinstance(b, Heading):
-            heading(b.text)
-        elif isinstance(b, Note):
-            console.print(cell_text(b.text))
-        elif isinstance(b, Tab):
-            t = Table(title=b.title or None)
-            for c in b.head:
-                t.add_column(c, justify="right")
-            for r in b.rows:
-                t.add_row(*(cell_text(v) for v in r))
-            console.print(t)
-
-
 def _print_group(g: dict[str, Any]) -> None:
     from engine.metrics.registry import registered_metrics
 
@@ -127,7 +109,7 @@ def _print_group(g: dict[str, Any]) -> None:
     console.print("; ".join(cell_text(m.headline(g).line) for m in registered_metrics("group") if m.headline))
     for metric in registered_metrics("group"):
         if metric.terminal is not None:
-            _print_blocks(metric.terminal(g))
+            print_blocks(metric.terminal(g))
 
 
 def _print_across_chains(doc: dict[str, Any]) -> None:
@@ -140,7 +122,7 @@ def _print_across_chains(doc: dict[str, Any]) -> None:
             per.setdefault((r.get("model_id"), r.get("dataset")), []).append(r)
         if metric.terminal is not None:
             for rows in per.values():
-                _print_blocks(metric.terminal(rows))
+                print_blocks(metric.terminal(rows))
 
 
 def metrics(

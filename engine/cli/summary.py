@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from rich.table import Table
 
-from engine.cli._console import console, heading, shards_named
-from engine.report.cells import points
+from engine.cli._blocks import print_live
+from engine.cli._console import shards_named
 from engine.runtime.output import finite, write_json
 
 if TYPE_CHECKING:
@@ -41,41 +40,27 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _tables(out_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Accuracy per budget, transitions, and each chain's oracle, over the directory's own rows."""
-    from engine.metrics.basic import fixed_accuracy, transitions
+def _tables(out_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Accuracy per budget and each chain's oracle, over the directory's own rows."""
+    from engine.metrics.basic import fixed_accuracy
     from engine.metrics.grid import matched
     from engine.metrics.oracle import oracle
     from engine.results.directory import ResultsDir
 
     with shards_named(out_dir):
         rows = ResultsDir.open(out_dir).rows()
-        return fixed_accuracy(rows).collect(), transitions(rows).collect(), oracle(matched(rows)).collect()
+        return fixed_accuracy(rows).collect(), oracle(matched(rows)).collect()
 
 
 def print_tables(out_dir: Path) -> None:
-    """Per chain: accuracy per budget and rescue/harm per transition (matched items), as `demo` prints them."""
-    acc, flows, _ = _tables(out_dir)
-    for (model_id, dataset, protocol), part in acc.group_by(["model_id", "dataset", "protocol_id"],
-                                                             maintain_order=True):
-        console.print()
-        heading(f"{model_id} on {dataset}, chain {protocol}")
-        t = Table(title="accuracy per budget")
-        t.add_column("budget")
-        t.add_column("items", justify="right")
-        t.add_column("accuracy", justify="right")
-        for r in part.iter_rows(named=True):
-            t.add_row(r["budget_id"], str(r["n_items"]), points(r["accuracy"]))
-        console.print(t)
-        f = flows.filter((pl.col("model_id") == model_id) & (pl.col("dataset") == dataset)
-                         & (pl.col("protocol_id") == protocol))
-        t = Table(title="rescue / harm per transition")
-        for c in ("from", "to", "rescue", "harm", "net", "churn"):
-            t.add_column(c, justify="right")
-        for r in f.iter_rows(named=True):
-            t.add_row(r["from"], r["to"], str(r["rescue"]), str(r["harm"]),
-                      points(r["net"], True), points(r["churn"]))
-        console.print(t)
+    """Per chain, each registered metric's live table over the directory's own rows (`Metric.live`: accuracy per
+    budget and rescue/harm per transition over the matched items)."""
+    from engine.metrics.registry import live_tables
+    from engine.results.directory import ResultsDir
+
+    with shards_named(out_dir):
+        tables = live_tables(ResultsDir.open(out_dir).rows())
+    print_live(tables, spaced=True)
 
 
 def _engines(summary: SweepSummary) -> dict[str, Any]:
@@ -85,7 +70,7 @@ def _engines(summary: SweepSummary) -> dict[str, Any]:
 
 def summary_doc(spec: SweepSpec, summary: SweepSummary, code: int, log_path: Path | None) -> dict[str, Any]:
     """The document `summary.json` holds (see the module's docstring)."""
-    acc, _, chains = _tables(spec.store.out_dir)
+    acc, chains = _tables(spec.store.out_dir)
     return {
         "sweep_id": spec.sweep_id,
         "out_dir": str(spec.store.out_dir),

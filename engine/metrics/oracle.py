@@ -19,10 +19,22 @@ from typing import Any
 
 import polars as pl
 
-from engine.metrics.grid import GROUP
+from engine.metrics.grid import GROUP, matched
 from engine.metrics.per_item import feature, rate_of, single_rates
-from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Figure, Headline, Interval, Name, Note, Rate, Table, rate_with_interval, text
+from engine.metrics.registry import GroupRows, Inputs, Live, Metric, register_metric
+from engine.metrics.sections import (
+    Block,
+    Count,
+    Figure,
+    Headline,
+    Interval,
+    Name,
+    Note,
+    Rate,
+    Table,
+    rate_with_interval,
+    text,
+)
 
 __all__ = ["best_fixed", "fixed_accuracy", "oracle"]
 
@@ -123,6 +135,15 @@ def _headline(g: dict[str, Any]) -> Headline:
          ("oracle headroom (pts)", rate_with_interval(g, "oracle_headroom", g["oracle_headroom"]))))
 
 
+def _live_rows(rows: pl.LazyFrame) -> pl.LazyFrame:
+    return fixed_accuracy(matched(rows)).select(*GROUP, "budget_id", "n_items", "accuracy")
+
+
+def _live_blocks(rows: list[dict[str, Any]]) -> list[Block]:
+    return [Table("", ["budget", "items", "accuracy"], [[r["budget_id"], Count(r["n_items"]), Rate(r["accuracy"])]
+                                                        for r in rows], title="accuracy per budget")]
+
+
 def _terminal(g: dict[str, Any]) -> list[Block]:
     cis = g["confidence_intervals"].get("fixed_accuracy", {})
     rows: list[list[object]] = []
@@ -143,6 +164,7 @@ register_metric(Metric(
     report=_report,
     terminal=_terminal,
     headline=_headline,
+    live=Live(_live_rows, _live_blocks),
     higher_is_better=True,
     description="accuracy at each fixed budget, the best of them, and the per-item oracle over the chain "
                 "(right at some budget) with its headroom over the best fixed budget",
