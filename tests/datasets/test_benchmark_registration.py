@@ -23,7 +23,8 @@ from engine.datasets.benchmark import OfficialRows, Source
 from engine.datasets.official import KEYS, long_scores
 from engine.datasets.sources import get_source, known_sources, layout_fields
 from engine.datasets.spec import DatasetBase
-from engine.metrics.benchmark_scores import benchmark_scores, full_scale, headlines, score_text
+from engine.metrics.benchmark_scores import benchmark_scores, full_scale, headlines, score_unit
+from engine.report.cells import metric_score
 
 
 class ToySpec(DatasetBase):
@@ -79,7 +80,8 @@ def test_a_registered_benchmark_s_official_score_headline_and_unit(toy: Benchmar
     got = {m: (v, h) for m, v, h in scores.select("metric", "value", "headline").rows()}
     assert got == {"accuracy": (0.75, False), "toy_score": (7.5, True)}
     assert headlines()["toy"] == ("toy_score",) and full_scale()["toy_score"] == 10.0
-    assert score_text("toy_score", 7.5) == "7.5" and score_text("toy_score", 0.5, signed=True) == "+0.5"
+    assert score_unit("toy_score") == "points"
+    assert metric_score("toy_score", 7.5) == "7.5" and metric_score("toy_score", 0.5, signed=True) == "+0.5"
 
 
 def test_a_benchmark_whose_spec_class_names_another_is_refused() -> None:
