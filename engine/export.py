@@ -55,7 +55,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from engine.config import register_spec_secrets
 from engine.datasets.citations import CITATIONS
-from engine.datasets.sources import SOURCES
+from engine.datasets.sources import known_sources
 from engine.metrics.benchmark_scores import group_scores
 from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP, chain_rows, grid_budgets, matched
@@ -192,12 +192,12 @@ def _benchmarks(frame: pl.DataFrame, spec: dict[str, Any]) -> dict[str, str | No
     tables = [spec["dataset"]] if isinstance(spec.get("dataset"), dict) else spec.get("datasets") or []
     named = {t.get("id") or t.get("name"): t.get("name") for t in tables if isinstance(t, dict)}
     ids = sorted(frame["dataset"].unique().to_list()) if frame.height else []
-    return {d: named.get(d) or (d if d in SOURCES else None) for d in ids}
+    return {d: named.get(d) or (d if d in known_sources() else None) for d in ids}
 
 
 def _release(adapter: str | None) -> str:
     """Where a benchmark's release (and its licence) is: its Hub page, else the page its source names."""
-    src = SOURCES.get(adapter or "")
+    src = known_sources().get(adapter or "")
     if src is None:
         return "the source benchmark's own release"
     return f"https://huggingface.co/datasets/{src.where}" if src.on_hub else src.where
@@ -213,7 +213,8 @@ def _task_categories(frame: pl.DataFrame) -> list[str]:
 def _card_data(prov: dict[str, Any], frame: pl.DataFrame, benchmarks: dict[str, str | None]) -> DatasetCardData:
     """The Hub's dataset-card metadata: licence, task categories, the source benchmarks, and the three tables as
     configs of one `test` split (`load_dataset(folder)` reads items.parquet)."""
-    hub = sorted({SOURCES[a].where for a in benchmarks.values() if a in SOURCES and SOURCES[a].on_hub})
+    sources = known_sources()
+    hub = sorted({sources[a].where for a in benchmarks.values() if a in sources and sources[a].on_hub})
     return DatasetCardData(
         pretty_name=f"framesweep audit: {prov.get('sweep_id')}", tags=["video", "evaluation", "framesweep"],
         license="other", license_name="source-benchmark-terms", task_categories=_task_categories(frame),

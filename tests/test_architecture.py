@@ -212,3 +212,53 @@ def test_each_dataset_spec_class_is_beside_its_adapter() -> None:
     names = [get_args(cls.model_fields["name"].annotation)[0] for cls in classes]
     for name, cls in zip(names, classes, strict=True):
         assert cls.__module__ == get_adapter(name).__module__ == f"engine.datasets.{name}", name
+
+
+def test_each_built_in_dataset_table_is_a_registered_benchmark() -> None:
+    """The spec's static `[dataset]` union and the benchmark registry hold the same spec classes, in one order:
+    a built-in benchmark left out of either would be half there."""
+    from typing import get_args
+
+    from engine.datasets import BENCHMARKS, DatasetSpec
+
+    assert list(get_args(get_args(DatasetSpec)[0])) == [b.spec for b in BENCHMARKS.values()]
+
+
+NO_NUMBERS_FOR_PEOPLE = ("runtime", "metrics")
+"""Packages that hold no number format for people: rates as points, ``n/a``, a number to so many places are the
+presentation layer's (`engine.report.cells`); a metric gives typed cells (`engine.metrics.sections`)."""
+_FORMATTERS = {"points", "pct", "_pts", "num", "score_text", "percent"}
+
+
+def _people_numbers(path: Path, *, places: bool) -> list[str]:
+    """Where `path` formats a number for people: a number formatter defined, ``n/a`` written, a fraction times
+    100 in an f-string, or (with `places`) a number to so many places or grouped by thousands."""
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.FunctionDef) and node.name in _FORMATTERS:
+            hits.append(f"{path.name}:{node.lineno} defines {node.name}()")
+        elif isinstance(node, ast.Constant) and node.value == "n/a":
+            hits.append(f"{path.name}:{node.lineno} writes 'n/a'")
+        elif isinstance(node, ast.FormattedValue):
+            times_100 = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult)
+                            and 100 in (getattr(n.left, "value", None), getattr(n.right, "value", None))
+                            for n in ast.walk(node.value))
+            spec = ast.unparse(node.format_spec) if node.format_spec is not None else ""
+            if times_100 or (places and any(mark in spec for mark in (".", ",", "%"))):
+                hits.append(f"{path.name}:{node.lineno} formats a number ({ast.unparse(node)[:40]})")
+    return hits
+
+
+def test_numbers_for_people_are_formatted_in_the_presentation_layer() -> None:
+    hits = [h for pkg in NO_NUMBERS_FOR_PEOPLE for p in sorted((ROOT / pkg).rglob("*.py"))
+            for h in _people_numbers(p, places=pkg == "metrics")]
+    assert hits == []
+
+
+def test_the_number_check_finds_a_formatter(tmp_path: Path) -> None:
+    """The check itself: the old `runtime.output.points` and a metric's pre-formatted cell are found."""
+    (tmp_path / "output.py").write_text('def points(v):\n    return "n/a" if v is None else f"{100 * v:.1f}"\n')
+    (tmp_path / "flows.py").write_text('row = [f"{net:+.1f}", f"{cost:,.0f}"]\n')
+    assert len(_people_numbers(tmp_path / "output.py", places=False)) == 3
+    assert len(_people_numbers(tmp_path / "flows.py", places=True)) == 2
+    assert _people_numbers(tmp_path / "flows.py", places=False) == []

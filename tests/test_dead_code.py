@@ -19,6 +19,8 @@ KEPT = {
     "realised_pixels": "a documented helper: the pixels a budget point sends for a given video size",
     "register_dataset_spec": "the extension point for a user's own dataset table",
     "unregister_dataset_spec": "the extension point's undo (a plugin registered for a while)",
+    "register_backend": "the extension point for a user's own backend kind (`ModelSpec.backend` checks the registry)",
+    "get_benchmark": "public datasets API: a registered benchmark's source, official score and headline by name",
     "own_rows": "the results package's reader of a directory's own rows, beside `ResultsDir`",
     "trajectory_table": "public metrics API: per-item answer trajectories (the registered metric reads the wide form)",
     "trajectory_wide": "public metrics API: chosen budgets as columns",

@@ -1,6 +1,6 @@
 """`Registry[T]`, the one registry type, and the engine's registries built on it.
 
-Every extension point (families, adapters, dataset specs, decoders, policies, metrics, tiny
+Every extension point (families, adapters, benchmarks with their dataset specs, decoders, policies, metrics, tiny
 builders, backends) refuses a second entry of a name naming both, and fails an unknown name
 listing the known ones.
 """
@@ -19,6 +19,7 @@ from engine.backends.families import Qwen25VL, get_family, register_family
 from engine.backends.kinds import BACKENDS, BackendKind, register_backend
 from engine.backends.tiny import build_tiny_checkpoint, register_tiny_builder
 from engine.config import register_dataset_spec
+from engine.datasets import get_benchmark
 from engine.datasets.registry import get_adapter, register_adapter
 from engine.frames.decode import get_decoder, register_decoder
 from engine.frames.plan import get_policy, register_policy
@@ -150,7 +151,7 @@ def _noop(*args: object) -> None:
 REGISTRIES: dict[str, tuple[Callable[[], object], Callable[[], object], str]] = {
     "family": (lambda: register_family("qwen2_5_vl")(Qwen25VL), lambda: get_family("nope"), "model family"),
     "adapter": (lambda: register_adapter("synthetic")(_noop), lambda: get_adapter("nope"), "dataset"),
-    "dataset spec": (lambda: register_dataset_spec(_Synthetic2), lambda: None, "dataset spec"),
+    "benchmark": (lambda: register_dataset_spec(_Synthetic2), lambda: get_benchmark("nope"), "benchmark"),
     "decoder": (lambda: register_decoder("pyav")(Alpha), lambda: get_decoder("nope"), "decoder"),
     "policy": (lambda: register_policy("uniform")(_noop), lambda: get_policy("nope"), "sampling policy"),
     "metric": (lambda: register_metric(METRICS.get("accuracy")), lambda: METRICS.get("nope"), "metric"),
@@ -168,9 +169,8 @@ def test_every_engine_registry_refuses_a_duplicate_and_lists_the_known(which: st
     duplicate, unknown, kind = REGISTRIES[which]
     with pytest.raises(ValueError, match=f"^{kind} '[a-z0-9_]+' registered twice: .+ and .+"):
         duplicate()
-    if which != "dataset spec":
-        with pytest.raises(KeyError, match=f"unknown {kind} 'nope'; known: [a-z]"):
-            unknown()
+    with pytest.raises(KeyError, match=f"unknown {kind} 'nope'; known: [a-z]"):
+        unknown()
 
 
 def test_engines_start_every_model_through_the_backend_registry(monkeypatch: pytest.MonkeyPatch,

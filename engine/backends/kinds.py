@@ -27,9 +27,9 @@ from engine.backends.tiny import BUILDERS, resolve_model_path
 from engine.backends.vllm_actor import VLLMActorBackend
 from engine.backends.warm import engine_key, engine_settings, list_engines, warm_name
 from engine.config import ModelSpec
-from engine.registry import Registry, where
+from engine.config.backends import BACKENDS
 
-__all__ = ["BACKENDS", "BackendKind", "in_cluster", "register_backend"]
+__all__ = ["BACKENDS", "OPENAI", "VLLM", "BackendKind", "in_cluster", "register_backend"]
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +61,9 @@ class BackendKind:
     check: Callable[[ModelSpec], list[tuple[str, str]]] = _no_problems
 
 
-BACKENDS: Registry[BackendKind] = Registry("backend", describe=lambda kind: where(kind.build))
-"""`ModelSpec.backend` -> how such a backend is built (a new value also goes into `ModelSpec.backend`'s choices)."""
-
-
 def register_backend(name: str, kind: BackendKind) -> BackendKind:
-    """Register the backend `name` (a name registered twice is an error)."""
+    """Register the backend `name` (`BACKENDS`, below the spec: `ModelSpec.backend` then accepts `name`; a name
+    registered twice is an error)."""
     BACKENDS.register(name, kind)
     return kind
 
@@ -159,5 +156,7 @@ def _openai_check(m: ModelSpec) -> list[tuple[str, str]]:
     return [("http.api_key_env", why)] if why else []
 
 
-register_backend("vllm", BackendKind(_vllm_backend, in_cluster=True, started=_vllm_started, check=_vllm_check))
-register_backend("openai", BackendKind(_openai_backend, check=_openai_check))
+VLLM = BackendKind(_vllm_backend, in_cluster=True, started=_vllm_started, check=_vllm_check)
+"""`backend = "vllm"` (registered in `BACKENDS` as ``engine.backends.kinds:VLLM``)."""
+OPENAI = BackendKind(_openai_backend, check=_openai_check)
+"""`backend = "openai"` (registered in `BACKENDS` as ``engine.backends.kinds:OPENAI``)."""

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 from rich.table import Table
 
+from engine.cli._blocks import print_blocks
 from engine.cli._checks import PolarsEngine, check_output, known_ids, refuse, summary_problems, unknown
 from engine.cli._console import console, fail, heading, shards_named, warn, writing
 from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
 from engine.cli._results import open_results
 from engine.cli.checkpoints import checkpoint_doc, checkpoints, manifest_spec
-from engine.runtime.output import points
+from engine.report.cells import cell_text, points
 
 if TYPE_CHECKING:
     from engine.metrics.summary import SummaryOptions
@@ -101,41 +102,15 @@ def _rows(results: ResultsDir, warn_foreign: bool = True) -> Any:
     return rows
 
 
-def _print_blocks(blocks: list[Any]) -> None:
-    """A registered metric's terminal section (`engine.metrics.sections` blocks); figures have no terminal form."""
-    from engine.metrics.sections import Heading, Note
-    from engine.metrics.sections import Table as Tab
-
-    for b in blocks:
-        if isinstance(b, Heading):
-            heading(b.text)
-        elif isinstance(b, Note):
-            console.print(b.text)
-        elif isinstance(b, Tab):
-            t = Table(title=b.title or None)
-            for c in b.head:
-                t.add_column(c, justify="right")
-            for r in b.rows:
-                t.add_row(*(str(v) for v in r))
-            console.print(t)
-
-
 def _print_group(g: dict[str, Any]) -> None:
     from engine.metrics.registry import registered_metrics
 
     chain = f"chain {g['protocol_id']}{' (primary)' if g['primary'] else ''}"
     heading(f"{g['model_id']} on {g['dataset']}, {chain}: {g['n_items']} matched items, {g['n_excluded']} excluded")
-    best, ow = g["best_fixed"] or {}, (g["text_overwrite"] or {}).get("any") or {}
-    term = g["terminal_regression"] or {}
-    console.print(
-        f"best fixed {best.get('budget_id', 'n/a')} {points(best.get('accuracy'))}, oracle {points(g['oracle_accuracy'])}, "
-        f"headroom {points(g['oracle_headroom'])} pts; visual confusion {points(g['visual_confusion'])} "
-        f"(visual only {points(g['visual_confusion_visual_only'])}); text overwrite (any) {points(ow.get('share_all'))}; "
-        f"terminal regressions {points(term.get('share'))}"
-    )
+    console.print("; ".join(cell_text(m.headline(g).line) for m in registered_metrics("group") if m.headline))
     for metric in registered_metrics("group"):
         if metric.terminal is not None:
-            _print_blocks(metric.terminal(g))
+            print_blocks(metric.terminal(g))
 
 
 def _print_across_chains(doc: dict[str, Any]) -> None:
@@ -148,7 +123,7 @@ def _print_across_chains(doc: dict[str, Any]) -> None:
             per.setdefault((r.get("model_id"), r.get("dataset")), []).append(r)
         if metric.terminal is not None:
             for rows in per.values():
-                _print_blocks(metric.terminal(rows))
+                print_blocks(metric.terminal(rows))
 
 
 def metrics(

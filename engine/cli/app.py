@@ -17,7 +17,8 @@ import typer
 from rich.table import Table
 
 from engine import __version__
-from engine.cli._console import UNWRAPPED, console, fail, heading, plain_help, setup_logging, warn
+from engine.cli._blocks import print_live
+from engine.cli._console import UNWRAPPED, console, fail, plain_help, setup_logging, warn
 from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
 from engine.cli.analysis import register as register_analysis_commands
 from engine.cli.compact import register as register_compact_command
@@ -36,9 +37,10 @@ from engine.cli.run import (
 )
 from engine.cli.run import register as register_run_commands
 from engine.config import SpecError, SweepSpec, load_spec
+from engine.report.cells import points
 from engine.results.errors import ResultsDirError
 from engine.results.store import StoreLockedError
-from engine.runtime.output import JSONValueError, points, write_json
+from engine.runtime.output import JSONValueError, write_json
 
 if TYPE_CHECKING:
     from engine.adaptive.cascade_report import CascadeReport
@@ -126,17 +128,7 @@ def status(out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Results 
              + ", ".join(Path(p).name for p in st.foreign_shards))
     if st.churn.height:
         console.print("live churn (items answered at every budget so far)")
-        for (model_id, dataset, protocol), part in st.churn.group_by(["model_id", "dataset", "protocol_id"],
-                                                                     maintain_order=True):
-            # the chain as a heading line: as columns it squeezed the numbers out of an 80-column terminal
-            heading(f"{model_id} on {dataset}, chain {protocol}")
-            rates = Table()  # rates in points, as `metrics` prints them
-            for col in ("from", "to", "n", "rescue", "harm", "net", "churn", "acc(to)"):
-                rates.add_column(col, justify="left" if col in ("from", "to") else "right", no_wrap=True)
-            for r in part.iter_rows(named=True):
-                rates.add_row(r["from"], r["to"], str(r["n"]), str(r["rescue"]), str(r["harm"]),
-                              points(r["net"], True), points(r["churn"]), points(r["accuracy_to"]))
-            console.print(rates)
+        print_live(st.live)  # each chain as a heading line: as columns it squeezed the numbers out of 80 columns
     else:
         console.print("live churn: no item answered at every budget yet")
 

@@ -18,7 +18,7 @@ from engine.cli._checks import PolarsEngine, known_ids, refuse, unknown
 from engine.cli._console import console, fail, shards_named
 from engine.cli._output import JsonPath, check_json, emit_json, to_stdout
 from engine.cli._results import open_results
-from engine.runtime.output import points
+from engine.report.cells import points
 
 if TYPE_CHECKING:
     from engine.metrics.checkpoint_study import Checkpoint
@@ -104,8 +104,8 @@ def _ceilings(rows: list[dict[str, Any]]) -> None:
 
 
 def _official(doc: dict[str, Any]) -> None:
-    from engine.metrics.benchmark_scores import score_text
     from engine.metrics.checkpoint_study import frames_label, trap_verdict
+    from engine.report.cells import metric_score
 
     _table(f"temporal trap vs {', '.join(doc['bases'])}: official scores (points of each one's full scale)",
            ("checkpoint", "base", "frames", "video datasets", "video gain", "image datasets", "image loss", "trapped"),
@@ -121,8 +121,8 @@ def _official(doc: dict[str, Any]) -> None:
            "dataset's image budget; MME and Video-MME v2 in points, the others in %)", ("checkpoint", "dataset", "budget", "metric", "subset", "score", "base", "delta",
                                "missing"),
            [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], r["subset"] or "",
-             score_text(r["metric"], r["value"]), score_text(r["metric"], r["base_value"]),
-             score_text(r["metric"], r["delta"], True), ", ".join(r["missing"] or r["base_missing"] or [])]
+             metric_score(r["metric"], r["value"]), metric_score(r["metric"], r["base_value"]),
+             metric_score(r["metric"], r["delta"], True), ", ".join(r["missing"] or r["base_missing"] or [])]
             for r in doc["headlines"] if (r["model_id"], r["dataset"], r["budget_id"]) in top])
     _table("video gain and image loss against train frames (official scores; each dataset at its score budget)",
            ("architecture", "size", "train frames", "checkpoint", "video gain", "image loss", "trapped"),

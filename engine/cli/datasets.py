@@ -87,9 +87,9 @@ def _print_field_blocks(info: AdapterInfo) -> None:
 
 def _print_source(name: str) -> None:
     """Where the benchmark comes from, and the layout `run --data DIR` expects."""
-    from engine.datasets.sources import SOURCES
+    from engine.datasets.sources import known_sources
 
-    src = SOURCES.get(name)
+    src = known_sources().get(name)
     if src is None:
         return
     how = f"framesweep fetch {name} --to DIR" if src.fetchable else "by hand"

@@ -97,13 +97,13 @@ def _frames(text: str) -> list[int]:
 def quick_spec(*, model: str, family: str | None, dataset: str, data: Path | None, frames: str, limit: int | None,
                out: Path) -> tuple[SweepSpec, dict[str, Any]]:
     """The spec the quick path's flags describe (validated), and its dict (what `OUT/spec.toml` holds)."""
-    from engine.datasets.sources import SOURCES, layout_fields
+    from engine.datasets.sources import known_sources, layout_fields
 
     if dataset not in dataset_spec_classes():
         raise SpecError(f"--dataset: unknown dataset {dataset!r}; known: {', '.join(sorted(dataset_spec_classes()))}")
     table: dict[str, Any] = {"name": dataset}
     if data is not None:
-        if dataset not in SOURCES:
+        if dataset not in known_sources():
             raise SpecError(f"--data: no known layout for {dataset}; write a spec file (`framesweep spec --example`)")
         _need_folder(data)
         table |= layout_fields(dataset, data.resolve())

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import polars as pl
-from rich.table import Table
 
-from engine.cli._console import console, heading, shards_named
-from engine.runtime.output import finite, points, write_json
+from engine.cli._blocks import print_live
+from engine.cli._console import shards_named
+from engine.runtime.output import finite, write_json
 
 if TYPE_CHECKING:
     from engine.config import SweepSpec
@@ -46,46 +46,29 @@ class RunTables(NamedTuple):
 
     accuracy: pl.DataFrame
     """Accuracy per (model, dataset, chain, budget)."""
-    flows: pl.DataFrame
-    """Rescue and harm per transition, over matched items."""
+    live: dict[str, pl.DataFrame]
+    """Each registered metric's live table (`engine.metrics.registry.live_tables`), by name."""
     chains: pl.DataFrame
     """Each chain's oracle and headroom."""
 
 
 def run_tables(results: ResultsDir) -> RunTables:
-    """Accuracy per budget, transitions, and each chain's oracle, over the directory's own rows (read once)."""
-    from engine.metrics.basic import fixed_accuracy, transitions
+    """Accuracy per budget, each metric's live table, and each chain's oracle, over the directory's own rows
+    (read once)."""
+    from engine.metrics.basic import fixed_accuracy
     from engine.metrics.grid import matched
     from engine.metrics.oracle import oracle
+    from engine.metrics.registry import live_tables
 
     with shards_named(results.path):
         rows = results.rows().collect().lazy()  # one read of the rows for the three tables
-        return RunTables(fixed_accuracy(rows).collect(), transitions(rows).collect(), oracle(matched(rows)).collect())
+        return RunTables(fixed_accuracy(rows).collect(), live_tables(rows), oracle(matched(rows)).collect())
 
 
 def print_tables(tables: RunTables) -> None:
-    """Per chain: accuracy per budget and rescue/harm per transition (matched items), as `demo` prints them."""
-    acc, flows, _ = tables
-    for (model_id, dataset, protocol), part in acc.group_by(["model_id", "dataset", "protocol_id"],
-                                                             maintain_order=True):
-        console.print()
-        heading(f"{model_id} on {dataset}, chain {protocol}")
-        t = Table(title="accuracy per budget")
-        t.add_column("budget")
-        t.add_column("items", justify="right")
-        t.add_column("accuracy", justify="right")
-        for r in part.iter_rows(named=True):
-            t.add_row(r["budget_id"], str(r["n_items"]), points(r["accuracy"]))
-        console.print(t)
-        f = flows.filter((pl.col("model_id") == model_id) & (pl.col("dataset") == dataset)
-                         & (pl.col("protocol_id") == protocol))
-        t = Table(title="rescue / harm per transition")
-        for c in ("from", "to", "rescue", "harm", "net", "churn"):
-            t.add_column(c, justify="right")
-        for r in f.iter_rows(named=True):
-            t.add_row(r["from"], r["to"], str(r["rescue"]), str(r["harm"]),
-                      points(r["net"], True), points(r["churn"]))
-        console.print(t)
+    """Per chain, each registered metric's live table over the directory's own rows (`Metric.live`: accuracy per
+    budget and rescue/harm per transition over the matched items)."""
+    print_live(tables.live, spaced=True)
 
 
 def _engines(summary: SweepSummary) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from engine.config.backends import check_backend
 from engine.config.budgets import BudgetPoint
 from engine.config.checkpoint import CheckpointSpec
 from engine.config.vllm_args import unknown_engine_args
@@ -238,8 +239,9 @@ class ModelSpec(StrictModel):
     path: str = Field(
         description="Checkpoint directory, or `tiny:<family>` for the locally built tiny random checkpoint."
     )
-    backend: Literal["vllm", "openai"] = Field(
-        default="vllm", description="vllm: engine in a Ray actor; openai: an OpenAI-compatible server (see `http`)."
+    backend: str = Field(
+        default="vllm", description="A registered backend (`engine.config.backends`): vllm: engine in a Ray actor; "
+        "openai: an OpenAI-compatible server (see `http`)."
     )
     max_frames: int | None = Field(
         default=None, gt=0, description="Frame ceiling from the context limit; budgets above it are skipped."
@@ -253,6 +255,11 @@ class ModelSpec(StrictModel):
     def fits(self, budget: BudgetPoint) -> bool:
         """Whether `budget` is within this model's context ceiling (`max_frames`)."""
         return self.max_frames is None or budget.frames <= self.max_frames
+
+    @field_validator("backend")
+    @classmethod
+    def _registered_backend(cls, v: str) -> str:
+        return check_backend(v)
 
     @model_validator(mode="after")
     def _http_needs_server(self) -> ModelSpec:

@@ -13,9 +13,9 @@ from engine.config.models import ModelSpec
 from engine.config.options import DecodeSpec, PredictorSpec, PromptSpec, StoreSpec
 from engine.config.source import SpecError, SpecFileError, read_spec_file
 from engine.config.suggest import closest_field
-from engine.datasets import DatasetSpec
+from engine.datasets import BENCHMARKS, Benchmark, DatasetSpec, register_benchmark, unregister_benchmark
+from engine.datasets.benchmark import on_benchmarks_changed
 from engine.datasets.spec import IMAGE_BUDGETS
-from engine.registry import Registry
 from engine.strict import StrictModel
 
 
@@ -184,51 +184,46 @@ def _spec_name(cls: type[StrictModel]) -> str:
     return str(name)
 
 
-DATASET_SPECS: Registry[type[StrictModel]] = Registry("dataset spec")
-"""Adapter name -> the spec class of its `[dataset]` table; the spec's `[dataset]` union is rebuilt from it."""
-for _cls in get_args(get_args(DatasetSpec)[0]):
-    DATASET_SPECS.register(_spec_name(_cls), _cls)
-
-
 def dataset_id(spec: Any) -> str:
     """The `dataset` column of a dataset spec's rows: its `id`, else its adapter's name."""
     return getattr(spec, "id", None) or str(spec.name)
 
 
 def dataset_spec_classes() -> dict[str, type[StrictModel]]:
-    """Adapter name -> the spec class of its `[dataset]` table (built-in and registered)."""
-    return dict(DATASET_SPECS.items())
+    """Adapter name -> the spec class of its `[dataset]` table: every registered benchmark's
+    (`engine.datasets.benchmark`)."""
+    return {name: b.spec for name, b in BENCHMARKS.items()}
 
 
 def register_dataset_spec(cls: type[StrictModel]) -> type[StrictModel]:
-    """Accept `cls` as a `[dataset]` table, tagged by its `name: Literal["..."]` field.
-
-    A new adapter module registers its spec class here and its factory with
-    `engine.datasets.register_adapter`: nothing else needs editing.
+    """Accept `cls` as a `[dataset]` table, tagged by its `name: Literal["..."]` field: a benchmark with only a
+    spec class (`engine.datasets.register_benchmark` registers one with its release and official score too).
     """
     name = _spec_name(cls)
-    if name in DATASET_SPECS and DATASET_SPECS.get(name) is cls:
+    if name in BENCHMARKS and BENCHMARKS.get(name).spec is cls:
         return cls
-    DATASET_SPECS.register(name, cls)  # another class of that name: an error naming both
-    _rebuild_dataset_fields()
+    register_benchmark(Benchmark(name, cls))  # another class of that name: an error naming both
     return cls
 
 
 def unregister_dataset_spec(cls: type[StrictModel]) -> None:
     """Forget a registered dataset spec class (tests that register one for a while)."""
     name = _spec_name(cls)
-    if name in DATASET_SPECS and DATASET_SPECS.get(name) is cls:
-        DATASET_SPECS.unregister(name)
-        _rebuild_dataset_fields()
+    if name in BENCHMARKS and BENCHMARKS.get(name).spec is cls:
+        unregister_benchmark(name)
 
 
 def _rebuild_dataset_fields() -> None:
+    """The `[dataset]` union of every registered benchmark's spec class (run after each registration)."""
     # a union built at run time from the registry: values for pydantic (typed Any: no static type to check)
-    union: Any = Union[tuple(DATASET_SPECS.values())]  # noqa: UP007
+    union: Any = Union[tuple(dataset_spec_classes().values())]  # noqa: UP007
     tagged: Any = Annotated[union, Field(discriminator="name")]
     SweepSpec.model_fields["dataset"].annotation = tagged | None
     SweepSpec.model_fields["datasets"].annotation = list[tagged]
     SweepSpec.model_rebuild(force=True)
+
+
+on_benchmarks_changed(_rebuild_dataset_fields)
 
 
 def _format_error(source: str, err: ValidationError) -> str:

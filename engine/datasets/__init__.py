@@ -3,8 +3,9 @@
 An adapter turns a dataset spec into `Item`s (its annotations read whole, then yielded), with the benchmark's
 prompt and answer, a version written into every result row, and the benchmark's
 official scoring rule. A new adapter is one module that defines its spec class (a `[dataset]` table; what every
-one shares is in `engine.datasets.spec`) and calls `register_adapter`; it is imported below, which registers the
-adapter, and its spec class joins `DatasetSpec`.
+one shares is in `engine.datasets.spec`) and calls `register_adapter`; its benchmark (spec class, release,
+official score, headline) is one `register_benchmark(Benchmark(...))` (`engine.datasets.benchmark`; the built-in
+ones in `engine.datasets.builtin`, and their spec classes joined in `DatasetSpec`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Annotated
 
 from pydantic import Field
 
+from engine.datasets import builtin as _builtin  # noqa: F401 - registers the built-in benchmarks
 from engine.datasets.avsd import AVSDSpec
+from engine.datasets.benchmark import BENCHMARKS, Benchmark, get_benchmark, register_benchmark, unregister_benchmark
 from engine.datasets.llava_video_178k import LlavaVideo178KSpec
 from engine.datasets.mlvu import MLVUSpec
 from engine.datasets.mmbench import MMBenchSpec
@@ -36,7 +39,9 @@ from engine.datasets.videomme import VideoMMESpec
 from engine.datasets.videomme_v2 import VideoMMEv2Spec
 
 __all__ = [
+    "BENCHMARKS",
     "AVSDSpec",
+    "Benchmark",
     "DatasetAdapter",
     "DatasetSpec",
     "LlavaVideo178KSpec",
@@ -53,9 +58,12 @@ __all__ = [
     "VideoMMMUSpec",
     "build_adapter",
     "get_adapter",
+    "get_benchmark",
     "load_items",
     "register_adapter",
+    "register_benchmark",
     "registered_adapters",
+    "unregister_benchmark",
 ]
 
 DatasetSpec = Annotated[
@@ -64,4 +72,5 @@ DatasetSpec = Annotated[
     Field(discriminator="name"),
 ]
 """The built-in adapters' spec classes, told apart by `name`: the `[dataset]` tables `engine.config.SweepSpec`
-accepts (with those registered by `engine.config.register_dataset_spec`)."""
+accepts (with those of benchmarks registered later: `register_benchmark`). `engine.datasets.builtin` registers
+each of them, in this order."""

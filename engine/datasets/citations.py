@@ -3,8 +3,8 @@
 The export's dataset card (`engine.export`) names, per benchmark of the artifact, the paper to cite and
 where its licence is: the items are the benchmark's, and its licence and terms govern them. A licence is
 given only where the release itself declares one (its Hugging Face dataset card); otherwise `licence` is
-None and the card says to see the source benchmark (`engine.datasets.sources.SOURCES`: where it is
-released). An adapter without an entry here (a registered extension, Video-MME v2) is named as it is and
+None and the card says to see the source benchmark (where it is released: its registration's `source`,
+`engine.datasets.benchmark`). An adapter without an entry here (a registered extension, Video-MME v2) is named as it is and
 pointed to its release.
 """
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 import logging
 import os
 import zipfile
-from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SOURCES", "FetchError", "Source", "fetch", "get_source", "layout_fields"]
+from engine.datasets.benchmark import BENCHMARKS, Source
+
+__all__ = ["FetchError", "Source", "fetch", "get_source", "known_sources", "layout_fields"]
 
 log = logging.getLogger(__name__)
 
@@ -28,65 +29,17 @@ class FetchError(RuntimeError):
     """A release that could not be fetched or laid out (the message names the dataset and the cause)."""
 
 
-@dataclass(frozen=True)
-class Source:
-    """One adapter's public release and its layout in a data folder."""
-
-    adapter: str
-    where: str
-    """The release: a Hugging Face dataset id (`org/name`) when `on_hub`, else a page to fetch it from by hand."""
-    layout: dict[str, str] = field(default_factory=dict)
-    """Spec field -> path relative to the data folder."""
-    patterns: tuple[str, ...] = ()
-    """The release's files framesweep reads (glob patterns of `snapshot_download`'s `allow_patterns`)."""
-    archives: tuple[str, ...] = ()
-    """Patterns of the zip archives among them, each unpacked into the folder that holds it."""
-    on_hub: bool = True
-    note: str = ""
-
-    @property
-    def fetchable(self) -> bool:
-        return self.on_hub and bool(self.patterns)
-
-
-SOURCES: dict[str, Source] = {s.adapter: s for s in (
-    Source("synthetic", "built in (real H.264 files written on first use)", {"root": "."}, on_hub=False,
-           note="nothing to fetch: `--data DIR` only says where the videos are written"),
-    Source("videomme", "lmms-lab/Video-MME",
-           {"annotations": "videomme/test-00000-of-00001.parquet", "media_root": "data"},
-           ("videomme/*.parquet", "videos_chunked_*.zip"), ("videos_chunked_*.zip",),
-           note="about 100 GB of video archives; subtitles are a separate release (subtitle_root)"),
-    Source("videomme_v2", "the Video-MME v2 release (see its project page)", {"annotations": "test.parquet",
-           "media_root": "videos"}, on_hub=False, note="fetch by hand: test.parquet and the videos"),
-    Source("mlvu", "MLVU/MVLU", {"annotation_dir": "MLVU/json", "media_root": "MLVU/video"},
-           ("MLVU/json/*", "MLVU/video/**"), note="the dev set"),
-    Source("mvbench", "OpenGVLab/MVBench", {"annotation_dir": "json", "media_root": "video"},
-           ("json/*.json", "video/*.zip"), ("video/*.zip",)),
-    Source("tempcompass", "lmms-lab/TempCompass", {"annotation_root": ".", "media_root": "videos"},
-           ("multi-choice/*", "yes_no/*", "caption_matching/*", "tempcompass_videos.zip"),
-           ("tempcompass_videos.zip",)),
-    Source("avsd", "DSTC7 track 3 (AVSD) annotations and the Charades videos (AI2)",
-           {"annotations": "test_set4DSTC7-AVSD.json", "media_root": "Charades_v1"}, on_hub=False,
-           note="fetch by hand: the dialog JSON and the Charades videos"),
-    Source("mmstar", "Lin-Chen/MMStar", {"annotations": "mmstar.parquet"}, ("mmstar.parquet",)),
-    Source("pope", "lmms-lab/POPE", {"annotations": "data"}, ("data/*.parquet",)),
-    Source("mme", "lmms-lab/MME", {"annotations": "data"}, ("data/*.parquet",)),
-    Source("mmbench", "lmms-lab/MMBench", {"annotations": "en/dev-00000-of-00001.parquet"}, ("en/dev-*.parquet",),
-           note="the English dev split (the TSV of VLMEvalKit reads too)"),
-    Source("video_mmmu", "lmms-lab/VideoMMMU", {"annotation_root": ".", "media_root": "."},
-           ("Perception/*", "Comprehension/*", "Adaptation/*", "*.zip"), ("*.zip",),
-           note="one video archive per discipline"),
-    Source("llava_video_178k", "lmms-lab/LLaVA-Video-178K", {"annotations": "annotations", "media_root": "."},
-           on_hub=False, note="fetch the subsets you need by hand (hundreds of GB); annotations: their JSON files"),
-)}
+def known_sources() -> dict[str, Source]:
+    """Benchmark name -> its release, for every registered benchmark that has one (`Benchmark.source`)."""
+    return {name: b.source for name, b in BENCHMARKS.items() if b.source is not None}
 
 
 def get_source(name: str) -> Source:
-    """The source of adapter `name`; KeyError (naming the known ones) for an adapter without one."""
-    try:
-        return SOURCES[name]
-    except KeyError:
-        raise KeyError(f"no known source for dataset {name!r}; known: {', '.join(sorted(SOURCES))}") from None
+    """The source of benchmark `name`; KeyError (naming the known ones) for a benchmark without one."""
+    known = known_sources()
+    if name not in known:
+        raise KeyError(f"no known source for dataset {name!r}; known: {', '.join(sorted(known))}")
+    return known[name]
 
 
 def layout_fields(name: str, data_dir: Path) -> dict[str, Any]:
@@ -94,7 +47,7 @@ def layout_fields(name: str, data_dir: Path) -> dict[str, Any]:
     return {k: str(data_dir / v) if v != "." else str(data_dir) for k, v in get_source(name).layout.items()}
 
 
-def _download(src: Source, revision: str | None) -> Path:
+def _download(name: str, src: Source, revision: str | None) -> Path:
     """The release's files in the Hugging Face cache (`HF_HUB_CACHE`, `HF_HUB_OFFLINE` as huggingface_hub reads
     them): the snapshot folder."""
     from huggingface_hub import snapshot_download
@@ -104,7 +57,7 @@ def _download(src: Source, revision: str | None) -> Path:
         return Path(snapshot_download(src.where, repo_type="dataset", revision=revision,
                                       allow_patterns=list(src.patterns)))
     except (LocalEntryNotFoundError, HfHubHTTPError, OSError, ValueError) as err:
-        raise FetchError(f"{src.adapter}: could not fetch {src.where} from the Hugging Face hub ({type(err).__name__}: "
+        raise FetchError(f"{name}: could not fetch {src.where} from the Hugging Face hub ({type(err).__name__}: "
                          f"{str(err).splitlines()[0] if str(err) else 'no detail'})") from None
 
 
@@ -133,7 +86,7 @@ def fetch(name: str, to: Path, *, revision: str | None = None) -> dict[str, Any]
     src = get_source(name)
     if not src.fetchable:
         raise FetchError(f"{name}: {src.where} is not fetched automatically ({src.note})")
-    snapshot = _download(src, revision)
+    snapshot = _download(name, src, revision)
     files = [p for p in sorted(snapshot.rglob("*")) if p.is_file()
              and any(fnmatch(str(p.relative_to(snapshot)), pat) for pat in src.patterns)]
     if not files:

@@ -15,8 +15,7 @@ import polars as pl
 from engine.metrics.cascade import cascade_curve, cascade_items, crossfit_match, fixed_cost, match_fixed, pareto_front
 from engine.metrics.grid import GROUP, group_chunks, in_groups, matched
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Figure, Note, Table
-from engine.runtime.output import points
+from engine.metrics.sections import Block, Delta, Figure, Note, Rate, Table, text
 
 __all__ = ["CASCADE_CHUNK_ROWS"]
 
@@ -100,13 +99,13 @@ def _match_rows(c: dict[str, Any]) -> list[list[object]]:
     rows: list[list[object]] = []
     if fit:
         taus = ", ".join(f"{f['tau']:g}" for f in fit.get("folds", []) if f["tau"] is not None)
-        rows.append([f"cascade, tau out of sample ({fit['k']}-fold cross-fitted: {taus})", points(fit["accuracy"]),
-                     points(fit["accuracy_delta"]), points(fit["frames_saved"]), points(fit["unique_frames_saved"])])
-        rows.append([f"fixed {fit['fixed_budget']}", points(fit["fixed_accuracy"]), "", "", ""])
+        rows.append([f"cascade, tau out of sample ({fit['k']}-fold cross-fitted: {taus})", Rate(fit["accuracy"]),
+                     Rate(fit["accuracy_delta"]), Rate(fit["frames_saved"]), Rate(fit["unique_frames_saved"])])
+        rows.append([f"fixed {fit['fixed_budget']}", Rate(fit["fixed_accuracy"]), "", "", ""])
     if ins:
         rows.append([f"cascade, tau in sample ({ins['tau']:g}; tuned on the items it is scored on)",
-                     points(ins["accuracy"]), points(ins["accuracy"] - ins["fixed_accuracy"]), points(ins["frames_saved"]),
-                     points(ins["unique_frames_saved"])])
+                     Rate(ins["accuracy"]), Rate(ins["accuracy"] - ins["fixed_accuracy"]), Rate(ins["frames_saved"]),
+                     Rate(ins["unique_frames_saved"])])
     return rows
 
 
@@ -129,14 +128,14 @@ def _terminal(g: dict[str, Any]) -> list[Block]:
     fit, casc = (g["cascade"] or {}).get("crossfit") or {}, (g["cascade"] or {}).get("match") or {}
     out: list[Block] = []
     if fit:
-        out.append(Note(f"cascade vs {fit['fixed_budget']}, tau out of sample ({fit['k']}-fold): accuracy "
-                        f"{points(fit['accuracy'])} ({points(fit['accuracy_delta'], True)} pts) with "
-                        f"{points(fit['frames_saved'])}% fewer frames processed, "
-                        f"{points(fit['unique_frames_saved'])}% fewer unique frames"))
+        out.append(Note(text(f"cascade vs {fit['fixed_budget']}, tau out of sample ({fit['k']}-fold): accuracy ",
+                             Rate(fit["accuracy"]), " (", Delta(fit["accuracy_delta"]), " pts) with ",
+                             Rate(fit["frames_saved"]), "% fewer frames processed, ", Rate(fit["unique_frames_saved"]),
+                             "% fewer unique frames")))
     if casc:
-        out.append(Note(f"  in sample (tau tuned on the same items): tau {casc['tau']}, accuracy "
-                        f"{points(casc['accuracy'])}, {points(casc['frames_saved'])}% fewer frames processed, "
-                        f"{points(casc['unique_frames_saved'])}% fewer unique frames"))
+        out.append(Note(text(f"  in sample (tau tuned on the same items): tau {casc['tau']}, accuracy ",
+                             Rate(casc["accuracy"]), ", ", Rate(casc["frames_saved"]), "% fewer frames processed, ",
+                             Rate(casc["unique_frames_saved"]), "% fewer unique frames")))
     return out
 
 

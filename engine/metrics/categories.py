@@ -18,8 +18,7 @@ import polars as pl
 from engine.metrics.grid import GROUP
 from engine.metrics.rates import rate_table
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Heading, Table
-from engine.runtime.output import points
+from engine.metrics.sections import Block, Heading, Rate, Table
 
 __all__ = ["nest"]
 
@@ -63,9 +62,9 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
     out: list[Block] = []
     for col, values in g["categories"].items():
         head = [col, "items", *[f"acc {b}" for b in g["grid"]], "oracle", "headroom", "visual confusion"]
-        rows = [[v["value"], v["n_items"], *[points((v["rates"].get("fixed_accuracy") or {}).get(b)) for b in g["grid"]],
-                 points(v["rates"].get("oracle_accuracy")), points(v["rates"].get("oracle_headroom")),
-                 points(v["rates"].get("visual_confusion"))] for v in values]
+        rows = [[v["value"], v["n_items"], *[Rate((v["rates"].get("fixed_accuracy") or {}).get(b)) for b in g["grid"]],
+                 Rate(v["rates"].get("oracle_accuracy")), Rate(v["rates"].get("oracle_headroom")),
+                 Rate(v["rates"].get("visual_confusion"))] for v in values]
         out += [Heading(f"By {col} (points)"), Table(f"table-{col}-{idx}", head, rows)]
     return out
 

@@ -3,9 +3,9 @@
 A researcher who runs the study reads each benchmark's official score (MME perception and
 cognition points, MMBench circular accuracy, POPE F1 and accuracy averaged over its splits,
 MMStar accuracy, Video-MME accuracy, Video-MME v2's group score, MVBench mean task accuracy,
-TempCompass's score, Video-MMMU per track; accuracy for a dataset of no official rule:
-`engine.metrics.benchmark_scores.HEADLINES`). Per checkpoint, dataset and budget of its base's
-chains:
+TempCompass's score, Video-MMMU per track; accuracy for a dataset of no official rule: each
+benchmark's registered `headlines`, `engine.datasets.benchmark`). Per checkpoint, dataset and budget
+of its base's chains:
 
 - the *headline deltas* (`headline_table`): each headline score of the checkpoint minus its
   base's, in the benchmark's own unit, and on its full scale (``delta_scaled``);

@@ -33,7 +33,7 @@ from typing import Any
 import polars as pl
 
 from engine.datasets.spec import IMAGE_BUDGETS
-from engine.metrics.benchmark_scores import FULL_SCALE
+from engine.metrics.benchmark_scores import full_scale
 
 __all__ = ["NO_VIDEO", "STUDY_SCHEMA", "Checkpoint", "families", "frame_ceilings", "frames_label", "resolve_study",
            "score_budget", "score_deltas", "score_rows", "study_frame", "study_from_models", "study_from_spec",
@@ -222,7 +222,7 @@ def score_deltas(scores: pl.LazyFrame, study: Sequence[Checkpoint]) -> pl.LazyFr
     base = scores.select(pl.col("model_id").alias("base_id"), *keys, pl.col("value").alias("base_value"),
                          pl.col("missing").alias("base_missing"))
     scale = pl.when(pl.col("headline")).then(
-        pl.col("metric").replace_strict(FULL_SCALE, default=1.0, return_dtype=pl.Float64))
+        pl.col("metric").replace_strict(full_scale(), default=1.0, return_dtype=pl.Float64))
     return (
         scores.join(tuned, on="model_id", how="inner")
         .join(base, on=["base_id", *keys], how="inner", nulls_equal=True)

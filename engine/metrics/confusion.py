@@ -18,6 +18,7 @@ import polars as pl
 from engine.metrics.grid import GROUP
 from engine.metrics.per_item import feature
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
+from engine.metrics.sections import Headline, Rate, rate_with_interval, text
 
 __all__ = ["confusion_items", "visual_confusion"]
 
@@ -86,6 +87,12 @@ def _features(m: pl.LazyFrame, alt: pl.LazyFrame | None, by: list[str]) -> pl.La
                      how="vertical_relaxed")
 
 
+def _headline(g: dict[str, Any]) -> Headline:
+    return Headline(text("visual confusion ", Rate(g["visual_confusion"]), " (visual only ",
+                         Rate(g["visual_confusion_visual_only"]), ")"),
+                    (("visual confusion", rate_with_interval(g, "visual_confusion", g["visual_confusion"])),))
+
+
 register_metric(Metric(
     name="visual_confusion",
     keys=("visual_confusion", "visual_confusion_visual_only"),
@@ -93,6 +100,7 @@ register_metric(Metric(
     document=_document,
     features=_features,
     rates=("visual_confusion", "visual_confusion_visual_only"),
+    headline=_headline,
     higher_is_better=False,
     description="share of items right at a budget and wrong at a dearer one of the chain (and over its visual "
                 "budgets only)",

@@ -16,11 +16,10 @@ from typing import Any
 
 import polars as pl
 
-from engine.metrics.grid import GROUP
+from engine.metrics.grid import BASE_GROUP, GROUP, matched
 from engine.metrics.per_item import arrow, feature, pair_order, rate_of
-from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Figure, Table
-from engine.runtime.output import points
+from engine.metrics.registry import GroupRows, Inputs, Live, Metric, register_metric
+from engine.metrics.sections import Block, Count, Delta, Figure, Rate, Table
 
 __all__ = ["all_pair_flows", "pair_flows", "paired", "state_flows", "transitions"]
 
@@ -166,9 +165,30 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
             Figure(f"fig-flow-{idx}", "Item flows across the grid")]
 
 
+def live_transitions(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Churn between consecutive budgets over the items answered at every budget so far (`transitions` of the
+    matched rows), with ``accuracy_to`` at the later budget; chains with ``default`` first, each in its order."""
+    m = matched(rows)
+    acc = m.group_by([*GROUP, "budget_id"]).agg(pl.col("c").mean().alias("accuracy_to"))
+    return (
+        transitions(m)  # in chain order; the join keeps it
+        .join(acc.rename({"budget_id": "to"}), on=[*GROUP, "to"], how="left", maintain_order="left")
+        .with_row_index("_order")
+        .sort([*BASE_GROUP, pl.col("protocol_id") != "default", "protocol_id", "_order"])
+        .drop("_order")
+    )
+
+
+def _live_blocks(rows: list[dict[str, Any]]) -> list[Block]:
+    return [Table("", ["from", "to", "n", "rescue", "harm", "net", "churn", "acc(to)"],
+                  [[r["from"], r["to"], Count(r["n"]), Count(r["rescue"]), Count(r["harm"]), Delta(r["net"]),
+                    Rate(r["churn"]), Rate(r["accuracy_to"])] for r in rows],
+                  title="rescue / harm per transition (rates in points)")]
+
+
 def _terminal(g: dict[str, Any]) -> list[Block]:
-    rows: list[list[object]] = [[r["from"], r["to"], str(r["rescue"]), str(r["harm"]), points(r["net"], True),
-                                 points(r["churn"])] for r in g["transitions"]]
+    rows: list[list[object]] = [[r["from"], r["to"], Count(r["rescue"]), Count(r["harm"]), Delta(r["net"]),
+                                 Rate(r["churn"])] for r in g["transitions"]]
     return [Table("", ["from", "to", "rescue", "harm", "net", "churn"], rows,
                   title="rescue / harm per transition (net and churn in points)")]
 
@@ -183,5 +203,6 @@ register_metric(Metric(
     rates=("rescue_rate", "harm_rate", "net", "churn"),
     report=_report,
     terminal=_terminal,
+    live=Live(live_transitions, _live_blocks),
     description="rescue, harm, net and churn between consecutive budgets and chosen pairs; item state flows",
 ))

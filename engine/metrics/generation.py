@@ -23,8 +23,7 @@ from engine.metrics.options import DEFAULT_EPS
 from engine.metrics.oracle import fixed_accuracy, oracle
 from engine.metrics.per_item import arrow, feature, pair_order, rate_of, single_rates
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Note
-from engine.runtime.output import points
+from engine.metrics.sections import Block, Note, Rate, text
 
 __all__ = ["DEFAULT_EPS", "generation_oracle", "score_regressions"]
 
@@ -106,7 +105,7 @@ def _derived(rates: pl.LazyFrame, by: list[str]) -> list[pl.LazyFrame]:
 
 def _terminal(g: dict[str, Any]) -> list[Block]:
     gen = g["generation"]
-    return [Note(f"open tasks: {gen['n_items']} items, oracle gap {points(gen['oracle_gap'])} pts")] if gen else []
+    return [Note(text(f"open tasks: {gen['n_items']} items, oracle gap ", Rate(gen["oracle_gap"]), " pts"))] if gen else []
 
 
 register_metric(Metric(

@@ -31,8 +31,7 @@ import polars as pl
 
 from engine.metrics.grid import BASE_GROUP, budget_table, chain_rows, track_rows
 from engine.metrics.registry import DatasetTables, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Figure, Heading, Note, Table
-from engine.runtime.output import points
+from engine.metrics.sections import Block, Count, Figure, Heading, Note, Rate, Table, joined, text
 
 __all__ = ["DEFAULT_TOLERANCE", "ISO_GROUP", "budget_costs", "iso_compute_allocations", "iso_compute_sets",
            "iso_matched", "iso_sets"]
@@ -196,12 +195,12 @@ def _document(t: DatasetTables, opts: Any) -> list[dict[str, Any]]:
 
 
 def _set_blocks(s: dict[str, Any], idx: int, k: int) -> list[Block]:
-    rows = [[a["budget_id"], a["protocol_id"], a["frames"], f"{a['budget_cost']:,.0f}", points(a["accuracy"]),
-             a["n_best"], a["n_sole_best"]] for a in s["allocations"]]
-    note = (f"~{s['cost']:,.0f} pixels sent per item, {s['n_items']} items answered at every allocation; best "
-            f"single {s['best_allocation']} {points(s['best_accuracy'])}, oracle over the set "
-            f"{points(s['oracle_accuracy'])} (headroom {points(s['oracle_headroom'])} pts); right at all "
-            f"{s['n_all_right']}, at none {s['n_none_right']}")
+    rows = [[a["budget_id"], a["protocol_id"], a["frames"], Count(a["budget_cost"], thousands=True),
+             Rate(a["accuracy"]), a["n_best"], a["n_sole_best"]] for a in s["allocations"]]
+    note = text("~", Count(s["cost"], thousands=True), f" pixels sent per item, {s['n_items']} items answered at "
+                f"every allocation; best single {s['best_allocation']} ", Rate(s["best_accuracy"]),
+                ", oracle over the set ", Rate(s["oracle_accuracy"]), " (headroom ", Rate(s["oracle_headroom"]),
+                f" pts); right at all {s['n_all_right']}, at none {s['n_none_right']}")
     return [Note(note), Table(f"table-iso-{idx}-{k}", ["allocation", "protocol", "frames", "pixels sent per item",
                                                        "accuracy", "items right", "items best only here"], rows),
             Figure(f"fig-iso-{idx}-{k}")]
@@ -215,10 +214,10 @@ def _report(sets: list[dict[str, Any]], idx: int) -> list[Block]:
 def _terminal(sets: list[dict[str, Any]]) -> list[Block]:
     out: list[Block] = []
     for s in sets:
-        allocs = ", ".join(f"{a['budget_id']} {points(a['accuracy'])}" for a in s["allocations"])
-        out.append(Note(f"{s['model_id']} on {s['dataset']}: iso-compute at ~{s['cost']:,.0f} pixels per item "
-                        f"({s['n_items']} items): {allocs}; oracle {points(s['oracle_accuracy'])}, headroom "
-                        f"{points(s['oracle_headroom'])} pts"))
+        allocs = joined(", ", (text(f"{a['budget_id']} ", Rate(a["accuracy"])) for a in s["allocations"]))
+        out.append(Note(text(f"{s['model_id']} on {s['dataset']}: iso-compute at ~", Count(s["cost"], thousands=True),
+                             f" pixels per item ({s['n_items']} items): ", allocs, "; oracle ",
+                             Rate(s["oracle_accuracy"]), ", headroom ", Rate(s["oracle_headroom"]), " pts")))
     return out
 
 

@@ -25,8 +25,7 @@ import polars as pl
 
 from engine.metrics.grid import GROUP
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Heading, Note, Table
-from engine.runtime.output import points
+from engine.metrics.sections import Block, Heading, Note, Rate, Table, joined, text
 
 __all__ = ["letter_cells", "letter_distribution", "letter_prior", "prior_overwrite"]
 
@@ -181,10 +180,10 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
     lp = g.get("letter_prior")
     if not lp or all(b["n_no_pred"] >= b["n_items"] for b in lp["by_budget"]):
         return []  # no letter predicted anywhere (free-text answers): no prior to show
-    rows = [[b["budget_id"], b["n_items"], points(b["accuracy"]), b["dominant_letter"] or "none", points(b["dominant_share"]),
-             points(b["always_dominant_accuracy"]),
-             " ".join(f"{k} {points(v)}" for k, v in sorted(b["predicted"].items())),
-             " ".join(f"{k} {points(v)}" for k, v in sorted(b["answers"].items()))] for b in lp["by_budget"]]
+    rows = [[b["budget_id"], b["n_items"], Rate(b["accuracy"]), b["dominant_letter"] or "none", Rate(b["dominant_share"]),
+             Rate(b["always_dominant_accuracy"]),
+             joined(" ", (text(f"{k} ", Rate(v)) for k, v in sorted(b["predicted"].items()))),
+             joined(" ", (text(f"{k} ", Rate(v)) for k, v in sorted(b["answers"].items())))] for b in lp["by_budget"]]
     out: list[Block] = [Heading("Letter prior"), Table(f"table-letter-prior-{idx}", [
         "budget", "items", "accuracy", "dominant letter", "its share", "always answering it", "predicted letters",
         "answer letters"], rows)]

@@ -36,9 +36,8 @@ from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import GROUP
 from engine.metrics.overwrite import text_items
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Heading, Note, Table
+from engine.metrics.sections import Block, Heading, Note, Number, Rate, Table, joined, text
 from engine.results.video_stats import STAT_COLUMNS
-from engine.runtime.output import points
 
 __all__ = ["N_BINS", "item_flags", "quantile_bins", "stat_tables"]
 
@@ -234,8 +233,8 @@ def _document(rows: GroupRows, opts: Any) -> dict[str, Any] | None:
             "statistics": stats}
 
 
-def _cell(v: float | None, c: list[float | None]) -> str:
-    return "n/a" if v is None else f"{points(v)} [{points(c[0])}, {points(c[1])}]"
+def _cell(v: float | None, c: list[float | None]) -> Rate:
+    return Rate(v, (c[0], c[1]))
 
 
 def _report(g: dict[str, Any], idx: int) -> list[Block]:
@@ -244,10 +243,12 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
         return []
     rows: list[list[object]] = []
     for s in low["statistics"]:
-        auc = "n/a" if s["auc"] is None else f"{s['auc']:.2f} [{_num_text(s['auc_ci'][0])}, {_num_text(s['auc_ci'][1])}]"
+        auc = Number(None) if s["auc"] is None else text(Number(s["auc"]), " [", Number(s["auc_ci"][0]), ", ",
+                                                  Number(s["auc_ci"][1]), "]")
         rows.append([s["statistic"], s["n_items"], auc,
-                     " / ".join(f"{b['lo']:.3g}-{b['hi']:.3g}" for b in s["bins"]),
-                     *[" / ".join(_cell(b[rate], b[f"{rate}_ci"]) for b in s["bins"]) for _, rate in _RATES]])
+                     joined(" / ", (text(Number(b["lo"], significant=3), "-", Number(b["hi"], significant=3))
+                                    for b in s["bins"])),
+                     *[joined(" / ", (_cell(b[rate], b[f"{rate}_ci"]) for b in s["bins"])) for _, rate in _RATES]])
     note = (f"{low['n_with_stats']} of {low['n_items']} matched items have their video's statistics (from the frames "
             f"the sweep decoded); items cut into {low['n_bins']} quantile bins per statistic, low to high; rates in "
             "points with paired-bootstrap intervals; AUC: how well the statistic ranks confused items above the "
@@ -255,10 +256,6 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
     return [Heading("Low-level video statistics and confusion"), Note(note),
             Table(f"table-low-level-{idx}", ["statistic", "items", "AUC for confusion (95% CI)", "bin ranges",
                                              "visual confusion by bin", "harm by bin", "text overwrite by bin"], rows)]
-
-
-def _num_text(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.2f}"
 
 
 register_metric(Metric(

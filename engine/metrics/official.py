@@ -19,10 +19,10 @@ from typing import Any
 
 import polars as pl
 
-from engine.metrics.benchmark_scores import benchmark_scores, score_text
+from engine.metrics.benchmark_scores import benchmark_scores, score_unit
 from engine.metrics.grid import GROUP, budget_table
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Heading, Note, Table
+from engine.metrics.sections import Block, Heading, Note, Score, Table
 
 __all__ = ["chain_scores"]
 
@@ -52,7 +52,7 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
     scores = g.get("official_scores") or []
     if all(r["metric"] == "accuracy" for r in scores):
         return []
-    rows = [[r["budget_id"], r["metric"], r["subset"] or "", score_text(r["metric"], r["value"]),
+    rows = [[r["budget_id"], r["metric"], r["subset"] or "", Score(r["value"], score_unit(r["metric"])),
              "yes" if r["headline"] else "", ", ".join(r["missing"] or [])] for r in scores]
     note = "each benchmark as it publishes its score, over the ok rows of each budget; headline: its own score"
     return [Heading("Official scores (MME and Video-MME v2 in points, counts as counts, the others in %)"), Note(note),

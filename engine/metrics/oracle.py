@@ -19,11 +19,22 @@ from typing import Any
 
 import polars as pl
 
-from engine.metrics.grid import GROUP
+from engine.metrics.grid import GROUP, matched
 from engine.metrics.per_item import feature, rate_of, single_rates
-from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Figure, Note, Table
-from engine.runtime.output import points
+from engine.metrics.registry import GroupRows, Inputs, Live, Metric, register_metric
+from engine.metrics.sections import (
+    Block,
+    Count,
+    Figure,
+    Headline,
+    Interval,
+    Name,
+    Note,
+    Rate,
+    Table,
+    rate_with_interval,
+    text,
+)
 
 __all__ = ["best_fixed", "fixed_accuracy", "oracle"]
 
@@ -114,12 +125,31 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
     return [Figure(f"fig-accuracy-{idx}", "Accuracy per budget")]
 
 
+def _headline(g: dict[str, Any]) -> Headline:
+    best = g["best_fixed"] or {}
+    return Headline(
+        text("best fixed ", Name(best.get("budget_id")), " ", Rate(best.get("accuracy")), ", oracle ",
+             Rate(g["oracle_accuracy"]), ", headroom ", Rate(g["oracle_headroom"]), " pts"),
+        (("best fixed", text(Name(best.get("budget_id")), ": ", rate_with_interval(g, "best_fixed", best.get("accuracy")))),
+         ("oracle", rate_with_interval(g, "oracle_accuracy", g["oracle_accuracy"])),
+         ("oracle headroom (pts)", rate_with_interval(g, "oracle_headroom", g["oracle_headroom"]))))
+
+
+def _live_rows(rows: pl.LazyFrame) -> pl.LazyFrame:
+    return fixed_accuracy(matched(rows)).select(*GROUP, "budget_id", "n_items", "accuracy")
+
+
+def _live_blocks(rows: list[dict[str, Any]]) -> list[Block]:
+    return [Table("", ["budget", "items", "accuracy"], [[r["budget_id"], Count(r["n_items"]), Rate(r["accuracy"])]
+                                                        for r in rows], title="accuracy per budget")]
+
+
 def _terminal(g: dict[str, Any]) -> list[Block]:
     cis = g["confidence_intervals"].get("fixed_accuracy", {})
     rows: list[list[object]] = []
     for b in g["grid"]:
         ci = cis.get(b) if isinstance(cis, dict) else None
-        rows.append([b, points(g["fixed_accuracy"].get(b)), f"[{points(ci[0])}, {points(ci[1])}]" if ci else ""])
+        rows.append([b, Rate(g["fixed_accuracy"].get(b)), Interval(ci[0], ci[1]) if ci else ""])
     return [Table("", ["budget", "accuracy", "CI"], rows, title="accuracy per budget")]
 
 
@@ -133,6 +163,8 @@ register_metric(Metric(
     rates=("fixed_accuracy", "best_fixed", "oracle_accuracy", "oracle_headroom"),
     report=_report,
     terminal=_terminal,
+    headline=_headline,
+    live=Live(_live_rows, _live_blocks),
     higher_is_better=True,
     description="accuracy at each fixed budget, the best of them, and the per-item oracle over the chain "
                 "(right at some budget) with its headroom over the best fixed budget",

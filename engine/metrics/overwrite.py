@@ -20,6 +20,7 @@ import polars as pl
 from engine.metrics.grid import GROUP
 from engine.metrics.per_item import ALL_ORDER, ANY_ORDER, feature
 from engine.metrics.registry import GroupRows, Metric, register_metric
+from engine.metrics.sections import Headline, Rate, text
 
 __all__ = ["text_items", "text_overwrite"]
 
@@ -134,12 +135,18 @@ def _features(m: pl.LazyFrame, alt: pl.LazyFrame | None, by: list[str]) -> pl.La
     return pl.concat(out, how="vertical_relaxed")
 
 
+def _headline(g: dict[str, Any]) -> Headline:
+    share = Rate(((g["text_overwrite"] or {}).get("any") or {}).get("share_all"))
+    return Headline(text("text overwrite (any) ", share), (("text overwrite (any visual)", share),))
+
+
 register_metric(Metric(
     name="text_overwrite",
     tables=lambda inputs: {"overwrite": text_overwrite(inputs.m)},
     document=_document,
     features=_features,
     rates=("text_overwrite_share_all", "text_overwrite_share_text_correct"),
+    headline=_headline,
     higher_is_better=False,
     description="items right text-only and wrong at a visual budget (each, any, all), over all matched items and "
                 "over the text-correct ones",

@@ -16,7 +16,9 @@ A registered `Metric` brings everything the audit needs of it:
   ``derived`` the rates computed from those; ``rates`` names them all in the order they are listed;
 - ``report`` / ``terminal`` (optional): its section in the HTML report and in the terminal
   (``framesweep metrics``), as presentation-neutral blocks (`engine.metrics.sections`) that
-  `engine.report` and the CLI render;
+  `engine.report` and the CLI render; ``headline`` (optional): its share of each chain's headline (the
+  terminal's first line per chain, the report's headline table); ``live`` (optional): its table over the rows
+  while they come in (`run`'s ending, `status`);
 - ``annotations`` (optional): per-item columns of the exported artifact (``engine.export``), with
   ``annotation_columns`` describing them;
 - ``higher_is_better`` and ``description``: written into the document's ``metrics`` list.
@@ -37,8 +39,8 @@ from engine.metrics.grid import GROUP
 from engine.metrics.options import SummaryOptions
 from engine.registry import Registry, where
 
-__all__ = ["METRICS", "DatasetTables", "GroupRows", "Inputs", "Metric", "TableIndex", "metric_list",
-           "register_metric", "registered_metrics", "registered_table"]
+__all__ = ["METRICS", "DatasetTables", "GroupRows", "Inputs", "Live", "Metric", "TableIndex", "live_tables",
+           "metric_list", "register_metric", "registered_metrics", "registered_table"]
 
 Key = tuple[str, ...]
 Scope = Literal["group", "dataset"]
@@ -139,6 +141,20 @@ Derived = Callable[[pl.LazyFrame, list[str]], list[pl.LazyFrame]]
 
 
 @dataclass(frozen=True)
+class Live:
+    """A group metric's table over the result rows while they come in: what `run` prints at its end and `status`
+    while a sweep writes (per chain, under the chain's heading).
+
+    Attributes:
+        rows: Result rows (one per key) -> its rows, the group columns first, each chain's in the chain's order.
+        blocks: One chain's rows (dicts, group columns dropped) -> what people read of them.
+    """
+
+    rows: Callable[[pl.LazyFrame], pl.LazyFrame]
+    blocks: Callable[[list[dict[str, Any]]], list[Any]]
+
+
+@dataclass(frozen=True)
 class Metric:
     """One registered metric (see the module docstring).
 
@@ -158,6 +174,9 @@ class Metric:
         report: (group entry, group index) for a group metric, (its entries of one model and dataset,
             index) for a dataset metric -> blocks of its report section ([] for nothing).
         terminal: the same arguments without the index -> blocks printed by ``framesweep metrics``.
+        headline: (group entry) -> its share of the chain's headline (`engine.metrics.sections.Headline`): the
+            line ``framesweep metrics`` prints first per chain and the report's headline table.
+        live: Its table over result rows as they come in (`Live`): `run`'s ending tables, `status`.
         annotations: matched frame -> GROUP, item_id[, budget_id], its per-item columns of the export.
         annotation_columns: Each annotation column's meaning (the export's datacard).
         higher_is_better: Whether larger values are better (None: not a score); in the document's ``metrics``.
@@ -177,6 +196,8 @@ class Metric:
     rates: tuple[str, ...] = ()
     report: Callable[..., list[Any]] | None = None
     terminal: Callable[..., list[Any]] | None = None
+    headline: Callable[[dict[str, Any]], Any] | None = None
+    live: Live | None = None
     annotations: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None
     annotation_columns: Mapping[str, str] = field(default_factory=dict)
     higher_is_better: bool | None = None
@@ -201,6 +222,11 @@ def register_metric(metric: Metric) -> Metric:
 def registered_metrics(scope: Scope | None = None) -> list[Metric]:
     """Every registered metric (of `scope`, when given), in registration order."""
     return [m for m in METRICS.values() if scope is None or m.scope == scope]
+
+
+def live_tables(rows: pl.LazyFrame) -> dict[str, pl.DataFrame]:
+    """Every registered metric's live table over result `rows` (`Live.rows`), by name, in registration order."""
+    return {m.name: m.live.rows(rows).collect() for m in registered_metrics("group") if m.live is not None}
 
 
 def metric_list() -> list[dict[str, Any]]:

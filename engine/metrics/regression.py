@@ -22,6 +22,7 @@ import polars as pl
 from engine.metrics.grid import BASE_GROUP, GROUP, budget_table, track_rows
 from engine.metrics.per_item import ALL_ORDER, feature
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
+from engine.metrics.sections import Headline, Rate, text
 
 __all__ = ["ANY_ALTERNATE", "alternate_rows", "sampling_recovery", "terminal_items", "terminal_regressions"]
 
@@ -202,12 +203,25 @@ def _features(m: pl.LazyFrame, alt: pl.LazyFrame | None, by: list[str]) -> pl.La
     return pl.concat(parts, how="vertical_relaxed")
 
 
+def _headline(g: dict[str, Any]) -> Headline:
+    term = g["terminal_regression"] or {}
+    rows: list[tuple[str, object]] = [
+        ("terminal regressions (wrong at the top, right at a cheaper visual budget)", Rate(term.get("share")))]
+    for r in term.get("sampling_recovery") or []:
+        who = "any alternate policy" if r["alt_budget_id"] == "any" else r["alt_budget_id"]
+        counts = f"{r['n_recovered']} of {term.get('n_terminal')}; {r['n_missing_alt']} without a result"
+        rows.append((f"recovered by {who} (of all terminal; of those with a result)",
+                     text(Rate(r["share"]), "; ", Rate(r.get("share_with_alt")), f" ({counts})")))
+    return Headline(text("terminal regressions ", Rate(term.get("share"))), tuple(rows))
+
+
 register_metric(Metric(
     name="terminal_regression",
     tables=_tables,
     document=_document,
     features=_features,
     rates=("terminal_regression", "sampling_recovery", "sampling_recovery_with_alt"),
+    headline=_headline,
     higher_is_better=False,
     description="items wrong at the chain's dearest budget and right at a cheaper visual one, and the share of "
                 "them an alternate sampling policy at that budget recovers",

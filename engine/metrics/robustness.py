@@ -29,8 +29,7 @@ from engine.metrics.confusion import confusion_items
 from engine.metrics.grid import BASE_GROUP, GROUP
 from engine.metrics.oracle import oracle
 from engine.metrics.registry import Metric, register_metric
-from engine.metrics.sections import Block, Figure, Heading, Note, Table
-from engine.runtime.output import points
+from engine.metrics.sections import Block, Count, Figure, Heading, Note, Number, Rate, Table, Text, joined, text
 
 __all__ = ["PAIR", "chain_pairs", "common_frames", "pair_rows", "robustness"]
 
@@ -169,23 +168,23 @@ def robustness(m: pl.LazyFrame, *, engine: str | None = None) -> pl.LazyFrame:
     )
 
 
-def _trio(r: dict[str, Any], key: str, end: str = "") -> str:
-    """"a / b / both" of a pair's counts (n/a when the chains share no frame count)."""
+def _trio(r: dict[str, Any], key: str, end: str = "") -> Count | Text:
+    """"a / b / both" of a pair's counts (one missing count when the chains share no frame count)."""
     got = [r.get(f"{key}_{s}{end}") for s in ("a", "b", "both")]
-    return "n/a" if None in got else " / ".join(str(v) for v in got)
+    return Count(None) if None in got else joined(" / ", (Count(v) for v in got))
 
 
-def _jaccard(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.2f}"
+def _pair(r: dict[str, Any], a: str, b: str) -> Text:
+    """"a / b" of two rates."""
+    return joined(" / ", (Rate(r.get(a)), Rate(r.get(b))))
 
 
 def _row(r: dict[str, Any]) -> list[object]:
     return [r["protocol_a"], r["protocol_b"], r["n_items"], ", ".join(str(n) for n in r.get("frames_common") or [])
-            or "none", _trio(r, "confused"), _jaccard(r["jaccard"]), _trio(r, "harmed"),
-            f"{points(r['headroom_a'])} / {points(r['headroom_b'])}",
-            f"{points(r['confusion_rate_a'])} / {points(r['confusion_rate_b'])}",
-            f"{_trio(r, 'confused', '_whole')}; {_jaccard(r.get('jaccard_whole'))}",
-            f"{points(r.get('confusion_rate_a_whole'))} / {points(r.get('confusion_rate_b_whole'))}"]
+            or "none", _trio(r, "confused"), Number(r["jaccard"]), _trio(r, "harmed"),
+            _pair(r, "headroom_a", "headroom_b"), _pair(r, "confusion_rate_a", "confusion_rate_b"),
+            text(_trio(r, "confused", "_whole"), "; ", Number(r.get("jaccard_whole"))),
+            _pair(r, "confusion_rate_a_whole", "confusion_rate_b_whole")]
 
 
 _HEAD = ["chain a", "chain b", "items", "common frames", "confused a / b / both", "jaccard", "harmed a / b / both"]

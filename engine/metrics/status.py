@@ -19,8 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from engine.metrics.flows import transitions
-from engine.metrics.grid import BASE_GROUP, GROUP, matched
+from engine.metrics.registry import live_tables
 from engine.metrics.summary import SNAPSHOT_COLUMNS
 from engine.results.directory import ResultsDir
 from engine.results.errors import ResultsDirError
@@ -54,6 +53,9 @@ class SweepStatus:
     """When the current (or last) run started (the manifest's last history entry); None for an import."""
     run_rows: int = 0
     """Rows the current (or last) run has committed so far."""
+    live: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """Every registered metric's live table over the items answered at every budget so far (`Metric.live`), by
+    name; `churn` is the transitions metric's."""
 
 
 def _flocked(path: Path) -> bool | None:
@@ -171,8 +173,9 @@ def _status(results: ResultsDir, sweep_id: str) -> SweepStatus:
     driver = driver_running(out)
     started = _run_started(manifest)
     n, rate, eta = _pace(counted, started, driver is not None, pending)
-    return SweepStatus(sweep_id, done, failed, pending, per, rate, eta, live_churn(counted), foreign,
-                       int(per["failed_permanent"].sum()), _permanent_errors(counted), driver, started, n)
+    live = live_tables(counted)
+    return SweepStatus(sweep_id, done, failed, pending, per, rate, eta, live["transitions"], foreign,
+                       int(per["failed_permanent"].sum()), _permanent_errors(counted), driver, started, n, live)
 
 
 def _run_started(manifest: dict) -> datetime | None:
@@ -227,18 +230,4 @@ def _permanent_errors(latest: pl.LazyFrame) -> pl.DataFrame:
     return (
         latest.filter(_PERMANENT).group_by(["dataset", "video_id", "error"]).agg(pl.len().alias("jobs"))
         .sort(["jobs", "dataset", "video_id"], descending=[True, False, False]).collect()
-    )
-
-
-def live_churn(latest: pl.LazyFrame) -> pl.DataFrame:
-    """Churn between consecutive budgets on the items complete so far (see `engine.metrics.flows`)."""
-    m = matched(latest)
-    acc = m.group_by([*GROUP, "budget_id"]).agg(pl.col("c").mean().alias("accuracy_to"))
-    return (
-        transitions(m)  # in chain order; the join keeps it, and chains are listed with `default` first
-        .join(acc.rename({"budget_id": "to"}), on=[*GROUP, "to"], how="left", maintain_order="left")
-        .with_row_index("_order")
-        .sort([*BASE_GROUP, pl.col("protocol_id") != "default", "protocol_id", "_order"])
-        .drop("_order")
-        .collect()
     )

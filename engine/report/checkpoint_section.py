@@ -19,10 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.metrics.benchmark_scores import score_text
 from engine.metrics.checkpoint_study import NO_VIDEO, frame_ceilings, frames_label, trap_verdict
+from engine.report.cells import metric_score, points
 from engine.report.html import e, table
-from engine.runtime.output import points
 
 __all__ = ["checkpoint_section"]
 
@@ -32,8 +31,8 @@ def _category_rows(c: dict[str, Any]) -> list[list[object]]:
     category accuracies at the budget each dataset's score is read from (``score_budget``: a video dataset's
     dearest, an image dataset's image budget)."""
     out: list[list[object]] = [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], r["subset"],
-                                score_text(r["metric"], r["value"]), score_text(r["metric"], r["base_value"]),
-                                score_text(r["metric"], r["delta"], True), "", ""]
+                                metric_score(r["metric"], r["value"]), metric_score(r["metric"], r["base_value"]),
+                                metric_score(r["metric"], r["delta"], True), "", ""]
                                for r in c["score_deltas"] if r["subset"] is not None and not r["headline"]]
     for column, rows in c["per_question"].get("categories", {}).items():
         budget = {(r["base_id"], r["model_id"], r["dataset"]): r["budget_id"] for r in rows if r["score_budget"]}
@@ -77,12 +76,12 @@ def _official(c: dict[str, Any], figures: Mapping[str, str]) -> str:
     tf = _train_rows(c["train_frames"])
     top = {(r["model_id"], r["dataset"], r["budget_id"]) for r in c["datasets"]}
     heads = [[r["model_id"], r["base_id"], r["dataset"], r["kind"], r["budget_id"], r["metric"], r["subset"] or "",
-              score_text(r["metric"], r["value"]), score_text(r["metric"], r["base_value"]),
-              score_text(r["metric"], r["delta"], True), ", ".join(r["missing"] or r["base_missing"] or [])]
+              metric_score(r["metric"], r["value"]), metric_score(r["metric"], r["base_value"]),
+              metric_score(r["metric"], r["delta"], True), ", ".join(r["missing"] or r["base_missing"] or [])]
              for r in c["headlines"] if (r["model_id"], r["dataset"], r["budget_id"]) in top]
     scores = [[r["model_id"], r["dataset"], r["budget_id"], r["metric"], "yes" if r["headline"] else "",
-               score_text(r["metric"], r["value"]), score_text(r["metric"], r["base_value"]),
-               score_text(r["metric"], r["delta"], True)]
+               metric_score(r["metric"], r["value"]), metric_score(r["metric"], r["base_value"]),
+               metric_score(r["metric"], r["delta"], True)]
               for r in c["score_deltas"] if r["subset"] is None or r["headline"]]
     return "".join([
         table("table-temporal-trap", ["checkpoint", "base", "frames", "video datasets", "video gain",

@@ -9,6 +9,7 @@ import html
 from collections.abc import Mapping, Sequence
 
 from engine.metrics.sections import Block, Heading, Note, Table
+from engine.report.cells import cell_text
 
 __all__ = ["BLUE", "CSS", "GREEN", "GREY", "ORANGE", "PALETTE", "RED", "blocks", "e", "table"]
 
@@ -28,7 +29,8 @@ def e(value: object) -> str:
 
 
 def table(table_id: str, head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    cells = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>" for r in rows)
+    """A table; each cell written by `engine.report.cells.cell_text` (a typed cell in the one number format)."""
+    cells = "".join("<tr>" + "".join(f"<td>{e(cell_text(v))}</td>" for v in r) + "</tr>" for r in rows)
     return (f'<table id="{e(table_id)}"><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
             + cells + "</table>")
 
@@ -37,7 +39,7 @@ def _block(b: Block, figures: Mapping[str, str]) -> str:
     if isinstance(b, Heading):
         return f"<h3>{e(b.text)}</h3>"
     if isinstance(b, Note):
-        return f'<p class="note">{e(b.text)}</p>'
+        return f'<p class="note">{e(cell_text(b.text))}</p>'
     if isinstance(b, Table):
         return table(b.id, b.head, b.rows)
     if b.id not in figures:

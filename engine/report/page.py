@@ -37,6 +37,7 @@ from typing import Any
 
 from engine.metrics.document import SCHEMA
 from engine.metrics.registry import registered_metrics
+from engine.report.cells import points
 from engine.report.checkpoint_section import checkpoint_section
 from engine.report.figures import (
     PaperFigure,
@@ -50,34 +51,16 @@ from engine.report.html import CSS, blocks, e, table
 from engine.report.labels import pixels, protocol_label
 from engine.report.run_info import run_section
 from engine.runtime.atomic import atomic_write
-from engine.runtime.output import points
 from engine.runtime.secrets import redact
 
 __all__ = ["render_report", "write_report"]
 
 log = logging.getLogger(__name__)
 
-def _ci(g: dict[str, Any], metric: str) -> str:
-    ci = g["confidence_intervals"].get(metric)
-    return f" [{points(ci[0])}, {points(ci[1])}]" if isinstance(ci, list) and ci[0] is not None else ""
-
-
 def _headline(g: dict[str, Any]) -> str:
-    best = g["best_fixed"] or {}
-    ow = (g["text_overwrite"] or {}).get("any") or {}
-    term = g["terminal_regression"] or {}
-    rows = [["matched items", g["n_items"]], ["excluded (missing a budget)", g["n_excluded"]],
-            ["best fixed", f"{best.get('budget_id', 'n/a')}: {points(best.get('accuracy'))}{_ci(g, 'best_fixed')}"],
-            ["oracle", points(g["oracle_accuracy"]) + _ci(g, "oracle_accuracy")],
-            ["oracle headroom (pts)", points(g["oracle_headroom"]) + _ci(g, "oracle_headroom")],
-            ["visual confusion", points(g["visual_confusion"]) + _ci(g, "visual_confusion")],
-            ["text overwrite (any visual)", points(ow.get("share_all"))],
-            ["terminal regressions (wrong at the top, right at a cheaper visual budget)", points(term.get("share"))]]
-    for r in term.get("sampling_recovery") or []:
-        who = "any alternate policy" if r["alt_budget_id"] == "any" else r["alt_budget_id"]
-        counts = f"{r['n_recovered']} of {term.get('n_terminal')}; {r['n_missing_alt']} without a result"
-        rows.append([f"recovered by {who} (of all terminal; of those with a result)",
-                     f"{points(r['share'])}; {points(r.get('share_with_alt'))} ({counts})"])
+    """The chain's headline table: its items, then every registered metric's headline rows (`Metric.headline`)."""
+    rows: list[list[object]] = [["matched items", g["n_items"]], ["excluded (missing a budget)", g["n_excluded"]]]
+    rows += [[label, cell] for m in registered_metrics("group") if m.headline for label, cell in m.headline(g).rows]
     return table("", ["metric (points, 95% CI)", "value"], rows)
 
 

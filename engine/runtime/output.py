@@ -1,4 +1,4 @@
-"""What framesweep writes: JSON for machines (rates as fractions) and numbers for people (points).
+"""What framesweep writes for machines: JSON (rates as fractions).
 
 Every JSON file framesweep writes goes through `write_json` (a document: indented) or
 `write_json_lines` (one record a line), atomically (`engine.runtime.atomic`), with one set of
@@ -15,8 +15,8 @@ a key the spec holds (a `base_url` with `?api_key=`) or a server echoed reaches 
 are keyed data (items, caches, predictions: ids that must match their items) and are written as
 they are, as a row's key columns are.
 
-Rates in a document are fractions in [0, 1]; on a terminal or a page they are points to one
-place (`points`: 0.613 is ``61.3``).
+Rates in a document are fractions in [0, 1]; numbers for people (points on a terminal or a page) are the
+presentation layer's, `engine.report.cells`.
 """
 
 from __future__ import annotations
@@ -32,9 +32,7 @@ from typing import Any
 from engine.runtime.atomic import atomic_write
 from engine.runtime.secrets import redact
 
-__all__ = ["JSONValueError", "finite", "json_line", "json_text", "points", "write_json", "write_json_lines"]
-
-_DIGITS = 1  # points are printed to one place everywhere
+__all__ = ["JSONValueError", "finite", "json_line", "json_text", "write_json", "write_json_lines"]
 
 
 class JSONValueError(ValueError):
@@ -126,11 +124,3 @@ def finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [finite(v) for v in value]
     return value
-
-
-def points(fraction: float | None, signed: bool = False) -> str:
-    """A fraction as points to one place for people (0.613 -> ``61.3``; signed: ``+2.0``); ``n/a`` for None
-    or a value that is not a number."""
-    if fraction is None or not math.isfinite(fraction):
-        return "n/a"
-    return f"{100 * fraction:{'+' if signed else ''}.{_DIGITS}f}"

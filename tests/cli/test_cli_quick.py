@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from engine.cli import app
 from engine.cli.quick import load_with_overrides, quick_spec
 from engine.config import SpecError, dataset_spec_classes
-from engine.datasets.sources import SOURCES
+from engine.datasets.sources import known_sources
 
 runner = CliRunner()
 
@@ -79,7 +79,7 @@ def test_overrides_narrow_a_spec_file(tmp_path: Path) -> None:
 
 def test_every_source_names_a_dataset_and_its_spec_fields() -> None:
     classes = dataset_spec_classes()
-    for name, src in SOURCES.items():
+    for name, src in known_sources().items():
         assert name in classes, name
         fields = classes[name].model_fields
         assert src.layout and set(src.layout) <= set(fields), (name, src.layout)

@@ -1,9 +1,11 @@
-"""A hand-built checkpoint study: three checkpoints over two video and two image benchmarks."""
+"""Hand-built checkpoint studies: three checkpoints over two video and two image benchmarks (`checkpoint_rows`), and
+a base and its checkpoint on a video benchmark, MMBench and MME (`official_study_rows`)."""
 
 from __future__ import annotations
 
+from engine.datasets.mme import COGNITION, PERCEPTION
 from engine.results.schema import ResultRow
-from helpers.metric_rows import frame
+from helpers.metric_rows import frame, row
 
 MODELS = ["base", "ft1", "ft2"]
 VID = {"text": 0, "f8": 8, "f16": 16}
@@ -31,3 +33,39 @@ def checkpoint_rows() -> list[ResultRow]:
             out += frame(traj, model=model, dataset=ds, budgets=budgets,
                          per_item={i: {"task_type": TASK[i]} for i in traj if i in TASK})
     return [*out, *frame({"a": "111"}, model="other", dataset="vid", budgets=VID)]
+
+
+OFFICIAL_VIDEO = {"text": 0, "f8": 8, "f16": 16}
+
+
+def _video(model: str, item: str, marks: str) -> list[ResultRow]:
+    return [row(model, "vid", item, b, f, m, media_kind="video")
+            for (b, f), m in zip(OFFICIAL_VIDEO.items(), marks, strict=True)]
+
+
+def _image(model: str, dataset: str, version: str, item: str, mark: str, **extra: object) -> ResultRow:
+    return row(model, dataset, item, "f16", 16, mark, dataset_version=version, frames_sent=1, frame_indices=[0],
+               media_kind="image", **extra)
+
+
+def _mmbench(model: str, marks: dict[int, str]) -> list[ResultRow]:
+    return [_image(model, "mmb", "mmbench-dev.fs1", str(q + r * 1_000_000), m, group_id=str(q), group_size=2)
+            for q, ms in marks.items() for r, m in enumerate(ms)]
+
+
+def _mme(model: str, wrong: str | None = None) -> list[ResultRow]:
+    out = []
+    for category in (*PERCEPTION, *COGNITION):
+        for k in (0, 1):
+            mark = "0" if (category, k) == (wrong, 1) else "1"
+            out.append(_image(model, "mme", "mme.fs1", f"{category}/x.jpg#{k}", mark, category=category,
+                              group_id=f"{category}/x.jpg", group_size=2, task_kind="yesno"))
+    return out
+
+
+def official_study_rows() -> list[ResultRow]:
+    """The official-score study of tests/metrics/test_checkpoint_official.py (values by hand there): base and ft on
+    vid (video, no official rule), mmb (MMBench) and mme (MME)."""
+    return [*_video("base", "a", "000"), *_video("base", "b", "001"), *_video("ft", "a", "011"),
+            *_video("ft", "b", "011"), *_mmbench("base", {0: "11", 1: "00", 2: "00"}),
+            *_mmbench("ft", {0: "10", 1: "10", 2: "10"}), *_mme("base"), *_mme("ft", wrong="code_reasoning")]

@@ -86,8 +86,9 @@ def open_rows(model: str = "m", dataset: str = "open") -> list[ResultRow]:
             for i, v in scores.items() for (b, f), s in zip(budgets.items(), v, strict=True)]
 
 
-def write_sweep(out_dir, rows: Sequence[ResultRow]) -> None:
-    """Commit rows to a results directory as two shards (as a running sweep would)."""
+def write_sweep(out_dir, rows: Sequence[ResultRow], manifest: Mapping[str, object] | None = None) -> None:
+    """Commit rows to a results directory as two shards (as a running sweep would), then its manifest (default:
+    the sweep id alone)."""
     from engine.results.store import ResultStore
 
     half = len(rows) // 2
@@ -96,7 +97,7 @@ def write_sweep(out_dir, rows: Sequence[ResultRow]) -> None:
         store.commit()
         store.add(rows[half:])
         store.commit()
-        store.write_manifest({"sweep_id": "t"})
+        store.write_manifest(dict(manifest or {"sweep_id": "t"}))
 
 
 def audit_rows() -> list[ResultRow]:

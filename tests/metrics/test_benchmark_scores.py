@@ -19,57 +19,20 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from helpers.metric_rows import collect_both, lazy, row
+from helpers.benchmark_rows import (
+    image_row,
+    image_rows,
+    mmbench_rows,
+    mmbench_sized_rows,
+    mmstar_rows,
+    pope_rows,
+    yesno_row,
+)
+from helpers.metric_rows import collect_both, lazy
 
 from engine.datasets.mme import COGNITION, PERCEPTION
 from engine.metrics.benchmark_scores import BENCHMARK_SCORE_SCHEMA, benchmark_column, benchmark_scores
 from engine.results.schema import ResultRow
-
-F16 = {"budget": "f16", "frames": 16}
-
-
-def _img(dataset: str, version: str, item: str, mark: str, budget: str = "f16", **extra: object) -> ResultRow:
-    return row("m", dataset, item, budget, 16, mark, dataset_version=version, frames_sent=1, frame_indices=[0],
-               media_kind="image", **extra)
-
-
-def _yn(dataset: str, version: str, item: str, gold: str, said: str, **extra: object) -> ResultRow:
-    return _img(dataset, version, item, "1" if gold == said else "0", task_kind="yesno", answer=gold, pred=said,
-                **extra)
-
-
-def mme_rows(dataset: str = "mme", version: str = "mme.fs1") -> list[ResultRow]:
-    marks = {"celebrity/a.jpg": "11", "celebrity/b.jpg": "10", "OCR/c.jpg": "00", "code_reasoning/d.png": "11",
-             "code_reasoning/e.png": "01"}
-    out = []
-    for image, two in marks.items():
-        for k, mark in enumerate(two):
-            # the first image's rows carry group_id; the rest fall back to the id's "#k" convention
-            group = {"group_id": image} if image.startswith("celebrity/a") else {}
-            out.append(_yn(dataset, version, f"{image}#{k}", "yes", "yes" if mark == "1" else "no",
-                           category=image.split("/")[0], **group))
-    return out
-
-
-def pope_rows(dataset: str = "pope") -> list[ResultRow]:
-    cells = [("adversarial", "yes", "yes"), ("adversarial", "yes", "no"), ("adversarial", "no", "yes"),
-             ("adversarial", "no", "no"), ("random", "yes", "yes"), ("random", "no", "yes")]
-    return [_yn(dataset, "pope.fs1", f"{split}/{i}", gold, said, category=split)
-            for i, (split, gold, said) in enumerate(cells)]
-
-
-def mmstar_rows(dataset: str = "mmstar") -> list[ResultRow]:
-    return [_img(dataset, "mmstar-val.fs1", str(i), m) for i, m in enumerate("110")]
-
-
-def mmbench_rows(dataset: str = "mmbench") -> list[ResultRow]:
-    marks = {0: "111", 1: "10", 2: "0e"}
-    return [_img(dataset, "mmbench-dev.fs1", str(q + r * 1_000_000), m, **({"group_id": str(q)} if q else {}))
-            for q, ms in marks.items() for r, m in enumerate(ms)]
-
-
-def image_rows() -> list[ResultRow]:
-    return [*mme_rows(), *pope_rows(), *mmstar_rows(), *mmbench_rows()]
 
 
 def _values(df: pl.DataFrame, dataset: str, budget: str | None = None) -> dict[tuple[str, str | None], float]:
@@ -132,9 +95,9 @@ def _mme_image(category: str, image: str, marks: str, **extra: object) -> list[R
     for k, mark in enumerate(marks):
         item = f"{category}/{image}#{k}"
         if mark == "e":
-            out.append(_img("mme", "mme.fs1", item, "e", category=category, task_kind="yesno", **extra))
+            out.append(image_row("mme", "mme.fs1", item, "e", category=category, task_kind="yesno", **extra))
         else:
-            out.append(_yn("mme", "mme.fs1", item, "yes", "yes" if mark == "1" else "no", category=category,
+            out.append(yesno_row("mme", "mme.fs1", item, "yes", "yes" if mark == "1" else "no", category=category,
                            **extra))
     return out
 
@@ -171,20 +134,6 @@ def test_an_mme_image_of_one_question_is_never_an_acc_plus_input(recorded: bool)
     assert {k: v for k, v in got.items() if k[1] == "existence"} == pytest.approx({
         ("mme_acc", "existence"): 200 / 3, ("mme_acc_plus", "existence"): 100.0,
         ("mme_score", "existence"): 200 / 3 + 100.0})
-
-
-def _mmb(q: int, rotation: int, mark: str, k: int | None, budget: str = "f16", l2: str | None = None) -> ResultRow:
-    return _img("mmbench", "mmbench-dev.fs1", str(q + rotation * 1_000_000), mark, budget=budget, group_id=str(q),
-                group_size=k, task_type=l2)
-
-
-def mmbench_sized_rows() -> list[ResultRow]:
-    """f16: q0 (3 options) 111; q1 (2) 10; q2 (2) 0 then an error row; q3 (4 options) rotations 0 and 1 right,
-    2 and 3 never run. f32 (a budget still running): q0 111 only. l2-categories: q0, q1 "a"; q2, q3 "b"."""
-    out = []
-    for q, k, marks, l2 in ((0, 3, "111", "a"), (1, 2, "10", "a"), (2, 2, "0e", "b"), (3, 4, "11", "b")):
-        out += [_mmb(q, r, m, k, l2=l2) for r, m in enumerate(marks)]
-    return out + [_mmb(0, r, "1", 3, budget="f32", l2="a") for r in range(3)]
 
 
 @pytest.mark.parametrize("with_group_id", [True, False], ids=["group_id", "group_from_the_id"])
@@ -233,7 +182,7 @@ def test_mmbench_circular_accuracy_per_leaf_category() -> None:
     attribute_recognition = q2 q3 q6 -> 2/3 (q3 incomplete: wrong), image_style = q4 q5 -> 1/2. Complete: all
     but q3 -> 4/6. Vanilla (rotation 0): all but q1 -> 6/7. Per question: 17 of the 19 ok rows right (q1 and
     q5 one wrong each)."""
-    rows = [_img("mmbench", "mmbench-dev.fs1", str(q + r * 1_000_000), m, group_id=str(q), group_size=k,
+    rows = [image_row("mmbench", "mmbench-dev.fs1", str(q + r * 1_000_000), m, group_id=str(q), group_size=k,
                  task_type=l2, category=leaf)
             for q, k, marks, l2, leaf in LEAF_QUESTIONS for r, m in enumerate(marks)]
     got = _values(collect_both(benchmark_scores(lazy(rows))), "mmbench")
@@ -280,7 +229,7 @@ def test_benchmark_by_dataset_id_and_by_version() -> None:
 
 
 def test_error_rows_are_not_answers() -> None:
-    rows = [*mmstar_rows(), _img("mmstar", "mmstar-val.fs1", "9", "e")]
+    rows = [*mmstar_rows(), image_row("mmstar", "mmstar-val.fs1", "9", "e")]
     assert _values(collect_both(benchmark_scores(lazy(rows))), "mmstar")[("mmstar_accuracy", None)] == \
         pytest.approx(2 / 3)
 
@@ -290,13 +239,13 @@ def test_mme_acc_plus_counts_complete_images_only_and_a_total_waits_for_every_ca
     complete image x = 100 (y's error row is no answer: counting y as both right, as a rule over the ok
     rows would, or as wrong, would both be guesses) -> 200. count: z (right, error): no complete image,
     no score. code_reasoning w (right, wrong): 50 + 0. Neither half has all its subtasks: no total."""
-    rows = [_yn("mme", "mme.fs1", f"existence/x.jpg#{k}", "yes", "yes", category="existence") for k in (0, 1)]
-    rows += [_yn("mme", "mme.fs1", "existence/y.jpg#0", "yes", "yes", category="existence"),
-             _img("mme", "mme.fs1", "existence/y.jpg#1", "e", category="existence", task_kind="yesno"),
-             _yn("mme", "mme.fs1", "count/z.jpg#0", "no", "no", category="count"),
-             _img("mme", "mme.fs1", "count/z.jpg#1", "e", category="count", task_kind="yesno"),
-             _yn("mme", "mme.fs1", "code_reasoning/w.png#0", "yes", "yes", category="code_reasoning"),
-             _yn("mme", "mme.fs1", "code_reasoning/w.png#1", "yes", "no", category="code_reasoning")]
+    rows = [yesno_row("mme", "mme.fs1", f"existence/x.jpg#{k}", "yes", "yes", category="existence") for k in (0, 1)]
+    rows += [yesno_row("mme", "mme.fs1", "existence/y.jpg#0", "yes", "yes", category="existence"),
+             image_row("mme", "mme.fs1", "existence/y.jpg#1", "e", category="existence", task_kind="yesno"),
+             yesno_row("mme", "mme.fs1", "count/z.jpg#0", "no", "no", category="count"),
+             image_row("mme", "mme.fs1", "count/z.jpg#1", "e", category="count", task_kind="yesno"),
+             yesno_row("mme", "mme.fs1", "code_reasoning/w.png#0", "yes", "yes", category="code_reasoning"),
+             yesno_row("mme", "mme.fs1", "code_reasoning/w.png#1", "yes", "no", category="code_reasoning")]
     mme = _values(collect_both(benchmark_scores(lazy(rows))), "mme")
     assert mme == pytest.approx({
         ("accuracy", None): 5 / 6,
@@ -307,7 +256,7 @@ def test_mme_acc_plus_counts_complete_images_only_and_a_total_waits_for_every_ca
         ("mme_score", "code_reasoning"): 50.0,
     })
     # once y's second question is answered wrong, y is complete and not both right: acc+ 50
-    rows[3] = _yn("mme", "mme.fs1", "existence/y.jpg#1", "no", "yes", category="existence")
+    rows[3] = yesno_row("mme", "mme.fs1", "existence/y.jpg#1", "no", "yes", category="existence")
     mme = _values(collect_both(benchmark_scores(lazy(rows))), "mme")
     assert mme[("mme_acc", "existence")] == pytest.approx(75.0)
     assert mme[("mme_acc_plus", "existence")] == pytest.approx(50.0)

@@ -21,49 +21,14 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from helpers.metric_rows import collect_both, lazy, row
+from helpers.checkpoint_rows import official_study_rows as study_rows
+from helpers.metric_rows import collect_both, lazy
 from polars.testing import assert_frame_equal
 
-from engine.datasets.mme import COGNITION, PERCEPTION
 from engine.metrics.checkpoint_study import Checkpoint
 from engine.metrics.checkpoints import checkpoint_document, checkpoint_tables
-from engine.results.schema import ResultRow
 
 STUDY = [Checkpoint("base"), Checkpoint("ft", base="base", train_frames=16, size="7B", architecture="arch")]
-VIDEO = {"text": 0, "f8": 8, "f16": 16}
-
-
-def _video(model: str, item: str, marks: str) -> list[ResultRow]:
-    return [row(model, "vid", item, b, f, m, media_kind="video")
-            for (b, f), m in zip(VIDEO.items(), marks, strict=True)]
-
-
-def _image(model: str, dataset: str, version: str, item: str, mark: str, **extra: object) -> ResultRow:
-    return row(model, dataset, item, "f16", 16, mark, dataset_version=version, frames_sent=1, frame_indices=[0],
-               media_kind="image", **extra)
-
-
-def _mmbench(model: str, marks: dict[int, str]) -> list[ResultRow]:
-    return [_image(model, "mmb", "mmbench-dev.fs1", str(q + r * 1_000_000), m, group_id=str(q), group_size=2)
-            for q, ms in marks.items() for r, m in enumerate(ms)]
-
-
-def _mme(model: str, wrong: str | None = None) -> list[ResultRow]:
-    out = []
-    for category in (*PERCEPTION, *COGNITION):
-        for k in (0, 1):
-            mark = "0" if (category, k) == (wrong, 1) else "1"
-            out.append(_image(model, "mme", "mme.fs1", f"{category}/x.jpg#{k}", mark, category=category,
-                              group_id=f"{category}/x.jpg", group_size=2, task_kind="yesno"))
-    return out
-
-
-def study_rows() -> list[ResultRow]:
-    return [*_video("base", "a", "000"), *_video("base", "b", "001"), *_video("ft", "a", "011"),
-            *_video("ft", "b", "011"), *_mmbench("base", {0: "11", 1: "00", 2: "00"}),
-            *_mmbench("ft", {0: "10", 1: "10", 2: "10"}), *_mme("base"), *_mme("ft", wrong="code_reasoning")]
-
-
 def _tables() -> dict[str, pl.DataFrame]:
     return {k: collect_both(v) for k, v in checkpoint_tables(lazy(study_rows()), STUDY, categories=()).items()}
 

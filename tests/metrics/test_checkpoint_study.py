@@ -8,8 +8,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from helpers.benchmark_rows import mme_rows
 from helpers.metric_rows import collect_both, frame, lazy
-from test_benchmark_scores import mme_rows
 from typer.testing import CliRunner
 
 from engine.cli import app

@@ -24,11 +24,10 @@ from engine.metrics.document import summary_document
 from engine.metrics.grid import GROUP
 from engine.metrics.per_item import feature
 from engine.metrics.registry import METRICS, GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Heading, Table
+from engine.metrics.sections import Block, Heading, Headline, Rate, Table, rate_with_interval, text
 from engine.metrics.summary import SummaryOptions, snapshot_columns, summary_tables
 from engine.report import render_report
 from engine.results.store import ResultStore
-from engine.runtime.output import points
 
 NAME = "confident_right"
 
@@ -56,15 +55,21 @@ def _features(m: pl.LazyFrame, alt: pl.LazyFrame | None, by: list[str]) -> pl.La
 
 def _section(g: dict[str, Any], idx: int = 0) -> list[Block]:
     return [Heading("Confident and right"),
-            Table(f"table-{NAME}-{idx}", ["items", "share"], [["confident and right at the top", points(g[NAME]["share"])]],
+            Table(f"table-{NAME}-{idx}", ["items", "share"], [["confident and right at the top", Rate(g[NAME]["share"])]],
                   title="confident and right")]
+
+
+def _headline(g: dict[str, Any]) -> Headline:
+    share = g[NAME]["share"]
+    return Headline(text("confident and right ", Rate(share)),
+                    (("confident and right at the top", rate_with_interval(g, NAME, share)),))
 
 
 @pytest.fixture
 def registered() -> Iterator[Metric]:
     metric = register_metric(Metric(
         name=NAME, inputs=("response",), tables=_tables, document=_document, features=_features, rates=(NAME,),
-        report=_section, terminal=_section,
+        report=_section, terminal=_section, headline=_headline,
         annotations=lambda m: _top(m, GROUP).select(*GROUP, "item_id", pl.col("hit").alias(NAME)),
         annotation_columns={NAME: "right at the chain's dearest budget with confidence >= 0.5"},
         higher_is_better=True, description="items right at the top budget with confidence >= 0.5",
@@ -98,6 +103,8 @@ def test_one_registration_reaches_document_intervals_categories_and_report(regis
                                   "confidence >= 0.5"}
     html = render_report(doc)
     assert f'id="table-{NAME}-0"' in html and "<td>confident and right at the top</td><td>50.0</td>" in html
+    ci = " ".join(f"{100 * v:.1f}" for v in (lo, hi)).replace(" ", ", ")
+    assert f"<td>confident and right at the top</td><td>50.0 [{ci}]</td></tr></table>" in html  # its headline row
     assert METRICS.get(NAME) is registered and "response" in snapshot_columns()  # its declared input
 
 
@@ -118,6 +125,7 @@ def test_one_registration_reaches_the_cli_report_and_export(registered: Metric, 
                         env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     assert "Confident and right" in res.output  # its heading, then its table
+    assert "; terminal regressions 25.0; confident and right 50.0\n" in res.output  # the chain's headline line
     assert re.search(r"confident and right at the top\s*│\s*50\.0\s*│", res.output), res.output
     assert json.loads((tmp_path / "m.json").read_text())["groups"][0][NAME]["share"] == 0.5
     res = runner.invoke(app, ["report", str(out), "--n-boot", "0", "-o", str(tmp_path / "r.html")])

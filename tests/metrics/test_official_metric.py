@@ -4,8 +4,8 @@ Video-MME v2 group scores among them: values by hand (the rows of test_video_off
 from __future__ import annotations
 
 import pytest
+from helpers.benchmark_rows import v2_rows, videomme_rows
 from helpers.metric_rows import lazy
-from test_video_official_scores import v2_rows, videomme_rows
 
 from engine.metrics.document import summary_document
 from engine.metrics.options import SummaryOptions

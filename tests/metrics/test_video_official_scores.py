@@ -5,50 +5,10 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from helpers.metric_rows import collect_both, lazy, row
+from helpers.benchmark_rows import video_rows
+from helpers.metric_rows import collect_both, lazy
 
 from engine.metrics.benchmark_scores import benchmark_scores
-from engine.results.schema import ResultRow
-
-
-def _vid(dataset: str, version: str, item: str, mark: str, **extra: object) -> ResultRow:
-    return row("m", dataset, item, "f16", 16, mark, dataset_version=version, media_kind="video", **extra)
-
-
-def videomme_rows() -> list[ResultRow]:
-    """q1 right, q2 wrong, q3 no answer read (empty: wrong), q4 right."""
-    return [_vid("videomme", "videomme-v1.fs1", "q1", "1"), _vid("videomme", "videomme-v1.fs1", "q2", "0"),
-            _vid("videomme", "videomme-v1.fs1", "q3", "0", pred=None),
-            _vid("videomme", "videomme-v1.fs1", "q4", "1")]
-
-
-V2_GROUPS = {  # video: (type, structure, marks in position order)
-    "001": ("relevance", "[1,2,3,4]", "1011"),  # 3 right -> 900/16 = 56.25
-    "002": ("logic", "[1,[2,3],4]", "1101"),  # leading run 2 -> 400/12
-    "003": ("logic", "[[1,2],3,4]", "0111"),  # q1 wrong, but q2 (parallel to it) right: k = 1 -> 10
-    "004": ("relevance", "[1,2,3,4]", "111"),  # 3 of its 4 answers: incomplete, no score
-}
-
-
-def v2_rows() -> list[ResultRow]:
-    return [_vid("videomme_v2", "videomme-v2.fs1", f"{video}-{q}", mark, group_id=video, group_size=4,
-                 group_type=gtype, group_structure=structure)
-            for video, (gtype, structure, marks) in V2_GROUPS.items() for q, mark in enumerate(marks, 1)]
-
-
-def _marks(dataset: str, version: str, column: str, cells: dict[str, str]) -> list[ResultRow]:
-    return [_vid(dataset, version, f"{value}/{i}", mark, **{column: value})
-            for value, marks in cells.items() for i, mark in enumerate(marks)]
-
-
-def video_rows() -> list[ResultRow]:
-    return [
-        *videomme_rows(), *v2_rows(),
-        *_marks("mvbench", "mvbench.fs1", "category", {"action_sequence": "11", "object_shuffle": "1000"}),
-        *_marks("tempcompass", "tempcompass.fs1", "task_type", {"multi-choice": "1", "yes_no": "100"}),
-        *_marks("video_mmmu", "video_mmmu.fs1", "task_type", {"Perception": "10", "Adaptation": "0"}),
-        *_marks("mlvu", "mlvu-dev.fs1", "task_type", {"plotQA": "10"}),
-    ]
 
 
 def _table(df: pl.DataFrame, dataset: str) -> dict[tuple[str, str | None], float]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.runtime.output import JSONValueError, finite, json_text, points, write_json, write_json_lines
+from engine.runtime.output import JSONValueError, finite, json_text, write_json, write_json_lines
 
 
 def _strict(text: str) -> object:
@@ -61,14 +61,6 @@ def test_json_lines_are_one_record_a_line_and_refuse_nan_naming_the_line(tmp_pat
 def test_finite_writes_null_where_a_value_is_undefined() -> None:
     assert finite({"a": [float("nan"), 1.0, {"b": float("inf")}], "c": "x"}) == {"a": [None, 1.0, {"b": None}],
                                                                                    "c": "x"}
-
-
-@pytest.mark.parametrize(("value", "signed", "text"), [
-    (0.6134, False, "61.3"), (0.6136, False, "61.4"), (1.0, False, "100.0"), (0.0, False, "0.0"),
-    (0.02, True, "+2.0"), (-0.125, True, "-12.5"), (0.0, True, "+0.0"), (None, False, "n/a"),
-    (float("nan"), True, "n/a")])
-def test_points_are_a_fraction_times_100_to_one_place(value: float | None, signed: bool, text: str) -> None:
-    assert points(value, signed) == text
 
 
 def test_every_json_document_is_written_without_a_registered_secret(tmp_path: Path,
