@@ -141,6 +141,7 @@ def _terminal(g: dict[str, Any]) -> list[Block]:
 
 register_metric(Metric(
     name="cascade",
+    figures=("cascade",),
     tables=_tables,
     document=_document,
     report=_report,

@@ -195,6 +195,7 @@ def _terminal(g: dict[str, Any]) -> list[Block]:
 
 register_metric(Metric(
     name="transitions",
+    figures=("transitions", "flows"),
     keys=("transitions", "pair_transitions", "flows"),
     tables=_tables,
     document=_document,

@@ -223,6 +223,7 @@ def _terminal(sets: list[dict[str, Any]]) -> list[Block]:
 
 register_metric(Metric(
     name="iso_compute",
+    figures=("iso-compute",),
     scope="dataset",
     tables=_tables,
     document=_document,

@@ -155,6 +155,7 @@ def _terminal(g: dict[str, Any]) -> list[Block]:
 
 register_metric(Metric(
     name="accuracy",
+    figures=("accuracy",),
     keys=("fixed_accuracy", "best_fixed", "oracle_accuracy", "oracle_headroom"),
     tables=_tables,
     document=_document,

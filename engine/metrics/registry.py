@@ -177,6 +177,8 @@ class Metric:
         headline: (group entry) -> its share of the chain's headline (`engine.metrics.sections.Headline`): the
             line ``framesweep metrics`` prints first per chain and the report's headline table.
         live: Its table over result rows as they come in (`Live`): `run`'s ending tables, `status`.
+        figures: The kinds of paper figure drawn from its entry (`engine.report.figures.FIGURES`), in order:
+            what `framesweep figures` writes and the report shows for it.
         annotations: matched frame -> GROUP, item_id[, budget_id], its per-item columns of the export.
         annotation_columns: Each annotation column's meaning (the export's datacard).
         higher_is_better: Whether larger values are better (None: not a score); in the document's ``metrics``.
@@ -198,6 +200,7 @@ class Metric:
     terminal: Callable[..., list[Any]] | None = None
     headline: Callable[[dict[str, Any]], Any] | None = None
     live: Live | None = None
+    figures: tuple[str, ...] = ()
     annotations: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None
     annotation_columns: Mapping[str, str] = field(default_factory=dict)
     higher_is_better: bool | None = None

@@ -212,6 +212,7 @@ def _terminal(pairs: list[dict[str, Any]]) -> list[Block]:
 
 register_metric(Metric(
     name="robustness",
+    figures=("robustness",),
     scope="dataset",
     tables=lambda inputs: {"pairs": robustness(inputs.m, engine=inputs.opts.engine)},
     document=lambda t, opts: [] if (pairs := t.frame("pairs")) is None else pairs.to_dicts(),

@@ -110,6 +110,7 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
 
 register_metric(Metric(
     name="trajectory_patterns",
+    figures=("trajectories",),
     tables=lambda inputs: {"patterns": trajectory_patterns(inputs.m)},
     document=lambda rows, opts: rows("patterns"),
     report=_report,

@@ -4,6 +4,9 @@
 optional ``predictor`` and ``checkpoints`` parts the report reads) in the report's order; each has a
 stable name, made from what it shows, never from its position:
 
+Which figures a chain or a (model, dataset) gets is what the registered metrics declare (`Metric.figures`, kinds
+registered here in `FIGURES`), in their registration order:
+
 - per chain: ``accuracy--MODEL--DATASET--PROTOCOL`` (accuracy per budget with its confidence band and
   the oracle), ``transitions--...`` (items rescued and harmed per step), ``flows--...`` (item states
   across the grid), ``trajectories--...`` (the most frequent right/wrong patterns), ``cascade--...``
@@ -34,13 +37,15 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from engine import __version__
+from engine.metrics.registry import registered_metrics
+from engine.registry import Registry
 from engine.report.chains import accuracy_figure, cascade_figure, flow_figure, trajectories_figure, transitions_figure
 from engine.report.studies import iso_figure, predictor_figure, robustness_figure, train_frames_figure, trap_figure
 from engine.report.style import DPI, paper_style
 from engine.runtime.atomic import atomic_write
 
-__all__ = ["FIGURE_FORMATS", "PaperFigure", "across_figures", "chain_figures", "checkpoint_figures", "figure_name",
-           "inline_svg", "paper_figures", "predictor_figures", "write_figures"]
+__all__ = ["FIGURES", "FIGURE_FORMATS", "PaperFigure", "across_figures", "chain_figures", "checkpoint_figures", "figure_name",
+           "inline_svg", "paper_figures", "predictor_figures", "register_figure", "write_figures"]
 
 log = logging.getLogger(__name__)
 
@@ -79,31 +84,71 @@ def _made(kind: str, parts: tuple[object, ...], html_id: str, caption: str,
         yield PaperFigure(figure_name(kind, *parts), html_id, caption, fig)
 
 
+ChainDraw = Callable[[dict[str, Any], int, float], Iterator[PaperFigure]]
+"""A chain's figure kind: (its group of the document, the group's index, the interval level) -> its figures."""
+AcrossDraw = Callable[[dict[str, Any], tuple[str, str], int], Iterator[PaperFigure]]
+"""A (model, dataset) figure kind: (the document, the key, its index) -> its figures."""
+
+FIGURES: Registry[Callable[..., Iterator[PaperFigure]]] = Registry("figure kind")
+"""The paper figures by kind; a metric names those drawn from its entry (`Metric.figures`): a group metric's are
+`ChainDraw`s, a dataset metric's `AcrossDraw`s."""
+
+
+def register_figure(kind: str, draw: Callable[..., Iterator[PaperFigure]]) -> None:
+    """Register a figure kind that metrics can name in `Metric.figures` (a kind registered twice is an error)."""
+    FIGURES.register(kind, draw)
+
+
+def _chain_key(g: dict[str, Any]) -> tuple[str, str, str]:
+    return g["model_id"], g["dataset"], g.get("protocol_id", "default")
+
+
+def _chain_kind(kind: str, html: str, caption: str, draw: Callable[[dict[str, Any], float], Figure | None]) -> None:
+    register_figure(kind, lambda g, idx, level: _made(kind, _chain_key(g), f"fig-{html}-{idx}", caption,
+                                                      partial(draw, g, level)))
+
+
+_chain_kind("accuracy", "accuracy", "Accuracy per budget with its confidence band; dashed: the per-item oracle",
+            accuracy_figure)
+_chain_kind("transitions", "transitions", "Items rescued and harmed at each step", lambda g, _: transitions_figure(g))
+_chain_kind("flows", "flow", "Item states across the grid", lambda g, _: flow_figure(g))
+_chain_kind("trajectories", "trajectories", "Right/wrong patterns along the chain", lambda g, _: trajectories_figure(g))
+_chain_kind("cascade", "cascade", "Confidence cascade: accuracy against frames per threshold and the fixed budgets, "
+            "with the Pareto front over both", lambda g, _: cascade_figure(g))
+
+
 def chain_figures(g: dict[str, Any], idx: int, level: float = 0.95) -> Iterator[PaperFigure]:
-    """The figures of one chain (group `idx` of the document), those with something to draw."""
-    key = (g["model_id"], g["dataset"], g.get("protocol_id", "default"))
-    yield from _made("accuracy", key, f"fig-accuracy-{idx}", "Accuracy per budget with its confidence band; "
-                     "dashed: the per-item oracle", lambda: accuracy_figure(g, level))
-    yield from _made("transitions", key, f"fig-transitions-{idx}", "Items rescued and harmed at each step",
-                     lambda: transitions_figure(g))
-    yield from _made("flows", key, f"fig-flow-{idx}", "Item states across the grid", lambda: flow_figure(g))
-    yield from _made("trajectories", key, f"fig-trajectories-{idx}", "Right/wrong patterns along the chain",
-                     lambda: trajectories_figure(g))
-    yield from _made("cascade", key, f"fig-cascade-{idx}", "Confidence cascade: accuracy against frames per "
-                     "threshold and the fixed budgets, with the Pareto front over both", lambda: cascade_figure(g))
+    """The figures of one chain (group `idx` of the document) that the group metrics declare, in their
+    registration order, those with something to draw."""
+    for metric in registered_metrics("group"):
+        for kind in metric.figures:
+            yield from FIGURES.get(kind)(g, idx, level)
 
 
 def _mine(rows: list[dict[str, Any]], key: tuple[str, str]) -> list[dict[str, Any]]:
     return [r for r in rows if (r["model_id"], r["dataset"]) == key]
 
 
-def across_figures(doc: dict[str, Any], key: tuple[str, str], k: int) -> Iterator[PaperFigure]:
-    """Robustness and iso-compute figures of one (model, dataset) (the k-th of the document)."""
+def _robustness(doc: dict[str, Any], key: tuple[str, str], k: int) -> Iterator[PaperFigure]:
     yield from _made("robustness", key, f"fig-robustness-{k}", "Confused and harmed items shared by two chains",
                      lambda: robustness_figure(_mine(doc.get("robustness") or [], key), *key))
+
+
+def _iso(doc: dict[str, Any], key: tuple[str, str], k: int) -> Iterator[PaperFigure]:
     for j, s in enumerate(_mine(doc.get("iso_compute") or [], key)):
         yield from _made("iso-compute", (*key, f"px{s['cost']:.0f}"), f"fig-iso-{k}-{j}",
                          "Allocations at about the same pixels sent", partial(iso_figure, s))
+
+
+register_figure("robustness", _robustness)
+register_figure("iso-compute", _iso)
+
+
+def across_figures(doc: dict[str, Any], key: tuple[str, str], k: int) -> Iterator[PaperFigure]:
+    """The figures of one (model, dataset) (the k-th of the document) that the dataset metrics declare."""
+    for metric in registered_metrics("dataset"):
+        for kind in metric.figures:
+            yield from FIGURES.get(kind)(doc, key, k)
 
 
 def predictor_figures(doc: dict[str, Any]) -> Iterator[PaperFigure]:
