@@ -46,4 +46,4 @@ def test_demo_runs_the_embedded_grid_and_prints_the_rows_numbers(tmp_path: Path,
         harm = sum(correct[(i, a)] and not correct[(i, b)] for i in items)
         row = [ln for ln in lines if [c.strip() for c in ln.strip("│ ").split("│")][:2] == [a, b]]
         assert len(row) == 1, row
-        assert [c.strip() for c in row[0].strip("│ ").split("│")][2:4] == [str(rescue), str(harm)]
+        assert [c.strip() for c in row[0].strip("│ ").split("│")][2:5] == [str(len(items)), str(rescue), str(harm)]
