@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.datasets.synthetic import write_h264
+from engine.demo.videos import write_h264
 from engine.runtime.paths import cache_dir
 
 __all__ = ["ensure_long_clip", "long_clip_options"]

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from engine.config import BudgetPoint
-from engine.datasets.synthetic import write_h264
+from engine.demo.videos import write_h264
 from engine.frames import decode_pyav
 from engine.frames.buffers import FrameBuffers
 from engine.frames.cache import FrameCache

@@ -191,7 +191,7 @@ def _framesweep(spec_path: Path, work: Path, env: dict[str, str]) -> dict[str, A
 
 def _lmms(python: Path, tasks: Path, args: argparse.Namespace, work: Path, env: dict[str, str],
           n_items: int) -> dict[str, Any]:
-    from engine.backends.tiny import resolve_model_path
+    from engine.backends.model_ids import resolve_model_path
 
     model = Path(resolve_model_path("tiny:qwen2_5_vl"))
     runs = {str(b): _lmms_budget(python, tasks, b, model, args, work / f"lmms-{b}", env, n_items)
@@ -212,7 +212,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     doc = _spec(args, work / "out")
     spec_path = write_spec_toml(doc, work / "peer.toml")
     n_items = _items_file(doc, work / "items.jsonl")  # builds the videos and the checkpoint outside the clocks
-    from engine.backends.tiny import resolve_model_path
+    from engine.backends.model_ids import resolve_model_path
 
     resolve_model_path("tiny:qwen2_5_vl")
     out: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),

@@ -221,7 +221,7 @@ def _items(spec: Any) -> list[Any]:
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
     import engine  # noqa: F401  (torchvision import hook)
-    from engine.backends.tiny import resolve_model_path
+    from engine.backends.model_ids import resolve_model_path
 
     if args.quick:
         args.videos, args.budgets, args.seconds = 3, "0,4,8,16,32", 10.0

@@ -37,7 +37,7 @@ def fs_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_qwen25(fs_cache: Path) -> Path:
     """The tiny random Qwen2.5-VL checkpoint (built once per session)."""
-    from engine.backends.tiny import build_tiny_checkpoint
+    from engine.demo.tiny import build_tiny_checkpoint
 
     return build_tiny_checkpoint("qwen2_5_vl")
 

@@ -19,6 +19,7 @@ LAYERS: dict[str, float] = {
     "engine": 0.5,  # the package root: installs compat's torchvision import hook, nothing else
     "engine.frames": 1,
     "engine.strict": 1,  # StrictModel: the pydantic base of the spec's tables and of the adapters' spec classes
+    "engine.demo": 1.5,  # tiny checkpoints, the synthetic videos: for the demo and the tests, reached at DEMO_EDGES only
     "engine.items": 2,
     "engine.scoring": 2,
     "engine.datasets": 3,
@@ -104,6 +105,42 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
             if dep_rank >= src_rank:
                 bad.append(f"{src} (layer {src_rank}) imports {dep} (layer {dep_rank})")
     return sorted(bad)
+
+
+DEMO_EDGES = {
+    "engine.backends.model_ids": "a `tiny:<family>` model id resolved to its checkpoint, built on first use",
+    "engine.datasets.synthetic": "the `synthetic` benchmark's adapter and spec class, registered with the others",
+}
+"""The only modules of the engine outside `engine.demo` that import it: nothing a real sweep needs does."""
+
+
+def demo_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of the demo package from outside its edges, and imports of the CLI from inside it."""
+    def demo(m: str) -> bool:
+        return m == "engine.demo" or m.startswith("engine.demo.")
+
+    bad = [f"{src} imports {dep} (only {', '.join(sorted(DEMO_EDGES))} may)" for src, deps in sorted(graph.items())
+           if not demo(src) and src not in DEMO_EDGES for dep in sorted(deps) if demo(dep)]
+    return bad + [f"{src} (the demo package) imports the CLI ({dep})" for src, deps in sorted(graph.items())
+                  if demo(src) for dep in sorted(deps) if dep == "engine.cli" or dep.startswith("engine.cli.")]
+
+
+def test_only_the_named_edges_import_the_demo_package() -> None:
+    """The tiny checkpoints and the synthetic videos are reached from the engine at two edges alone, each named
+    with its reason, and the demo package imports no CLI (issue 38: before, the CLI, the sweep's fingerprint and
+    the backends' registry each imported the tiny builders)."""
+    graph = import_graph()
+    assert demo_violations(graph) == []
+    assert all(any(d.startswith("engine.demo") for d in graph[edge]) for edge in DEMO_EDGES)  # no stale edge
+
+
+def test_the_demo_check_catches_a_violation() -> None:
+    """A module of a real sweep importing the demo package, and the demo package importing the CLI, are found."""
+    graph = {"engine.sweep.fingerprint": {"engine.demo.tiny"}, "engine.demo.tiny": {"engine.cli.progress"},
+             "engine.backends.model_ids": {"engine.demo.tiny"}}
+    assert demo_violations(graph) == [
+        "engine.sweep.fingerprint imports engine.demo.tiny (only engine.backends.model_ids, engine.datasets.synthetic"
+        " may)", "engine.demo.tiny (the demo package) imports the CLI (engine.cli.progress)"]
 
 
 def test_every_module_has_a_layer() -> None:

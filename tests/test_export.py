@@ -231,8 +231,8 @@ def test_export_of_the_quickstart_demos_own_results(tmp_path: Path, warm_engine:
     import os
     import subprocess
 
-    from engine.backends.tiny import tiny_checkpoint_dir
     from engine.runtime.checkpoint import checkpoint_fingerprint
+    from engine.runtime.paths import tiny_checkpoint_dir
 
     root = Path(__file__).resolve().parents[1]
     out, art = tmp_path / "demo", tmp_path / "art"

@@ -57,6 +57,14 @@ def test_the_check_sees_an_undeclared_import(tmp_path: Path) -> None:
     assert "yaml" not in _declared()
 
 
+def test_every_subpackage_of_engine_ships() -> None:
+    """Every folder of `engine/` with an `__init__.py` is a declared package of the distribution (the list is
+    explicit): `engine.demo`, new in issue 38, left out would install a `framesweep demo` that cannot import it."""
+    declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "engine").rglob("__init__.py")}
+    assert found - declared == set()
+
+
 def test_every_module_of_the_package_has_fresh_bytecode() -> None:
     """The suite writes engine/'s bytecode once at its start (tests/conftest.py), as tools/setup.sh does: where
     PYTHONDONTWRITEBYTECODE is set, the ~300 processes a run starts would each compile what they import."""

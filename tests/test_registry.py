@@ -17,10 +17,10 @@ from pydantic import Field
 
 from engine.backends.families import Qwen25VL, get_family, register_family
 from engine.backends.kinds import BACKENDS, BackendKind, register_backend
-from engine.backends.tiny import build_tiny_checkpoint, register_tiny_builder
 from engine.config import register_dataset_spec
 from engine.datasets import get_benchmark
 from engine.datasets.registry import get_adapter, register_adapter
+from engine.demo.tiny import build_tiny_checkpoint, register_tiny_builder
 from engine.frames.decode import get_decoder, register_decoder
 from engine.frames.plan import get_policy, register_policy
 from engine.metrics.registry import METRICS, register_metric

@@ -10,7 +10,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from engine.backends.tiny import BUILDERS, build_tiny_checkpoint
+from engine.demo.tiny import BUILDERS, build_tiny_checkpoint
 
 
 def main() -> None:

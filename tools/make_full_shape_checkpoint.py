@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from engine.backends.tiny import build_full_shape_config
+from engine.demo.tiny import build_full_shape_config
 
 
 def main() -> None:

@@ -16,14 +16,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 from engine.backends.base import Backend
 from engine.backends.families import get_family
+from engine.backends.model_ids import model_path_problem, resolve_model_path
 from engine.backends.openai_http import OpenAIHTTPBackend
 from engine.backends.pool import EnginePool
-from engine.backends.tiny import BUILDERS, resolve_model_path
 from engine.backends.vllm_actor import VLLMActorBackend
 from engine.backends.warm import engine_key, engine_settings, list_engines, warm_name
 from engine.config import ModelSpec
@@ -76,22 +75,8 @@ def in_cluster(model: ModelSpec) -> bool:
 # --- vllm ---------------------------------------------------------------------------------------------------
 
 
-def _model_path_problem(path: str) -> str | None:
-    if path.startswith("tiny:"):
-        family = path.removeprefix("tiny:")
-        return None if family in BUILDERS else (f"no tiny checkpoint for {family!r}; known: "
-                                                f"{', '.join('tiny:' + f for f in BUILDERS.names())}")
-    p = Path(path).expanduser()
-    if p.exists():
-        return None if p.is_dir() else f"{path} is not a checkpoint directory"
-    # `org/name` may be a model hub id that vLLM downloads; a path that looks local must exist
-    if path.startswith(("/", ".", "~")) or path.count("/") != 1:
-        return f"{path}: no such checkpoint directory"
-    return None
-
-
 def _vllm_check(m: ModelSpec) -> list[tuple[str, str]]:
-    return [("path", why)] if (why := _model_path_problem(m.path)) else []
+    return [("path", why)] if (why := model_path_problem(m.path)) else []
 
 
 async def _vllm_backend(m: ModelSpec, detached: bool) -> Backend:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import partial
 
 from engine.backends.kinds import in_cluster
-from engine.backends.tiny import build_tiny_checkpoint
+from engine.backends.model_ids import resolve_model_path
 from engine.cli.progress import RunProgress
 from engine.config import SweepSpec
 from engine.datasets.registry import build_adapter
@@ -38,7 +38,7 @@ def _missing_videos(adapter: SyntheticBenchmark) -> int:
 
 def local_assets(spec: SweepSpec) -> list[Step]:
     """What `spec` needs built on this machine and lacks: its tiny checkpoints, then its synthetic videos."""
-    steps: list[Step] = [(f"building the tiny {family} checkpoint", partial(build_tiny_checkpoint, family))
+    steps: list[Step] = [(f"building the tiny {family} checkpoint", partial(resolve_model_path, f"tiny:{family}"))
                          for family in _unbuilt_tiny(spec)]
     for ds in spec.dataset_specs():
         adapter = build_adapter(ds)

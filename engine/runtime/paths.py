@@ -1,6 +1,6 @@
 """Where framesweep keeps what it builds (tiny checkpoints, synthetic videos, frame cache).
 
-A tiny checkpoint's folder is named here, below every package that looks for one: `engine.backends.tiny`
+A tiny checkpoint's folder is named here, below every package that looks for one: `engine.demo.tiny`
 builds into it, `engine.runtime.checkpoint.model_folder` finds it (for the warm key, the answer fingerprint and
 the export's model hash) without importing the generation package.
 """

@@ -41,7 +41,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from engine.backends.families import get_family
-from engine.backends.tiny import resolve_model_path
+from engine.backends.model_ids import resolve_model_path
 from engine.config import BudgetPoint, ModelSpec, SweepSpec, dataset_id
 from engine.frames.view import MediaView
 from engine.items import Item, Job

@@ -28,7 +28,7 @@ def engine(fs_cache: Path):
     """One tiny LLaVA-1.5 engine for the module, at most MAX_IMAGES images per prompt."""
     import ray
 
-    from engine.backends.tiny import build_tiny_checkpoint
+    from engine.demo.tiny import build_tiny_checkpoint
     from engine.runtime.cluster import ensure_ray
 
     ensure_ray(num_cpus=2, object_store_mb=512)

@@ -46,8 +46,8 @@ def backend(request: pytest.FixtureRequest, fs_cache: Path, cluster: None, tmp_p
     of the small spec (the same checkpoint, max_model_len and dtype), reused as a sweep reuses it."""
     from helpers.specs import small_spec_dict
 
-    from engine.backends.tiny import build_tiny_checkpoint
     from engine.config import parse_spec
+    from engine.demo.tiny import build_tiny_checkpoint
     from engine.sweep import start_backends
 
     family = request.param

@@ -13,10 +13,10 @@ import pytest
 from helpers.specs import small_spec_dict
 from rich.console import Console
 
-from engine.backends.tiny import BUILDERS, register_tiny_builder
 from engine.cli.local_assets import build_local_assets, local_assets
 from engine.cli.progress import RunProgress
 from engine.config import parse_spec
+from engine.demo.tiny import BUILDERS, register_tiny_builder
 
 
 @pytest.fixture

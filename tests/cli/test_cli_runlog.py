@@ -41,7 +41,7 @@ def test_a_run_log_opens_once_the_run_holds_out_with_the_records_of_its_start(tm
         logging.getLogger("engine.sweep.prepare").info("reading the items")
     assert refused.path is None and not (tmp_path / "refused").exists()  # never held: nothing written there
     with RunLog(tmp_path / "out") as run:
-        logging.getLogger("engine.backends.tiny").info("building tiny qwen2_5_vl")
+        logging.getLogger("engine.demo.tiny").info("building tiny qwen2_5_vl")
         assert not (tmp_path / "out").exists()
         path = run.hold()
         assert run.hold() == path  # once

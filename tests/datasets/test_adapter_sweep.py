@@ -18,7 +18,7 @@ from helpers.dataset_files import videomme_fixture
 
 from engine.backends.base import BackendBase, EngineRequest, EngineResult
 from engine.config import parse_spec
-from engine.datasets.synthetic import write_h264
+from engine.demo.videos import write_h264
 from engine.results import ResultsDir
 from engine.sweep import Sweep
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from engine.config import parse_spec
 from engine.datasets import VideoMMESpec, build_adapter
 from engine.datasets._subtitles import Cue, lmms_eval_frames, subtitles_at
-from engine.datasets.synthetic import write_h264
+from engine.demo.videos import write_h264
 from engine.items import Item, Job
 from engine.sweep.fingerprint import AnswerPrints
 

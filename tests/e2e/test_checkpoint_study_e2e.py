@@ -23,10 +23,10 @@ from helpers.specs import small_spec_dict
 from helpers.study_files import write_mmbench, write_mme, write_pope
 from typer.testing import CliRunner
 
-from engine.backends.tiny import build_tiny_checkpoint
 from engine.cli import app
 from engine.config import parse_spec
 from engine.datasets.mme import COGNITION, PERCEPTION
+from engine.demo.tiny import build_tiny_checkpoint
 from engine.results import ResultsDir
 from engine.sweep import Sweep
 

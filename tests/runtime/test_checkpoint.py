@@ -130,7 +130,7 @@ def test_a_weight_file_is_read_once_then_known_by_its_stat(tmp_path: Path, monke
 
 
 def test_model_folder_resolves_a_folder_and_a_tiny_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engine.backends.tiny import tiny_checkpoint_dir
+    from engine.runtime.paths import tiny_checkpoint_dir
 
     monkeypatch.setenv("FRAMESWEEP_CACHE", str(tmp_path / "cache"))
     assert model_folder("tiny:qwen2_5_vl") is None  # not built in this cache

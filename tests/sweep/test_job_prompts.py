@@ -16,7 +16,7 @@ from helpers.specs import small_spec_dict
 
 from engine.config import SweepSpec, parse_spec
 from engine.datasets import load_items
-from engine.datasets.synthetic import write_h264
+from engine.demo.videos import write_h264
 from engine.frames.decode import DecodeRequest, decode_video
 from engine.items import Job
 from engine.sweep.jobs import plan_item

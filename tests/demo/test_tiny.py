@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.backends.tiny import build_tiny_checkpoint, resolve_model_path
+from engine.backends.model_ids import resolve_model_path
+from engine.demo.tiny import build_tiny_checkpoint
 
 
 def test_tiny_checkpoint_is_a_real_qwen25vl(tiny_qwen25: Path) -> None:
@@ -42,7 +43,7 @@ def test_other_families_build(family: str, arch: str) -> None:
 def test_full_shape_config_has_the_7b_architecture(tmp_path: Path, tiny_qwen25: Path) -> None:
     from transformers import AutoConfig, AutoTokenizer
 
-    from engine.backends.tiny import build_full_shape_config
+    from engine.demo.tiny import build_full_shape_config
 
     out = build_full_shape_config(tmp_path / "7b")
     cfg = AutoConfig.from_pretrained(out)
@@ -59,7 +60,7 @@ def test_two_processes_asking_at_once_build_the_checkpoint_once(tmp_path: Path, 
     import threading
     import time
 
-    from engine.backends import tiny
+    from engine.demo import tiny
 
     calls: list[int] = []
 

@@ -18,9 +18,9 @@ from engine.registry import Registry
 from engine.runtime.atomic import atomic_dir, exclusive_lock
 from engine.runtime.output import json_line
 from engine.runtime.paths import TINY_BUILD_VERSION as BUILD_VERSION
-from engine.runtime.paths import tiny_checkpoint_dir  # re-exported: the folder is named below the backends
+from engine.runtime.paths import tiny_checkpoint_dir
 
-__all__ = ["BUILDERS", "build_tiny_checkpoint", "register_tiny_builder", "resolve_model_path", "tiny_checkpoint_dir"]
+__all__ = ["BUILDERS", "build_full_shape_config", "build_tiny_checkpoint", "register_tiny_builder"]
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ QWEN_VL_CHAT_TEMPLATE = (
 
 def _corpus() -> list[str]:
     """Local training text: benchmark-like questions, option lists, digits and letters."""
-    from engine.datasets.synthetic import COLOURS, MCQ_INSTRUCTION, SHAPES
+    from engine.demo.videos import COLOURS, MCQ_INSTRUCTION, SHAPES
 
     words = list(COLOURS) + list(SHAPES) + ["video", "frame", "question", "answer", "option", "white", "square"]
     lines = [MCQ_INSTRUCTION, "The best answer is:", "Best Option: (", "You are a helpful assistant."]
@@ -390,9 +390,3 @@ def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, f
             (tmp / _MARKER).write_text(json_line({"family": family, "seed": seed, "build_version": BUILD_VERSION}))
     return out
 
-
-def resolve_model_path(path: str) -> Path:
-    """A model path from a spec: `tiny:<family>` builds the tiny checkpoint; anything else is a directory."""
-    if path.startswith("tiny:"):
-        return build_tiny_checkpoint(path.removeprefix("tiny:"))
-    return Path(path).expanduser()
