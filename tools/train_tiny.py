@@ -68,6 +68,35 @@ def prompt(kind: str, answer: str | None = None) -> str:
     return text if answer is None else text + answer + "<|im_end|>"
 
 
+def mrope_positions(input_ids, attention_mask, video_grid_thw, second_per_grid_ts, video_token: int,
+                    tokens_per_second: float, merge: int = 2):  # type: ignore[no-untyped-def]
+    """Qwen2.5-VL's 3-D rotary positions as vLLM computes them (`get_mrope_input_positions`): text counts up,
+    a video's tokens take (t * seconds-per-grid * tokens-per-second, h, w) from where the text stopped, and the
+    text after it goes on from the largest position so far plus one. The model is trained on these, not on
+    `transformers`' own (5.x starts the text after a video at the video's start plus its height or width,
+    whatever its length), so that it answers in the engine as it did in training."""
+    import torch
+
+    batch, length = input_ids.shape
+    out = torch.ones(3, batch, length, dtype=torch.long)
+    for row in range(batch):
+        keep = attention_mask[row].bool()
+        ids = input_ids[row][keep].tolist()
+        start = ids.index(video_token)
+        t, h, w = (int(x) for x in video_grid_thw[row])
+        h, w = h // merge, w // merge
+        factor = float(second_per_grid_ts[row]) * tokens_per_second
+        parts = [torch.arange(start).expand(3, -1)]
+        grid = torch.stack(torch.meshgrid(torch.arange(t), torch.arange(h), torch.arange(w), indexing="ij")).reshape(3, -1)
+        if factor != 1.0:
+            grid[0] = (grid[0] * factor).long()
+        parts.append(grid + start)
+        after = len(ids) - start - t * h * w
+        parts.append(torch.arange(after).expand(3, -1) + int(parts[-1].max()) + 1)
+        out[:, row, keep] = torch.cat(parts, dim=1)
+    return out
+
+
 def decode_pool(key: list[int], n: int, log: bool = True) -> tuple[list, np.ndarray, np.ndarray]:
     """`n` videos of one seed stream: scripts, and every frame at full and at half size, through H.264."""
     from engine.frames.base import DecodeRequest
@@ -127,6 +156,9 @@ class Trainer:
                  "frames_indices": [int(i) for i in idx], "video_backend": "pyav"} for _ in videos]
         batch = self.processor(text=texts, videos=frames, video_metadata=meta, do_sample_frames=False,
                                padding=True, padding_side="left", return_tensors="pt")
+        batch["position_ids"] = mrope_positions(
+            batch["input_ids"], batch["attention_mask"], batch["video_grid_thw"], batch["second_per_grid_ts"],
+            self.model.config.video_token_id, self.model.config.vision_config.tokens_per_second)
         return batch, self.torch.tensor(targets)
 
     def train_batch(self, rng: np.random.Generator):  # type: ignore[no-untyped-def]

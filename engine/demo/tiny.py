@@ -18,7 +18,7 @@ from engine.registry import Registry
 from engine.runtime.atomic import atomic_dir, exclusive_lock
 from engine.runtime.output import json_line
 from engine.runtime.paths import TINY_BUILD_VERSION as BUILD_VERSION
-from engine.runtime.paths import tiny_checkpoint_dir
+from engine.runtime.paths import TRAINED_WEIGHTS, tiny_checkpoint_dir
 
 __all__ = ["BUILDERS", "SEEN_LAYERS", "SEEN_VISION", "SEEN_WEIGHTS", "build_full_shape_config", "build_tiny_checkpoint",
            "qwen2_5_vl_parts", "register_tiny_builder"]
@@ -179,7 +179,7 @@ def _build_qwen2_5_vl(out: Path, seed: int) -> None:
 SEEN_VISION: dict[str, object] = {"hidden_size": 64, "intermediate_size": 128}
 SEEN_LAYERS = 4
 """The trained tiny Qwen2.5-VL's dimensions (vision 64 wide, 4 text layers; about 1M parameters)."""
-SEEN_WEIGHTS = Path(__file__).parent / "weights" / "qwen2_5_vl_seen.safetensors"
+SEEN_WEIGHTS = TRAINED_WEIGHTS / "qwen2_5_vl_seen.safetensors"
 """The trained weights, committed beside the code; `tools/train_tiny.py` regenerates them."""
 
 
@@ -402,6 +402,11 @@ def build_full_shape_config(out: Path, dtype: str = "bfloat16") -> Path:
     config.architectures = ["Qwen2_5_VLForConditionalGeneration"]
     config.save_pretrained(out)
     return out
+
+
+TRAINED: dict[str, Path] = {"qwen2_5_vl_seen": SEEN_WEIGHTS}
+"""Tiny checkpoints built around committed trained weights (their folder's name carries the weights' digest:
+`engine.runtime.paths.tiny_checkpoint_dir`)."""
 
 
 def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, force: bool = False) -> Path:
