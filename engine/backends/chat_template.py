@@ -8,7 +8,9 @@ frames (as the family packs them: one video, or images) and a short question, th
 without media; and the same with a system message and an answer prefix the reply continues (an adapter's official
 prompt). The checkpoint's rendering is the chat template applied by its tokenizer (`transformers`, from
 the folder, offline) to the very messages the family sends an OpenAI-compatible server, media parts written as
-Hugging Face processors read them (`{"type": "video"}`, `{"type": "image"}`).
+Hugging Face processors read them (`{"type": "video"}`, `{"type": "image"}`), less the family's default system
+message: a family writes its default where neither the spec nor the benchmark sets one, and the checkpoint's
+template then writes its own default (or none), so a checkpoint trained with another default system line is found.
 
 A mismatch is a `ChatTemplateMismatch` naming the family, the checkpoint and both strings. A model's
 `prompt = "checkpoint_template"` skips the check and asks every request in the checkpoint's own template instead
@@ -35,7 +37,8 @@ from engine.items import Item
 from engine.runtime.checkpoint import model_folder
 
 __all__ = ["PROBE", "ChatTemplateError", "ChatTemplateMismatch", "CheckpointTemplate", "check_family_prompt",
-           "check_prompt", "checkpoint_template", "first_difference", "hf_messages", "probe_requests"]
+           "check_prompt", "checkpoint_template", "default_system", "first_difference", "hf_messages", "probe_requests",
+           "without_default_system"]
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +102,15 @@ class CheckpointTemplate:
             add_generation_prompt=bool(extra["add_generation_prompt"]),
             continue_final_message=bool(extra["continue_final_message"])))
 
-    def apply(self, request: EngineRequest) -> EngineRequest:
-        """`request` with its prompt rendered by this template from its chat messages (the media it carries
-        unchanged: the template writes one placeholder per media part, as the family's prompt does)."""
+    def apply(self, request: EngineRequest, family_default: str = "") -> EngineRequest:
+        """`request` with its prompt rendered by this template from its chat messages, less a leading system
+        message that is the family's default `family_default` (the template writes its own); the media it carries
+        unchanged (the template writes one placeholder per media part, as the family's prompt does)."""
         if request.messages is None:
             raise ChatTemplateError(f"request {request.request_id} carries no chat messages to render with the "
                                     f"chat template of {self.folder}")
-        return dataclasses.replace(request, prompt=self.render(request.messages, request.chat_extra))
+        messages = without_default_system(request.messages, family_default)
+        return dataclasses.replace(request, prompt=self.render(messages, request.chat_extra))
 
 
 def _processor_template(folder: Path) -> str | None:
@@ -117,13 +122,28 @@ def _processor_template(folder: Path) -> str | None:
     return template if isinstance(template, str) else None
 
 
+_PROBES = (("two frames", PROBE, _PROBE_MEDIA), ("text only", PROBE, None),
+           ("system message and answer prefix", _PROBE_PREFIXED, _PROBE_MEDIA))
+
+
 def probe_requests(family: str) -> dict[str, EngineRequest]:
     """What `family` builds for the probe question, by probe: ``two frames``, ``text only`` and ``system message
     and answer prefix`` (two frames)."""
     fam = get_family(family)
-    probes = (("two frames", PROBE, _PROBE_MEDIA), ("text only", PROBE, None),
-              ("system message and answer prefix", _PROBE_PREFIXED, _PROBE_MEDIA))
-    return {what: fam.build("probe", item, media, "generate", None, 16) for what, item, media in probes}
+    return {what: fam.build("probe", item, media, "generate", None, 16) for what, item, media in _PROBES}
+
+
+def default_system(family: str) -> str:
+    """The system message `family` writes when neither the spec nor the benchmark sets one ("" for none)."""
+    return str(getattr(get_family(family), "default_system", "") or "")
+
+
+def without_default_system(messages: list[dict[str, Any]], default: str) -> list[dict[str, Any]]:
+    """`messages` less a leading system message that is the family's `default` (the checkpoint's template then
+    writes its own default, as for a user who set none); other messages unchanged."""
+    first = messages[0] if messages else {}
+    return messages[1:] if default and first.get("role") == "system" and first.get("content") == default \
+        else messages
 
 
 def first_difference(a: str, b: str) -> str:
@@ -148,9 +168,10 @@ def check_family_prompt(folder: Path, family: str, who: str = "") -> bool:
         log.warning("%s%s ships no chat template: the prompts of family %s cannot be checked against it",
                     who, folder, family)
         return False
-    for what, request in probe_requests(family).items():
-        assert request.messages is not None  # every family builds its chat messages beside the prompt
-        theirs = template.render(request.messages, request.chat_extra)
+    fam, default = get_family(family), default_system(family)
+    for what, item, media in _PROBES:
+        request = fam.build("probe", item, media, "generate", None, 16)
+        theirs = template.apply(request, default if item.system_prompt is None else "").prompt
         if theirs != request.prompt:
             raise ChatTemplateMismatch(
                 f"{who}family {family} writes a prompt that the chat template of checkpoint {folder} does not "
