@@ -97,10 +97,14 @@ class CheckpointTemplate:
         """The prompt the template writes for OpenAI chat `messages` (`chat_extra`: a request's
         `continue_final_message` / `add_generation_prompt`; by default the generation prompt is added)."""
         extra = {"add_generation_prompt": True, "continue_final_message": False, **(chat_extra or {})}
-        return str(self.tokenizer.apply_chat_template(
-            hf_messages(messages), chat_template=self.template, tokenize=False,
-            add_generation_prompt=bool(extra["add_generation_prompt"]),
-            continue_final_message=bool(extra["continue_final_message"])))
+        try:
+            return str(self.tokenizer.apply_chat_template(
+                hf_messages(messages), chat_template=self.template, tokenize=False,
+                add_generation_prompt=bool(extra["add_generation_prompt"]),
+                continue_final_message=bool(extra["continue_final_message"])))
+        except Exception as err:  # a template's own errors (raise_exception, jinja's) are of any type
+            raise ChatTemplateError(f"the chat template of checkpoint {self.folder} cannot render the messages "
+                                    f"{messages!r} ({type(err).__name__}: {err})") from err
 
     def apply(self, request: EngineRequest, family_default: str = "") -> EngineRequest:
         """`request` with its prompt rendered by this template from its chat messages, less a leading system
@@ -168,10 +172,14 @@ def check_family_prompt(folder: Path, family: str, who: str = "") -> bool:
         log.warning("%s%s ships no chat template: the prompts of family %s cannot be checked against it",
                     who, folder, family)
         return False
-    fam, default = get_family(family), default_system(family)
-    for what, item, media in _PROBES:
-        request = fam.build("probe", item, media, "generate", None, 16)
-        theirs = template.apply(request, default if item.system_prompt is None else "").prompt
+    requests, default = probe_requests(family), default_system(family)
+    for what, item, _ in _PROBES:
+        request = requests[what]
+        try:
+            theirs = template.apply(request, default if item.system_prompt is None else "").prompt
+        except ChatTemplateError as err:
+            raise ChatTemplateMismatch(f"{who}family {family} writes a prompt for messages that {err}; family "
+                                       f"{request.prompt!r}") from err
         if theirs != request.prompt:
             raise ChatTemplateMismatch(
                 f"{who}family {family} writes a prompt that the chat template of checkpoint {folder} does not "
@@ -187,7 +195,8 @@ def check_prompt(path: Path | str, family: str, prompt: str, who: str = "") -> N
     have one. A checkpoint not on this machine (a hub id vLLM downloads) is not checked.
 
     Raises:
-        ChatTemplateError: see `check_family_prompt`, or ``checkpoint_template`` asked of a checkpoint without one.
+        ChatTemplateError: see `check_family_prompt`; or ``checkpoint_template`` asked of a checkpoint without
+            a template, or of one that cannot render the family's probe messages.
     """
     folder = model_folder(str(path))
     if folder is None:
@@ -195,10 +204,17 @@ def check_prompt(path: Path | str, family: str, prompt: str, who: str = "") -> N
         return
     if prompt == "family":
         check_family_prompt(folder, family, who)
-    elif _template(folder) is None:
+        return
+    template = _template(folder)
+    if template is None:
         raise ChatTemplateError(f"{who}prompt = \"checkpoint_template\" but checkpoint {folder} ships no chat "
                                 "template (no chat_template.jinja, no chat_template in its tokenizer_config.json); "
                                 "use prompt = \"family\"")
+    for request in probe_requests(family).values():  # a template that cannot write the family's messages: now
+        try:
+            template.apply(request, default_system(family))
+        except ChatTemplateError as err:
+            raise ChatTemplateError(f"{who}prompt = \"checkpoint_template\" with family {family}: {err}") from err
 
 
 _TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json", "tokenizer_config.json")

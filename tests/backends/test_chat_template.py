@@ -127,3 +127,17 @@ def test_the_checkpoint_template_writes_its_own_default_system_line_and_keeps_a_
     prefixed = template.apply(probes["system message and answer prefix"])  # a system message set: kept
     assert prefixed.prompt == probes["system message and answer prefix"].prompt
     assert prefixed.prompt.startswith("<|im_start|>system\nAnswer with a letter.<|im_end|>\n")
+
+
+def test_a_template_that_cannot_render_the_familys_messages_is_refused_naming_its_error(tmp_path: Path) -> None:
+    """A template that refuses a system message (as some do, with `raise_exception`) fails the check, and fails a
+    `checkpoint_template` model at its engine start rather than at its first request."""
+    folder = _copy("llava_1_5", tmp_path)
+    _edit_template(folder, "{% if message['role'] == 'system' %}{{ message['content'] }} ",
+                   "{% if message['role'] == 'system' %}{{ raise_exception('System role not supported') }}")
+    with pytest.raises(ChatTemplateMismatch, match=r"^model m: family llava_1_5 writes a prompt for messages that the "
+                       r"chat template of checkpoint .*System role not supported.*family 'Answer with a letter\."):
+        check_prompt(folder, "llava_1_5", "family", "model m: ")
+    with pytest.raises(ChatTemplateError, match=r"^model m: prompt = \"checkpoint_template\" with family llava_1_5: "
+                       r".*System role not supported"):
+        check_prompt(folder, "llava_1_5", "checkpoint_template", "model m: ")
