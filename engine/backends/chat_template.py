@@ -84,10 +84,16 @@ class CheckpointTemplate:
     @classmethod
     def load(cls, folder: Path) -> CheckpointTemplate | None:
         """The chat template of a local checkpoint folder (its tokenizer's, which reads `chat_template.jinja`, else
-        a processor's `chat_template.json`), None when it ships none. Nothing is downloaded."""
+        a processor's `chat_template.json`), None when it ships none or its tokenizer does not load without remote
+        code (a warning says why). Nothing is downloaded."""
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        except Exception as err:  # noqa: BLE001 - a corrupt file or remote code: any type, nothing to render with
+            log.warning("the tokenizer of checkpoint %s does not load here (%s: %s): its chat template is not read",
+                        folder, type(err).__name__, err)
+            return None
         template = tokenizer.chat_template or _processor_template(folder)
         if isinstance(template, dict):  # named templates: the default one
             template = template.get("default")
@@ -207,9 +213,9 @@ def check_prompt(path: Path | str, family: str, prompt: str, who: str = "") -> N
         return
     template = _template(folder)
     if template is None:
-        raise ChatTemplateError(f"{who}prompt = \"checkpoint_template\" but checkpoint {folder} ships no chat "
-                                "template (no chat_template.jinja, no chat_template in its tokenizer_config.json); "
-                                "use prompt = \"family\"")
+        raise ChatTemplateError(f"{who}prompt = \"checkpoint_template\" but checkpoint {folder} has no chat "
+                                "template that loads here (no chat_template.jinja, no chat_template in its "
+                                "tokenizer_config.json, or a tokenizer that does not load); use prompt = \"family\"")
     for request in probe_requests(family).values():  # a template that cannot write the family's messages: now
         try:
             template.apply(request, default_system(family))

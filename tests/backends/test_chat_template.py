@@ -98,7 +98,7 @@ def test_checkpoint_template_skips_the_comparison_and_needs_a_template(tmp_path:
     with pytest.raises(ChatTemplateMismatch):
         check_prompt(folder, "qwen2_5_vl", "family")
     (folder / "chat_template.jinja").unlink()
-    with pytest.raises(ChatTemplateError, match=r"checkpoint .*ships no chat template"):
+    with pytest.raises(ChatTemplateError, match=r"checkpoint .*has no chat template that loads here"):
         check_prompt(folder, "qwen2_5_vl", "checkpoint_template", "model tuned: ")
 
 
@@ -141,3 +141,15 @@ def test_a_template_that_cannot_render_the_familys_messages_is_refused_naming_it
     with pytest.raises(ChatTemplateError, match=r"^model m: prompt = \"checkpoint_template\" with family llava_1_5: "
                        r".*System role not supported"):
         check_prompt(folder, "llava_1_5", "checkpoint_template", "model m: ")
+
+
+def test_a_checkpoint_whose_tokenizer_does_not_load_is_warned_about_and_passes(tmp_path: Path,
+                                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """A tokenizer that does not load (here a truncated `tokenizer.json`): nothing renders the template, so the check
+    warns and the engine start goes on (vLLM then says what it makes of the folder)."""
+    folder = _copy("qwen2_5_vl", tmp_path)
+    (folder / "tokenizer.json").write_text("{not json", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="engine.backends.chat_template"):
+        check_prompt(folder, "qwen2_5_vl", "family")
+    assert f"the tokenizer of checkpoint {folder.resolve()} does not load here" in caplog.text
+    assert "ships no chat template" in caplog.text
