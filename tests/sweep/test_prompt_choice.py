@@ -73,7 +73,7 @@ def _model_side(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if not k.startswith("dataset.")}
 
 
-def test_the_default_prompt_keeps_the_recorded_fingerprint(tmp_path: Path) -> None:
+def test_the_default_prompt_keeps_the_recorded_fingerprint() -> None:
     for spec in (_spec(Path("out")), _spec(Path("out"), "family")):
         assert fingerprint(_model_side(_fields(spec))) == RECORDED
         assert _fields(spec)["template"] == "t" * 16
