@@ -67,9 +67,11 @@ def ending(err: BaseException) -> int | None:
 
     2 a spec, dataset, preflight or results-directory problem (a corrupt shard or manifest, another sweep's
     directory, an `OUT/.lock` that cannot be made: a directory in its place, a read-only file system; a changed
-    spec over committed keys, engines that cannot be placed); 3 another driver holds the directory (or took it
+    spec over committed keys, engines that cannot be placed, a family's prompt that its checkpoint's chat template
+    does not write); 3 another driver holds the directory (or took it
     over); 5 no space left; 7 the engines are gone (a warm engine stopped, or the run's own
     Ray cluster) while the run used them; 8 an engine did not start."""
+    from engine.backends.chat_template import ChatTemplateError
     from engine.backends.warm import WarmEngineStoppedError
     from engine.runtime.cluster import ClusterLostError
     from engine.sweep.engines import EngineStartError
@@ -79,7 +81,8 @@ def ending(err: BaseException) -> int | None:
         (StoreLockedError, 3), (StoreFullError, EXIT_STORE_FULL),
         ((WarmEngineStoppedError, ClusterLostError), EXIT_WARM_ENGINE_STOPPED),
         (EngineStartError, EXIT_ENGINE_START),
-        ((DatasetError, SpecError, ForeignSweepError, ResultsDirError, PlacementError, AnswerMismatchError), 2))
+        ((DatasetError, SpecError, ForeignSweepError, ResultsDirError, PlacementError, AnswerMismatchError,
+          ChatTemplateError), 2))
     return next((code for kinds, code in codes if isinstance(err, kinds)), None)
 
 
