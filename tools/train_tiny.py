@@ -35,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.demo.tiny import SEEN_LAYERS, SEEN_VISION, SEEN_WEIGHTS, qwen2_5_vl_parts  # noqa: E402
-from engine.demo.videos import (  # noqa: E402
+from engine.demo.tiny import SEEN_LAYERS, SEEN_VISION, SEEN_WEIGHTS, qwen2_5_vl_parts
+from engine.demo.videos import (
     QUESTIONS,
     SEEN_FPS,
     SEEN_FRAMES,
@@ -47,7 +47,7 @@ from engine.demo.videos import (  # noqa: E402
     seen_script,
     write_h264,
 )
-from engine.frames.plan import segment_centre, uniform  # noqa: E402
+from engine.frames.plan import segment_centre, uniform
 
 TRAIN_KEY = 7_357_001
 """First word of every training seed sequence: the evaluation streams ([seed, index]) never start with it."""
@@ -218,7 +218,8 @@ class Trainer:
             self.load_state(a.work)
         self.model.train()
         t0, ema = time.perf_counter(), None
-        while self.step < a.steps:
+        stop = min(a.steps, a.stop_after or a.steps)
+        while self.step < stop:
             rng = np.random.default_rng([TRAIN_KEY, a.seed, 1, self.step])  # per step: resumes exactly
             batch, _ = self.train_batch(rng)
             loss = self.loss(batch)
@@ -236,6 +237,10 @@ class Trainer:
                 print(f"held-out step {self.step}: {self.evaluate()}", flush=True)
                 if a.work:
                     self.save_state(a.work)
+        if self.step < a.steps:  # --stop-after: keep the state, write no weights
+            if a.work:
+                self.save_state(a.work)
+            return {}
         return self.evaluate()
 
     def weights(self) -> dict:  # type: ignore[type-arg]
@@ -247,7 +252,7 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--out", type=Path, default=SEEN_WEIGHTS, help="the weights file to write (.safetensors)")
     p.add_argument("--steps", type=int, default=2400)
@@ -261,14 +266,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2, help="torch threads (part of what makes a run reproducible)")
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--work", type=Path, default=None, help="folder for the resumable state")
-    args = p.parse_args(argv)
+    p.add_argument("--stop-after", type=int, default=None,
+                   help="stop after this step, keeping the state in --work (a later run with the same settings goes on)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     t0 = time.perf_counter()
     trainer = Trainer(args)
     held_out = trainer.run()
-    from safetensors.torch import save_file
-
+    if trainer.step < args.steps:
+        print(f"stopped after step {trainer.step}; state kept in {args.work}", flush=True)
+        return 3
     import torch
     import transformers
+    from safetensors.torch import save_file
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".tmp")
