@@ -47,12 +47,15 @@ MODEL = {"id": "seen", "family": "qwen2_5_vl", "path": "tiny:qwen2_5_vl_seen", "
 _runs = itertools.count()
 
 
+def _spec_dict(out: Path, root: Path, budgets: list[dict[str, Any]], **decode: Any) -> dict[str, Any]:
+    return {"sweep_id": "fidelity", "models": [MODEL],
+            "dataset": {"name": "synthetic", "version": 2, "n_videos": VIDEOS, "seed": SEED, "root": str(root)},
+            "budgets": budgets, "prompt": {"scoring": "letter"},
+            "decode": {"actors": 0, **decode}, "store": {"out_dir": str(out), "commit_interval_s": 1.0}}
+
+
 def _spec(out: Path, root: Path, budgets: list[dict[str, Any]], **decode: Any):  # type: ignore[no-untyped-def]
-    return parse_spec({
-        "sweep_id": "fidelity", "models": [MODEL],
-        "dataset": {"name": "synthetic", "version": 2, "n_videos": VIDEOS, "seed": SEED, "root": str(root)},
-        "budgets": budgets, "prompt": {"scoring": "letter"},
-        "decode": {"actors": 0, **decode}, "store": {"out_dir": str(out), "commit_interval_s": 1.0}})
+    return parse_spec(_spec_dict(out, root, budgets, **decode))
 
 
 BUDGETS = [{"frames": 4}, {"frames": 16}]
@@ -190,6 +193,11 @@ def _processor_resize(mp: pytest.MonkeyPatch) -> None:
                                                                                "longest_edge": 56 * 56}})
 
 
+def _processor_resamples(mp: pytest.MonkeyPatch) -> None:
+    """The processor is asked to sample frames itself (at 1 fps) out of the frames framesweep sent."""
+    mp.setattr(families.Qwen25VL, "mm_kwargs", lambda self, media: {"do_sample_frames": True, "fps": 1.0})
+
+
 def _resized_view(mp: pytest.MonkeyPatch) -> None:
     """The view hands frames at half the size the row records."""
     import cv2
@@ -205,7 +213,7 @@ FAULTS: dict[str, Patch] = {
     "union_off_by_one": _union_off_by_one,
     "view_resized": _resized_view,
     "processor_resizes": _processor_resize,
-    "processor_resamples": _metadata_fault(lambda m: {**m, "do_sample_frames": True}),
+    "processor_resamples": _processor_resamples,
     "metadata_fps": _metadata_fault(lambda m: {**m, "fps": m["fps"] * 4}),
     "metadata_indices": _metadata_fault(lambda m: {**m, "frames_indices": m["frames_indices"][::2]}),
 }
@@ -252,12 +260,8 @@ def test_a_cache_that_returns_another_frame_is_seen(engine, videos, tmp_path: Pa
     real = FrameCache._read
 
     def read(self, path, size):  # type: ignore[no-untyped-def]
-        stem = path.stem
-        if stem.isdigit():
-            other = path.with_name(f"{int(stem) + 1:0{len(stem)}d}{path.suffix}")
-            if other.exists():
-                path = other
-        return real(self, path, size)
+        held = sorted(path.parent.glob(f"*{path.suffix}"))  # the frames cached at this size, in index order
+        return real(self, held[(held.index(path) + 1) % len(held)], size)
 
     monkeypatch.setattr(FrameCache, "_read", read)
     rows = sweep(engine, videos, tmp_path / "out", pipeline="cached", cache_dir=str(cache), cache_format="npy")
@@ -303,3 +307,31 @@ def test_the_training_positions_are_the_engines(engine, videos, clean: pl.DataFr
         assert max(abs(a - b) for a, b in zip(probs, row["option_probs"])) < 5e-3, (row["item_id"], probs,
                                                                                    row["option_probs"])
 
+
+
+def test_the_http_path_answers_as_the_engine_does(engine, videos, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The same sweep through a real `vllm` OpenAI server of the trained checkpoint and through framesweep's own
+    engine: the same answers and option probabilities, row for row. Both send the frame cache's JPEG bytes (the
+    server decodes them, the engine gets the pixels framesweep decoded from them), so both see the same pixels."""
+    import os
+
+    from helpers.vllm_server import vllm_server
+
+    from engine.demo.tiny import build_tiny_checkpoint
+
+    folder = build_tiny_checkpoint("qwen2_5_vl_seen")
+    cache = {"pipeline": "cached", "cache_dir": str(tmp_path / "frames"), "cache_format": "jpeg"}
+    in_process = sweep(engine, videos, tmp_path / "engine", **cache)
+    with vllm_server(folder, Path(os.environ["FRAMESWEEP_CACHE"])) as url:
+        model = {"id": "seen", "family": "qwen2_5_vl", "path": str(folder), "backend": "openai",
+                 "http": {"base_url": url}}
+        spec = {**_spec_dict(tmp_path / "http", videos[0], BUDGETS, **cache), "models": [model]}
+        asyncio.run(Sweep(parse_spec(spec)).run())
+    via_http = ResultsDir.open(tmp_path / "http").rows().collect().sort("item_id", "budget_id")
+    assert via_http["error_type"].is_null().all(), via_http["error"].drop_nulls().to_list()[:3]
+    assert via_http["item_id"].to_list() == in_process["item_id"].to_list()
+    assert via_http["pred"].to_list() == in_process["pred"].to_list()
+    for h, e in zip(via_http["option_probs"].to_list(), in_process["option_probs"].to_list()):
+        assert max(abs(a - b) for a, b in zip(h, e)) < 1e-3, (h, e)
+    # answers that vary and are mostly right: the parity is not the flat-logit agreement of a random model
+    assert via_http["pred"].n_unique() == 4 and accuracy(via_http, ("first_colour", "last_colour")) >= 0.85
