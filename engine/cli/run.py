@@ -322,7 +322,7 @@ def demo(
     out: Annotated[Path, typer.Option("--out", metavar="OUT", help="Results directory.")] = Path("runs/demo"),
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Build the tiny checkpoint and synthetic benchmark if missing, run the demo grid, print the audit."""
+    """Build the trained tiny checkpoint and the synthetic benchmark if missing, run the demo grid, print the audit."""
     setup_logging(verbose)
     text = importlib.resources.files("engine.grids").joinpath("demo.toml").read_text()
     with tempfile.TemporaryDirectory() as tmp:
@@ -333,7 +333,12 @@ def demo(
         except SpecError as err:
             fail(err)
             raise typer.Exit(2) from None
-    raise typer.Exit(run_spec(spec))
+    code = run_spec(spec)
+    if code == 0:
+        from engine.cli.analysis import print_audit
+
+        print_audit(Path(spec.store.out_dir))
+    raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:
