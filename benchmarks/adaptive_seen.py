@@ -38,6 +38,8 @@ Printed, and written to `--output-json` with these fixed keys:
                                 n_folds_matched}
     predictor         n_items, n_solvable, n_unsolvable, n_unparsed, agreement, n_agree, n_under, n_over,
                       accuracy, mean_frames, oracle_accuracy, oracle_mean_frames,
+                      cheapest_agreement (the agreement of a predictor that always names the cheapest budget:
+                      the baseline any agreement is to be read against),
                       fixed [{budget_id, accuracy, mean_frames, accuracy_delta, frames_saved}],
                       predicted_by_kind {kind: {frames: n}}, sufficient_by_kind {kind: {budget or "none": n}}
 
@@ -143,8 +145,10 @@ def predictor_part(out: Path, rows: pl.DataFrame, kinds: pl.DataFrame) -> dict[s
     items = tables["items"].join(kinds, on="item_id", how="left")
     keep = ("n_items", "n_solvable", "n_unsolvable", "n_unparsed", "agreement", "n_agree", "n_under", "n_over",
             "accuracy", "mean_frames", "oracle_accuracy", "oracle_mean_frames")
+    at_cheapest = int((items["sufficient_budget"] == STAGES[0]).sum())
     return {
         **{k: (_r(s[k]) if isinstance(s[k], float) else s[k]) for k in keep},
+        "cheapest_agreement": _r(at_cheapest / s["n_solvable"]) if s["n_solvable"] else None,
         "fixed": [{k: (_r(r[k]) if isinstance(r[k], float) else r[k])
                    for k in ("budget_id", "accuracy", "mean_frames", "accuracy_delta", "frames_saved")}
                   for r in tables["fixed"].iter_rows(named=True)],
@@ -208,7 +212,8 @@ def show(result: dict[str, Any]) -> None:
           f"saved {cf['frames_saved']:+.1%}, folds matched {cf['n_folds_matched']}/{cf['k']}")
     print(f"  stops: {c['stops_by_kind']}")
     print(f"predictor: agreement {p['agreement']} ({p['n_agree']}/{p['n_solvable']} solvable; under {p['n_under']},"
-          f" over {p['n_over']}); accuracy {p['accuracy']:.3f} at {p['mean_frames']:.2f} frames; oracle "
+          f" over {p['n_over']}; always-cheapest baseline {p['cheapest_agreement']}); accuracy {p['accuracy']:.3f} "
+          f"at {p['mean_frames']:.2f} frames; oracle "
           f"{p['oracle_accuracy']:.3f} at {p['oracle_mean_frames']:.2f}")
     print(f"  predicted: {p['predicted_by_kind']}")
     print(f"  sufficient: {p['sufficient_by_kind']}")
