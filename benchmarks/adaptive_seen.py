@@ -32,7 +32,8 @@ Printed, and written to `--output-json` with these fixed keys:
                       unique_frames_saved (1 - mean_frames_decoded / fixed_mean_frames),
                       wall_s, fixed_wall_s (medians over rounds), wall_ratio_median/min/max (cascade / fixed
                       per round), wall_saved (1 - wall_ratio_median), rounds, decision_agreement (online vs
-                      offline stop), stops_by_kind {kind: {stop budget: n}},
+                      offline stop), mean_requests (stages visited per item; the fixed budget: 1),
+                      stops_by_kind {kind: {stop budget: n}},
                       offline {accuracy, mean_frames, mean_unique_frames},
                       crossfit {k, accuracy, fixed_accuracy, accuracy_delta, frames_saved, unique_frames_saved,
                                 n_folds_matched}
@@ -130,6 +131,8 @@ def cascade_part(rep: Any, kinds: pl.DataFrame, tau: float, matched_in_sample: b
         "wall_ratio_max": _r(rep.ratio_max), "wall_saved": _r(1 - rep.ratio_median),
         "rounds": [{k: (_r(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in rep.rounds],
         "decision_agreement": _r(rep.decision_agreement),
+        "mean_requests": _r(stops["stop_budget"].replace_strict(
+            {b: k + 1 for k, b in enumerate(STAGES)}, return_dtype=pl.Float64).mean()),
         "stops_by_kind": counts(stops, "stop_budget"),
         "offline": {k: _r(rep.offline.get(k)) for k in ("accuracy", "mean_frames", "mean_unique_frames")},
         "crossfit": cf,
@@ -206,7 +209,7 @@ def show(result: dict[str, Any]) -> None:
           f"processed {c['mean_frames_processed']:.2f} ({c['frames_saved']:+.1%} saved), decoded "
           f"{c['mean_frames_decoded']:.2f} ({c['unique_frames_saved']:+.1%} saved) vs {c['fixed_mean_frames']:.2f};"
           f" wall {c['wall_s']:.2f}s vs {c['fixed_wall_s']:.2f}s ({c['wall_saved']:+.1%} saved, median of "
-          f"{len(c['rounds'])})")
+          f"{len(c['rounds'])}; {c['mean_requests']:.2f} requests per item vs 1)")
     cf = c["crossfit"]
     print(f"  out of sample ({cf['k']} folds): accuracy {cf['accuracy']:.3f} vs {cf['fixed_accuracy']:.3f}, frames "
           f"saved {cf['frames_saved']:+.1%}, folds matched {cf['n_folds_matched']}/{cf['k']}")

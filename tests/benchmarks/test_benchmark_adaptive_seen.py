@@ -20,7 +20,7 @@ TOP = ["model", "videos", "items", "seed", "budgets", "stages", "fixed_budget", 
 CASCADE = ["tau", "matched", "n_items", "accuracy", "fixed_accuracy", "accuracy_delta", "mean_frames_processed",
            "mean_frames_decoded", "fixed_mean_frames", "frames_saved", "unique_frames_saved", "wall_s",
            "fixed_wall_s", "wall_ratio_median", "wall_ratio_min", "wall_ratio_max", "wall_saved", "rounds",
-           "decision_agreement", "stops_by_kind", "offline", "crossfit"]
+           "decision_agreement", "mean_requests", "stops_by_kind", "offline", "crossfit"]
 PREDICTOR = ["n_items", "n_solvable", "n_unsolvable", "n_unparsed", "agreement", "n_agree", "n_under", "n_over",
              "accuracy", "mean_frames", "oracle_accuracy", "oracle_mean_frames", "cheapest_agreement", "fixed",
              "predicted_by_kind", "sufficient_by_kind"]
@@ -58,6 +58,9 @@ def test_cascade_savings_follow_from_its_costs(smoke: tuple[dict, str]) -> None:
     # every item visits the 4-frame stage; it processes at most all four stages but decodes each frame once
     assert 4 <= c["mean_frames_decoded"] <= c["mean_frames_processed"] <= 4 + 8 + 16 + 32
     assert c["mean_frames_decoded"] <= 32
+    stops = [(b, n) for counts in c["stops_by_kind"].values() for b, n in counts.items()]
+    visited = sum((STAGES.index(b) + 1) * n for b, n in stops) / c["n_items"]
+    assert abs(c["mean_requests"] - visited) < EPS
     assert abs(c["frames_saved"] - (1 - c["mean_frames_processed"] / c["fixed_mean_frames"])) < EPS
     assert abs(c["unique_frames_saved"] - (1 - c["mean_frames_decoded"] / c["fixed_mean_frames"])) < EPS
     assert abs(c["wall_saved"] - (1 - c["wall_ratio_median"])) < EPS
