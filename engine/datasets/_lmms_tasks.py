@@ -107,7 +107,10 @@ def task_config(task: str, *, include_path: Path | None = None, model_name: str 
     include = str(include_path) if include_path is not None else None
     manager = _task_manager(include, model_name)
     _check_name(manager, task, include)
-    return dict(manager._get_config(task))
+    try:
+        return dict(manager._get_config(task))
+    except Exception as err:  # the task's own utils run on import (a missing module, HF_HOME unset)
+        raise LmmsTaskError(task, f"its YAML or utils cannot be loaded: {type(err).__name__}: {err}") from err
 
 
 def _reached(fn: Callable[..., Any], seen: set[int] | None = None) -> Iterator[Any]:
@@ -146,8 +149,11 @@ def _judged(fn: Callable[..., Any]) -> str | None:
     return None
 
 
-def refusal(config: dict[str, Any]) -> str | None:
-    """Why the bridge cannot run this task faithfully (from its YAML alone), else None."""
+def refusal(config: dict[str, Any], *, static: bool = False) -> str | None:
+    """Why the bridge cannot run this task faithfully (from its YAML alone), else None.
+
+    `static`: the YAML was read without importing its utils (``!function`` entries are not callables), so an LLM
+    judge is told by its metric's name alone."""
     output_type = config.get("output_type", "generate_until")
     if output_type != "generate_until":
         return f"its output_type is {output_type!r}: the bridge scores generated answers (generate_until) only"
@@ -160,9 +166,9 @@ def refusal(config: dict[str, Any]) -> str | None:
     if not metrics:
         return "it declares no metric (metric_list)"
     process = config.get("process_results")
-    if not callable(process):
+    if process is None or (not static and not callable(process)):
         return "it has no process_results function: the bridge scores each answer with the task's own"
-    judge = _judged(process)
+    judge = None if static else _judged(process)
     if judge is not None or any(w in metrics[0].lower() for w in _JUDGE_WORDS):
         via = f" (process_results reaches {judge})" if judge else ""
         return f"its metric {metrics[0]!r} is scored by an LLM judge{via}: a judged score is not reproducible offline"
@@ -214,14 +220,20 @@ class TaskListing:
 
 
 def list_tasks(include_path: Path | None = None) -> list[TaskListing]:
-    """Every task of the installed lmms-eval (and `include_path`), each with the bridge's verdict from its YAML."""
+    """Every task of the installed lmms-eval (and `include_path`), each with the bridge's verdict from its YAML.
+
+    The YAMLs are read without running their utils (some fetch files on import): an LLM judge is told by its
+    metric's name; `load_task` (``framesweep inspect``) checks what the task's process_results calls."""
+    from lmms_eval import utils as lmms_utils
+
     _need_lmms_eval("*")
     include = str(include_path) if include_path is not None else None
     manager = _task_manager(include, None)
     out = []
     for task in manager.all_subtasks:
+        path = manager.task_index[task]["yaml_path"]
         try:
-            reason = refusal(dict(manager._get_config(task)))
+            reason = refusal(dict(lmms_utils.load_yaml_config(path, mode="simple")), static=True)
         except Exception as err:  # noqa: BLE001 - a task whose utils need a module that is not installed
             reason = f"its YAML or utils cannot be loaded: {type(err).__name__}: {err}"
         out.append(TaskListing(task, reason is None, reason or ""))
