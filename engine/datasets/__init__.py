@@ -18,7 +18,7 @@ from engine.datasets import builtin as _builtin  # noqa: F401 - registers the bu
 from engine.datasets.avsd import AVSDSpec
 from engine.datasets.benchmark import BENCHMARKS, Benchmark, get_benchmark, register_benchmark, unregister_benchmark
 from engine.datasets.llava_video_178k import LlavaVideo178KSpec
-from engine.datasets.lmms_bridge import LmmsEvalSpec
+from engine.datasets.lmms_eval import LmmsEvalSpec
 from engine.datasets.mlvu import MLVUSpec
 from engine.datasets.mmbench import MMBenchSpec
 from engine.datasets.mme import MMESpec

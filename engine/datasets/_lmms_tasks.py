@@ -78,14 +78,14 @@ def _need_lmms_eval(task: str) -> str:
 @functools.cache
 def _task_manager(include_path: str | None, model_name: str | None) -> Any:
     """lmms-eval's task index (it reads every task YAML once: seconds), kept per include path and model."""
-    from lmms_eval.tasks import TaskManager
-    from loguru import logger as lmms_logger  # lmms-eval logs through loguru: silence its per-YAML debug lines
+    from lmms_eval import tasks
 
-    lmms_logger.disable("lmms_eval")
+    logger = tasks.eval_logger  # lmms-eval's loguru logger: silence its line per YAML it cannot index
+    logger.disable("lmms_eval")
     try:
-        return TaskManager(verbosity="ERROR", include_path=include_path, model_name=model_name)
+        return tasks.TaskManager(verbosity="ERROR", include_path=include_path, model_name=model_name)
     finally:
-        lmms_logger.enable("lmms_eval")
+        logger.enable("lmms_eval")
 
 
 def _check_name(manager: Any, task: str, include_path: str | None) -> None:

@@ -7,7 +7,7 @@ from engine.datasets import official
 from engine.datasets.avsd import AVSDSpec
 from engine.datasets.benchmark import Benchmark, Source, register_benchmark
 from engine.datasets.llava_video_178k import LlavaVideo178KSpec
-from engine.datasets.lmms_bridge import LmmsEvalSpec
+from engine.datasets.lmms_eval import LmmsEvalSpec
 from engine.datasets.mlvu import MLVUSpec
 from engine.datasets.mmbench import MMBenchSpec
 from engine.datasets.mme import MMESpec

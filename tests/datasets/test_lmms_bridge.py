@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from engine.cli import app
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
-from engine.datasets.lmms_bridge import LmmsEvalSpec
+from engine.datasets.lmms_eval import LmmsEvalSpec
 from engine.results.lmms_eval import _item_id
 
 pytestmark = [
