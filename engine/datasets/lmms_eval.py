@@ -211,7 +211,8 @@ class LmmsEvalBridge(BaseAdapter):
             raise self._refuse(f"lmms-eval task {self.spec.task!r}: its metric {self.metric!r} gives "
                                f"{type(value).__name__} per document, not a score the bridge can read")
         self.rule = read[1]
-        self.version = f"lmms-eval-{installed_version()}/{self.spec.task}@{task.VERSION}/{self.metric}:{self.rule}"
+        version = _task_version(task.config.metadata)
+        self.version = f"lmms-eval-{installed_version()}/{self.spec.task}@{version}/{self.metric}:{self.rule}"
 
     def load(self) -> list[Item]:
         items = super().load()
@@ -229,6 +230,13 @@ class LmmsEvalBridge(BaseAdapter):
             raise ValueError(f"lmms-eval task {self.spec.task}: item {item.item_id}: metric {self.metric!r} gave "
                              f"{value!r}, not a score")
         return read[0]
+
+
+def _task_version(metadata: Any) -> str:
+    """The task's own version (its YAML's ``metadata: version``, a mapping or a list of them); "?" when none."""
+    entries = metadata if isinstance(metadata, list) else [metadata]
+    found = [e["version"] for e in entries if isinstance(e, dict) and "version" in e]
+    return str(found[0]) if found else "?"
 
 
 def _text(value: Any) -> str | None:

@@ -125,8 +125,8 @@ def test_videomme_items_are_lmms_evals_documents(hf_home: Path) -> None:
         assert item.video_path == (hf_home / "videomme" / "data" / f"{doc['videoID']}.mp4").resolve()
         assert item.video_id == doc["videoID"] and item.media_kind == "video"
         assert item.task_type == doc["task_type"] and item.category == doc["domain"]
-    assert items[0].dataset_version.startswith("lmms-eval-0.7.3/videomme@")
-    assert items[0].dataset_version.endswith("/videomme_perception_score:score")
+    # lmms-eval's version, the task's (videomme.yaml: metadata: [{version: 0.0}]), the metric read and the rule
+    assert {it.dataset_version for it in items} == {"lmms-eval-0.7.3/videomme@0.0/videomme_perception_score:score"}
 
 
 def test_videomme_answers_are_scored_by_the_tasks_process_results(hf_home: Path) -> None:
@@ -155,6 +155,16 @@ def test_nextqa_items_without_a_question_id_are_keyed_by_doc_id(hf_home: Path) -
     assert (right.correct, right.score) == (True, 1.0)
     assert (wrong.correct, wrong.score) == (False, 0.0)
     assert utils.nextqa_mc_process_results(NEXTQA_DOCS[0], ["C"]) == {"exact_match": True}
+
+
+def test_a_document_whose_video_is_missing_is_a_problem_naming_its_row(hf_home: Path) -> None:
+    data = _videomme(hf_home)
+    (hf_home / "videomme" / "data" / "aBcD1234xyz.mp4").unlink()
+    reason = _refusal(LmmsEvalSpec(name="lmms_eval", task="videomme", dataset_path=data))
+    assert "row 2: doc_to_visual failed: video path:" in reason and "aBcD1234xyz.mp4 does not exist" in reason
+    adapter = build_adapter(LmmsEvalSpec(name="lmms_eval", task="videomme", dataset_path=data, strict=False))
+    assert [it.item_id for it in adapter.items()] == ["001-1", "001-2"]
+    assert [p.row for p in adapter.problems] == [2]
 
 
 def test_limit_keeps_the_first_documents(hf_home: Path) -> None:
@@ -213,6 +223,10 @@ def my_visual(doc):
 def two_visuals(doc):
     return my_visual(doc) * 2
 
+def image_visual(doc):
+    from PIL import Image
+    return [Image.new("RGB", (2, 2))]
+
 def _ask_judge(answer):
     return requests.post("http://judge.invalid", json={"a": answer}).json()["score"]
 
@@ -247,6 +261,9 @@ def test_a_judge_in_process_results_and_visuals_that_are_not_one_file_are_refuse
     two = _own_task(hf_home.parent / "two", UTILS, visual="utils.two_visuals")
     reason = _refusal(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=two, media_root=hf_home / "mine"))
     assert "its doc_to_visual returns 2 visuals, not one video or image file" in reason
+    image = _own_task(hf_home.parent / "image", UTILS, visual="utils.image_visual")
+    reason = _refusal(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=image, media_root=hf_home / "mine"))
+    assert "lmms-eval task 'my_task': its doc_to_visual returns a Image, not one video or image file" in reason
 
 
 def test_a_visual_outside_the_media_root_is_refused(hf_home: Path) -> None:
