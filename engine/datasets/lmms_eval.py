@@ -8,8 +8,9 @@ becomes one item:
 - its id is lmms-eval's key, as `engine.results.lmms_eval` keys an imported log: the document's
   ``question_id`` when it has one, else its ``doc_id`` (its position in the task's evaluation split), so a
   bridged run and an imported lmms-eval log join on the same keys;
-- its prompt is the task's ``doc_to_text``, its options the task's ``doc_to_choice`` (when it has one), its
-  answer the task's ``doc_to_target``;
+- its prompt is the task's ``doc_to_text``, its options the task's ``doc_to_choice`` (when it has one; else,
+  for a letter or index answer, the ``A. ...`` lines the prompt lists: `options_in_text`), its answer the
+  task's ``doc_to_target``; an item with options is multiple choice, any other open;
 - its media is the one file ``doc_to_visual`` names, which must lie under the media root (``media_root``,
   default where lmms-eval unpacks the task: ``$HF_HOME/<the task's dataset_kwargs.cache_dir>``); framesweep
   plans and decodes the frames itself, lmms-eval's sampling is never called.
@@ -39,7 +40,7 @@ from engine.datasets.registry import register_adapter
 from engine.datasets.spec import FileDatasetSpec
 from engine.items import Item, MediaKind, TaskKind
 
-__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "read_result"]
+__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "options_in_text", "read_result"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ VERSION = "lmms-eval"
 VIDEO_SUFFIXES = frozenset({".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".flv", ".mpg", ".mpeg"})
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"})
 _LETTER = re.compile(r"^[A-Z]$")
+_OPTION_LINE = re.compile(r"^\(?([A-Z])[.):]\s*(.*)$")
 _VIDEO_KEYS = ("videoID", "video_id", "video", "video_idx", "video_name")
 
 
@@ -76,6 +78,17 @@ class LmmsEvalSpec(FileDatasetSpec):
         if isinstance(data, dict) and not data.get("id") and isinstance(data.get("task"), str):
             return {**data, "id": data["task"]}
         return data
+
+
+def options_in_text(text: str) -> tuple[str, ...]:
+    """The options a prompt lists, one per line as ``A. ...`` (or ``(A) ...``, ``A) ...``, ``A: ...``), in order
+    from A: how a multiple-choice task without `doc_to_choice` (Video-MME, NExT-QA) shows them; () for none."""
+    found: list[str] = []
+    for line in text.splitlines():
+        match = _OPTION_LINE.match(line.strip())
+        if match and match.group(1) == chr(ord("A") + len(found)):
+            found.append(match.group(2).strip())
+    return tuple(found) if len(found) >= 2 else ()
 
 
 def _number(value: Any) -> float | None:
@@ -184,13 +197,14 @@ class LmmsEvalBridge(BaseAdapter):
         if path is None:
             return None
         target = task.doc_to_target(doc)
+        text = str(task.doc_to_text(doc))
         options = tuple(str(o) for o in task.doc_to_choice(doc)) if task.config.doc_to_choice is not None else ()
-        mcq = bool(options) or isinstance(target, int) or (isinstance(target, str) and bool(_LETTER.match(target)))
-        kind: TaskKind = "mcq" if mcq else "open"
+        letter = isinstance(target, int) or (isinstance(target, str) and bool(_LETTER.match(target.strip())))
+        options = options or (options_in_text(text) if letter else ())
+        kind: TaskKind = "mcq" if options else "open"
         media: MediaKind = "image" if path.suffix.lower() in IMAGE_SUFFIXES else "video"
         qid = doc.get("question_id")
         video = next((doc[k] for k in _VIDEO_KEYS if doc.get(k) not in (None, "")), path.stem)
-        text = str(task.doc_to_text(doc))
         return Item(
             dataset=self.spec.dataset_id, dataset_version=VERSION, item_id=str(qid) if qid not in (None, "") else
             str(doc_id), video_id=str(video), video_path=path, question=text, options=options,

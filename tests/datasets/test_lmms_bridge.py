@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from engine.cli import app
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
-from engine.datasets.lmms_eval import LmmsEvalSpec
+from engine.datasets.lmms_eval import LmmsEvalSpec, options_in_text
 from engine.results.lmms_eval import _item_id
 
 pytestmark = [
@@ -122,6 +122,7 @@ def test_videomme_items_are_lmms_evals_documents(hf_home: Path) -> None:
     for item, doc in zip(items, VIDEOMME_DOCS, strict=True):
         assert item.prompt == item.question == utils.videomme_doc_to_text(doc, kwargs)
         assert item.answer == doc["answer"] and item.kind == "mcq"
+        assert item.options == tuple(o.split(". ", 1)[1] for o in doc["options"])  # the A. .. D. lines it shows
         assert item.video_path == (hf_home / "videomme" / "data" / f"{doc['videoID']}.mp4").resolve()
         assert item.video_id == doc["videoID"] and item.media_kind == "video"
         assert item.task_type == doc["task_type"] and item.category == doc["domain"]
@@ -151,6 +152,7 @@ def test_nextqa_items_without_a_question_id_are_keyed_by_doc_id(hf_home: Path) -
     assert [it.item_id for it in items] == ["0", "1"]  # lmms-eval's doc_id: no question_id in NExT-QA
     assert items[0].prompt == utils.nextqa_doc_to_text_mc(NEXTQA_DOCS[0], {})
     assert items[0].answer == "2" and items[0].kind == "mcq"
+    assert items[0].options == ("to eat", "to throw", "to open it", "to hide", "to give away")
     right, wrong = adapter.score(items[0], "C"), adapter.score(items[0], "A. to eat")
     assert (right.correct, right.score) == (True, 1.0)
     assert (wrong.correct, wrong.score) == (False, 0.0)
@@ -165,6 +167,12 @@ def test_a_document_whose_video_is_missing_is_a_problem_naming_its_row(hf_home: 
     adapter = build_adapter(LmmsEvalSpec(name="lmms_eval", task="videomme", dataset_path=data, strict=False))
     assert [it.item_id for it in adapter.items()] == ["001-1", "001-2"]
     assert [p.row for p in adapter.problems] == [2]
+
+
+def test_options_are_read_from_the_lines_a_prompt_lists() -> None:
+    assert options_in_text("Q?\nA. one\nB. two\n(C) three\nAnswer:") == ("one", "two", "three")
+    assert options_in_text("Q?\nA. one\nC. three") == ()  # not A, B, ... in order: none
+    assert options_in_text("A. alone") == ()
 
 
 def test_limit_keeps_the_first_documents(hf_home: Path) -> None:
@@ -246,7 +254,9 @@ def test_a_users_own_task_runs_from_include_path(hf_home: Path) -> None:
                                          media_root=hf_home / "mine"))
     [item] = list(adapter.items())
     assert (item.item_id, item.prompt, item.answer, item.dataset) == ("0", "What?", "A", "my_task")
-    assert adapter.score(item, "A").correct is True and adapter.score(item, "B").correct is False
+    assert item.kind == "open" and item.options == ()  # a letter answer, but no options shown: open
+    right, wrong = adapter.score(item, "A"), adapter.score(item, "B")
+    assert (right.score, right.correct, wrong.score, wrong.correct) == (1.0, None, 0.0, None)
 
 
 def test_a_judge_in_process_results_and_visuals_that_are_not_one_file_are_refused(hf_home: Path) -> None:
