@@ -56,6 +56,11 @@ class LmmsEvalSpec(FileDatasetSpec):
     """One lmms-eval task, loaded by the installed lmms-eval (``framesweep[lmms]``)."""
 
     name: Literal["lmms_eval"] = Field(description="Adapter name.")
+    id: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_.@+-]+$",
+        description="Name of this dataset in the results; default: the task's name (the dataset an imported "
+        "lmms-eval log of the task gets, so the two join).",
+    )
     task: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.@+-]+$",
                       description="The lmms-eval task (`framesweep datasets --lmms-eval` lists them), e.g. videomme.")
     include_path: Path | None = Field(
