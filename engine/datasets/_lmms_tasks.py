@@ -9,8 +9,8 @@ already be under the media root).
 
 What the bridge cannot run faithfully is refused before any item is made (`refusal`), naming the task and the
 reason: a task that is not one task (a group or tag), one whose answers are not generated text
-(``output_type`` other than ``generate_until``), one whose responses go through filters first (the bridge scores
-the raw answer), one scored by an LLM judge (its ``process_results`` reaches an HTTP or OpenAI client, or lmms-eval's
+(``output_type`` other than ``generate_until``), one with several filter pipelines (lmms-eval reports a score per
+pipeline; the bridge applies a task's one pipeline before scoring), one scored by an LLM judge (its ``process_results`` reaches an HTTP or OpenAI client, or lmms-eval's
 ``llm_judge``) or by a server submission, one with no local score, one without a visual.
 """
 
@@ -159,9 +159,11 @@ def refusal(config: dict[str, Any], *, static: bool = False) -> str | None:
         return f"its output_type is {output_type!r}: the bridge scores generated answers (generate_until) only"
     if config.get("doc_to_visual") is None:
         return "it has no doc_to_visual: a text-only task has no frame budget to sweep"
-    filters = config.get("filter_list")
-    if filters and any(f.get("name") != "none" for f in filters):
-        return "its responses go through filter_list before scoring, which the bridge does not apply yet"
+    filters = config.get("filter_list") or []
+    if len(filters) > 1:
+        names = ", ".join(str(f.get("name")) for f in filters)
+        return (f"its filter_list has {len(filters)} pipelines ({names}): lmms-eval reports a score per pipeline, "
+                "the bridge scores each answer once")
     metrics = [str(m.get("metric")) for m in config.get("metric_list") or []]
     if not metrics:
         return "it declares no metric (metric_list)"

@@ -15,11 +15,13 @@ becomes one item:
   default where lmms-eval unpacks the task: ``$HF_HOME/<the task's dataset_kwargs.cache_dir>``); framesweep
   plans and decodes the frames itself, lmms-eval's sampling is never called.
 
-Each answer is scored by the task's own ``process_results`` on the raw response, reading the task's first
-metric: a number is the score (a 0/1 one is correctness on a multiple-choice item), a dict gives its ``score``,
-else its ``pred_answer`` against its ``answer`` (Video-MME's). The metric and the rule are in every row's
-``dataset_version`` (``lmms-eval-<version>/<task>@<task version>/<metric>:<rule>``). A task the bridge cannot run
-faithfully is refused when its items are read (`framesweep inspect`), naming the task and the reason.
+Each answer is scored by the task's own ``process_results`` on the response as the task's filter pipeline
+leaves it (a task without ``filter_list``: the raw response), reading the task's first metric: a number is the
+score (a 0/1 one is correctness on a multiple-choice item), a dict gives its ``score``, else its
+``pred_answer`` against its ``answer`` (Video-MME's). The metric, the rule and the filter pipeline are in every
+row's ``dataset_version`` (``lmms-eval-<version>/<task>@<task version>/<metric>:<rule>[|filter=<name>]``). A
+task the bridge cannot run faithfully is refused when its items are read (`framesweep inspect`), naming the
+task and the reason.
 """
 
 from __future__ import annotations
@@ -229,7 +231,8 @@ class LmmsEvalBridge(BaseAdapter):
         if read is None:
             raise self._refuse(f"lmms-eval task {self.spec.task!r}: its metric {self.metric!r} gives "
                                f"{type(value).__name__} per document, not a score the bridge can read")
-        self.rule = read[1]
+        pipeline = task._filters[0].name
+        self.rule = read[1] + ("" if pipeline == "none" else f"|filter={pipeline}")
         version = _task_version(task.config.metadata)
         self.version = f"lmms-eval-{installed_version()}/{self.spec.task}@{version}/{self.metric}:{self.rule}"
 
@@ -238,17 +241,27 @@ class LmmsEvalBridge(BaseAdapter):
         return [replace(it, dataset_version=self.version) for it in items]
 
     def score(self, item: Item, response: str) -> ItemScore:
-        """The task's own `process_results` on the raw response, its first metric read by `read_result`."""
+        """The task's own `process_results` on the filtered response, its first metric read by `read_result`."""
         task = self._load_task()
         doc = self._docs.get(item.item_id)
         if doc is None:
             doc = task.eval_docs[int(item.extra["doc_id"])]
-        value = task.process_results(doc, [response]).get(self.metric)
-        read = read_result(value, item.kind, response)
+        filtered = _filtered(task, doc, response)
+        value = task.process_results(doc, [filtered]).get(self.metric)
+        read = read_result(value, item.kind, filtered)
         if read is None:
             raise ValueError(f"lmms-eval task {self.spec.task}: item {item.item_id}: metric {self.metric!r} gave "
                              f"{value!r}, not a score")
         return read[0]
+
+
+def _filtered(task: Any, doc: Any, response: str) -> str:
+    """The response as the task's filter pipeline leaves it (lmms-eval's `FilterEnsemble.apply` on one answer):
+    ``take_first`` alone (a task without filter_list) leaves it as it is; a regex pipeline extracts the answer."""
+    resps: Any = [[response]]
+    for step in task._filters[0].filters:
+        resps = step.apply(resps, [doc])
+    return str(next(iter(resps)))
 
 
 def _task_version(metadata: Any) -> str:

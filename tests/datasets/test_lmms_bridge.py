@@ -259,6 +259,33 @@ def test_a_users_own_task_runs_from_include_path(hf_home: Path) -> None:
     assert (right.score, right.correct, wrong.score, wrong.correct) == (1.0, None, 0.0, None)
 
 
+FILTERS = """filter_list:
+  - name: flexible-extract
+    filter:
+      - function: regex
+        regex_pattern: "answer is ([A-D])"
+      - function: take_first
+"""
+
+
+def test_a_tasks_filter_pipeline_reads_the_answer_before_process_results(hf_home: Path) -> None:
+    folder = _own_task(hf_home.parent / "tasks", UTILS)
+    (folder / "my_task.yaml").write_text((folder / "my_task.yaml").read_text() + FILTERS)
+    (hf_home / "mine").mkdir()
+    (hf_home / "mine" / "v1.mp4").write_bytes(b"placeholder")
+    adapter = build_adapter(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=folder,
+                                         media_root=hf_home / "mine"))
+    [item] = list(adapter.items())
+    assert item.dataset_version.endswith("/accuracy:value|filter=flexible-extract")
+    assert adapter.score(item, "I think the answer is A.").score == 1.0  # the regex's group, as lmms-eval reads it
+    assert adapter.score(item, "A").score == 0.0  # no match: the pipeline's fallback, "[invalid]"
+    two = FILTERS + FILTERS.split("\n", 1)[1].replace("flexible-extract", "strict")
+    (folder / "my_task.yaml").write_text((folder / "my_task.yaml").read_text().split("filter_list:")[0] + two)
+    reason = _refusal(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=folder,
+                                   media_root=hf_home / "mine"))
+    assert "its filter_list has 2 pipelines (flexible-extract, strict)" in reason
+
+
 def test_a_judge_in_process_results_and_visuals_that_are_not_one_file_are_refused(hf_home: Path) -> None:
     (hf_home / "mine").mkdir()
     (hf_home / "mine" / "v1.mp4").write_bytes(b"placeholder")
