@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["INSTALL_HINT", "LMMS_EVAL_PIN", "LmmsTaskError", "TaskListing", "installed_version", "list_tasks",
+__all__ = ["INSTALL_HINT", "LMMS_EVAL_PIN", "LmmsTaskError", "LoadedTask", "TaskListing", "installed_version", "list_tasks",
            "load_task", "media_root_of", "refusal", "task_config"]
 
 log = logging.getLogger(__name__)
@@ -186,8 +186,18 @@ def media_root_of(config: dict[str, Any]) -> Path:
     return home / str(cache) if cache else home
 
 
+@dataclass(frozen=True)
+class LoadedTask:
+    """A task as lmms-eval built it, and where lmms-eval would have unpacked its media."""
+
+    task: Any
+    """lmms-eval's `ConfigurableTask`."""
+    media_root: Path
+    """`media_root_of` the task's YAML (the bridge drops the download kwargs before lmms-eval sees them)."""
+
+
 def load_task(task: str, *, include_path: Path | None = None, dataset_path: Path | None = None,
-              model_name: str | None = None) -> Any:
+              model_name: str | None = None) -> LoadedTask:
     """The task as an lmms-eval `ConfigurableTask`, its documents read from disk (never downloaded).
 
     Raises `LmmsTaskError` naming the task when it is unknown, cannot be run faithfully (`refusal`), or its
@@ -199,13 +209,15 @@ def load_task(task: str, *, include_path: Path | None = None, dataset_path: Path
         raise LmmsTaskError(task, reason)
     from lmms_eval.api.task import ConfigurableTask
 
+    media_root = media_root_of(config)
+
     kwargs = {k: v for k, v in (config.get("dataset_kwargs") or {}).items() if k not in _DOWNLOAD_KWARGS}
     kwargs["local_files_only"] = True
     config = {**config, "dataset_kwargs": kwargs}
     if dataset_path is not None:
         config["dataset_path"] = str(dataset_path)
     try:
-        return ConfigurableTask(config=config, model_name=model_name)
+        return LoadedTask(ConfigurableTask(config=config, model_name=model_name), media_root)
     except Exception as err:  # datasets' errors for a missing cache or a bad folder are many types
         where = dataset_path or f"the Hugging Face cache ({config.get('dataset_path')})"
         raise LmmsTaskError(task, f"its dataset could not be read from {where}: {type(err).__name__}: {err}") from err

@@ -36,7 +36,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from engine.datasets._base import BaseAdapter, ItemScore
-from engine.datasets._lmms_tasks import LmmsTaskError, installed_version, load_task, media_root_of
+from engine.datasets._lmms_tasks import LmmsTaskError, installed_version, load_task
 from engine.datasets.errors import DatasetError, Problem, Problems
 from engine.datasets.registry import register_adapter
 from engine.datasets.spec import FileDatasetSpec
@@ -141,6 +141,7 @@ class LmmsEvalBridge(BaseAdapter):
         super().__init__(spec)
         self.spec: LmmsEvalSpec = spec
         self._task: Any = None
+        self._media_root = Path()
         self._docs: dict[str, Any] = {}
         self.metric = ""
         self.rule = ""
@@ -154,16 +155,17 @@ class LmmsEvalBridge(BaseAdapter):
     def _load_task(self) -> Any:
         if self._task is None:
             try:
-                self._task = load_task(self.spec.task, include_path=self.spec.include_path,
-                                       dataset_path=self.spec.dataset_path, model_name=self.spec.lmms_model)
+                loaded = load_task(self.spec.task, include_path=self.spec.include_path,
+                                   dataset_path=self.spec.dataset_path, model_name=self.spec.lmms_model)
             except LmmsTaskError as err:
                 raise self._refuse(str(err)) from None
+            self._task, self._media_root = loaded.task, loaded.media_root
             self.metric = str(self._task.config.metric_list[0]["metric"])
         return self._task
 
     def _load(self, problems: Problems) -> list[Item]:
         task = self._load_task()
-        root = (self.spec.media_root or media_root_of(task.config.__dict__)).expanduser().resolve()
+        root = (self.spec.media_root or self._media_root).expanduser().resolve()
         if not root.is_dir():
             raise self._refuse(f"media root {root} does not exist or is not a folder (set media_root, or HF_HOME "
                                "where lmms-eval unpacked the task's media)")

@@ -303,6 +303,19 @@ def test_a_judge_in_process_results_and_visuals_that_are_not_one_file_are_refuse
     assert "lmms-eval task 'my_task': its doc_to_visual returns a Image, not one video or image file" in reason
 
 
+def test_the_default_media_root_is_lmms_evals_folder_of_the_task(hf_home: Path) -> None:
+    """$HF_HOME/<dataset_kwargs.cache_dir>, where lmms-eval unpacks the task's media: a visual elsewhere under
+    HF_HOME is outside it."""
+    folder = _own_task(hf_home.parent / "tasks", UTILS)
+    (folder / "my_task.yaml").write_text((folder / "my_task.yaml").read_text()
+                                         + "dataset_kwargs:\n  video: true\n  cache_dir: my_cache\n")
+    (hf_home / "mine").mkdir()
+    (hf_home / "mine" / "v1.mp4").write_bytes(b"placeholder")
+    (hf_home / "my_cache").mkdir()
+    reason = _refusal(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=folder))
+    assert f"outside the media root {(hf_home / 'my_cache').resolve()}" in reason
+
+
 def test_a_visual_outside_the_media_root_is_refused(hf_home: Path) -> None:
     folder = _own_task(hf_home.parent / "tasks", UTILS)
     (hf_home / "mine").mkdir()
