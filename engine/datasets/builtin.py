@@ -89,8 +89,5 @@ register_benchmark(Benchmark(
     "llava_video_178k", LlavaVideo178KSpec,
     Source("lmms-lab/LLaVA-Video-178K", {"annotations": "annotations", "media_root": "."}, on_hub=False,
            note="fetch the subsets you need by hand (hundreds of GB); annotations: their JSON files")))
-register_benchmark(Benchmark(
-    "lmms_eval", LmmsEvalSpec,
-    Source("any task of the installed lmms-eval (`framesweep datasets --lmms-eval`)", on_hub=False,
-           note="lmms-eval reads the task's data: its Hugging Face cache, or dataset_path; media under media_root "
-           "(default $HF_HOME/<the task's cache_dir>, where lmms-eval unpacks them)")))
+# no release of its own: lmms-eval reads each task's data (its Hugging Face cache, or dataset_path)
+register_benchmark(Benchmark("lmms_eval", LmmsEvalSpec))
