@@ -17,8 +17,8 @@ becomes one item:
 
 Each answer is scored by the task's own ``process_results`` on the response as the task's filter pipeline
 leaves it (a task without ``filter_list``: the raw response), reading the task's first metric: a number is the
-score (a 0/1 one is correctness on a multiple-choice item), a dict gives its ``score``, else its
-``pred_answer`` against its ``answer`` (Video-MME's). The metric, the rule and the filter pipeline are in every
+score (a 0/1 one is correctness on a multiple-choice item), a dict gives its ``score``, else its ``correct``,
+else its ``pred_answer`` against its ``answer`` (Video-MME's). The metric, the rule and the filter pipeline are in every
 row's ``dataset_version`` (``lmms-eval-<version>/<task>@<task version>/<metric>:<rule>[|filter=<name>]``). A
 task the bridge cannot run faithfully is refused when its items are read (`framesweep inspect`), naming the
 task and the reason.
@@ -111,15 +111,18 @@ def read_result(value: Any, kind: TaskKind, response: str) -> tuple[ItemScore, s
     """One metric value of `process_results` as a score, and the rule that read it; None when it holds none.
 
     A number is the score (on a multiple-choice item a 0/1 value is also correctness); a dict's ``score``
-    likewise, its ``pred_answer`` / ``pred`` the extracted answer; else its ``pred_answer`` against its
-    ``answer``, compared as lmms-eval's Video-MME does (case-insensitively).
+    likewise, else its ``correct`` (PerceptionTest's), else its ``pred_answer`` against its ``answer``, compared
+    as lmms-eval's Video-MME does (case-insensitively); its ``pred_answer`` / ``pred`` / ``pred_id`` is the
+    extracted answer.
     """
     pred: Any = response.strip() or None
     number = _number(value)
     rule = "value"
     if isinstance(value, dict):
-        pred = value.get("pred_answer", value.get("pred", pred))
+        pred = next((value[k] for k in ("pred_answer", "pred", "pred_id") if k in value), pred)
         number, rule = _number(value.get("score")), "score"
+        if number is None and "correct" in value:
+            number, rule = _number(value["correct"]), "correct"
         if number is None and "pred_answer" in value and "answer" in value:
             number = float(str(value["pred_answer"]).strip().lower() == str(value["answer"]).strip().lower())
             rule = "pred_answer==answer"

@@ -52,6 +52,15 @@ NEXTQA_DOCS = [
      "a3": "sleeps", "a4": "sings"},
 ]
 
+PERCEPTION_DOCS = [
+    {"video_name": "video_10909", "question_id": 0, "question": "What is the person doing?",
+     "options": ["cooking", "cleaning", "reading"], "answer_id": 1, "area": "semantics", "reasoning": "descriptive",
+     "tag": ["action"]},
+    {"video_name": "video_10909", "question_id": 1, "question": "How many cups are on the table?",
+     "options": ["one", "two", "three"], "answer_id": 2, "area": "physics", "reasoning": "counting",
+     "tag": ["counting"]},
+]
+
 
 @pytest.fixture
 def hf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -173,6 +182,25 @@ def test_options_are_read_from_the_lines_a_prompt_lists() -> None:
     assert options_in_text("Q?\nA. one\nB. two\n(C) three\nAnswer:") == ("one", "two", "three")
     assert options_in_text("Q?\nA. one\nC. three") == ()  # not A, B, ... in order: none
     assert options_in_text("A. alone") == ()
+
+
+def test_perceptiontest_items_and_its_correct_field(hf_home: Path) -> None:
+    data = _dataset(hf_home.parent / "perception_release", "mc_question_val", "validation", PERCEPTION_DOCS)
+    (hf_home / "perceptiontest_val" / "videos").mkdir(parents=True)
+    (hf_home / "perceptiontest_val" / "videos" / "video_10909.mp4").write_bytes(b"placeholder")
+    adapter = build_adapter(LmmsEvalSpec(name="lmms_eval", task="perceptiontest_val_mc", dataset_path=data))
+    items = list(adapter.items())
+    utils = _lmms_utils("perceptiontest/val")
+    assert [it.item_id for it in items] == ["0", "1"]  # its question_id
+    assert items[0].prompt == utils.perceptiontest_val_doc_to_text(PERCEPTION_DOCS[0], {"pre_prompt": "",
+                                                                                        "post_prompt": ""})
+    assert items[0].options == ("cooking", "cleaning", "reading") and items[0].answer == "1"
+    assert items[0].dataset_version.endswith("/perceptiontest_val_mc@?/accuracy:correct")
+    for response, right in (("B", True), ("B. cleaning", True), ("A", False), ("no idea", False)):
+        own = utils.perceptiontest_val_process_results_mc(PERCEPTION_DOCS[0], [response])["accuracy"]
+        scored = adapter.score(items[0], response)
+        assert (scored.correct, scored.score) == (right, float(own["correct"])), response
+        assert scored.pred == str(own["pred_id"])
 
 
 def test_limit_keeps_the_first_documents(hf_home: Path) -> None:
