@@ -62,3 +62,15 @@ def test_datasets_lmms_eval_without_lmms_eval_says_how_to_install_it(monkeypatch
     out = " ".join(out.split())
     assert "lmms-eval is not installed: install it with `pip install 'framesweep[lmms]'` (lmms-eval==0.7.3)" in out
     assert "FRAMESWEEP_EXTRA=lmms bash tools/setup.sh" in out
+
+
+def test_an_lmms_eval_dataset_without_lmms_eval_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As above: `installed_version` answers as where lmms-eval is not installed."""
+    from engine.datasets import build_adapter
+    from engine.datasets.errors import DatasetError
+    from engine.datasets.lmms_eval import LmmsEvalSpec
+
+    monkeypatch.setattr(_lmms_tasks, "installed_version", lambda: None)
+    with pytest.raises(DatasetError, match=r"lmms-eval task 'videomme': lmms-eval is not installed: install it with "
+                                           r"`pip install 'framesweep\[lmms\]'`"):
+        list(build_adapter(LmmsEvalSpec(name="lmms_eval", task="videomme")).items())
