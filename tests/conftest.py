@@ -156,7 +156,6 @@ WARM_MODULES = frozenset({  # every module with a test that uses the warm engine
     "tests/adaptive/test_predictor_online.py",
     "tests/backends/test_openai_http.py",
     "tests/backends/test_vllm_actor.py",
-    "tests/cli/test_demo.py",
     "tests/e2e/test_checkpoint_study_e2e.py",
     "tests/e2e/test_lmms_bridge_e2e.py",
     "tests/e2e/test_several_datasets.py",

