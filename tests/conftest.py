@@ -168,6 +168,7 @@ LONGEST = (  # the engine modules that take longest (seconds measured on 2 cores
     "tests/sweep/test_engine_faults.py",  # ~150
     "tests/benchmarks/test_benchmarks.py",  # ~120
     "tests/e2e/test_two_nodes.py",  # ~55
+    "tests/e2e/test_audit_study_seen.py",  # ~55
     "tests/adaptive/test_adaptive_faults.py",  # ~45
     "tests/cli/test_cli_run_observed.py",  # ~45
     "tests/runtime/test_gpu_placement_isolated.py",  # ~35
