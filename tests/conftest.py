@@ -156,8 +156,8 @@ WARM_MODULES = frozenset({  # every module with a test that uses the warm engine
     "tests/adaptive/test_predictor_online.py",
     "tests/backends/test_openai_http.py",
     "tests/backends/test_vllm_actor.py",
-    "tests/cli/test_demo.py",
     "tests/e2e/test_checkpoint_study_e2e.py",
+    "tests/e2e/test_lmms_bridge_e2e.py",
     "tests/e2e/test_several_datasets.py",
     "tests/e2e/test_sweep_e2e.py",
     "tests/frames/test_data_plane.py",
@@ -168,6 +168,7 @@ LONGEST = (  # the engine modules that take longest (seconds measured on 2 cores
     "tests/sweep/test_engine_faults.py",  # ~150
     "tests/benchmarks/test_benchmarks.py",  # ~120
     "tests/e2e/test_two_nodes.py",  # ~55
+    "tests/e2e/test_audit_study_seen.py",  # ~55
     "tests/adaptive/test_adaptive_faults.py",  # ~45
     "tests/cli/test_cli_run_observed.py",  # ~45
     "tests/runtime/test_gpu_placement_isolated.py",  # ~35

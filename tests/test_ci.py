@@ -52,7 +52,7 @@ def test_an_unknown_part_in_the_ci_variable_is_a_usage_error(pytester: pytest.Py
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     result = _run(pytester, monkeypatch, "chromium,chrome")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "FRAMESWEEP_CI_REQUIRE names unknown parts ['chrome']; known: ['chromium', 'iproute2']" in result.stderr.str()
+    assert "FRAMESWEEP_CI_REQUIRE names unknown parts ['chrome']; known: ['chromium', 'iproute2', 'lmms']" in result.stderr.str()
 
 
 def _needs(node: ast.FunctionDef) -> set[str]:

@@ -224,10 +224,11 @@ def test_a_killed_export_leaves_the_earlier_artifact_and_its_temp_is_removed_nex
     assert pl.read_parquet(art / "items.parquet").height == 15
 
 
-def test_export_of_the_quickstart_demos_own_results(tmp_path: Path, warm_engine: Path) -> None:
-    """`framesweep demo` then `framesweep export` of its results, as the Quickstart reads: the demo's model is
-    `tiny:qwen2_5_vl`, and its hash step failed (TypeError, nothing written) while every test exported
-    folder-path models only. Runs on the suite's warm engine (the demo's settings are the small spec's)."""
+@pytest.mark.engine  # runs `framesweep demo` and `export` as processes
+def test_export_of_the_quickstart_demos_own_results(tmp_path: Path, fs_cache: Path) -> None:
+    """`framesweep demo` then `framesweep export` of its results, as the Quickstart reads: the demo's model is a
+    `tiny:` id (the trained `tiny:qwen2_5_vl_seen`), whose hash step once failed (TypeError, nothing written) while
+    every test exported folder-path models only. The demo starts its own engine (not the small spec's model)."""
     import os
     import subprocess
 
@@ -243,17 +244,17 @@ def test_export_of_the_quickstart_demos_own_results(tmp_path: Path, warm_engine:
                        cwd=root, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     items = pl.read_parquet(art / "items.parquet")
-    assert items.height == 6 * 3 * 4 and set(items["model_path"]) == {"tiny:qwen2_5_vl"}
-    fingerprint = checkpoint_fingerprint(tiny_checkpoint_dir("qwen2_5_vl"))
+    assert items.height == 8 * 5 * 4 and set(items["model_path"]) == {"tiny:qwen2_5_vl_seen"}
+    fingerprint = checkpoint_fingerprint(tiny_checkpoint_dir("qwen2_5_vl_seen"))
     assert fingerprint is not None and set(items["model_hash"]) == {fingerprint}
     prov = json.loads((art / "provenance.json").read_text())
     (model,) = prov["models"].values()
-    assert model["path"] == "tiny:qwen2_5_vl" and model["hash"] == fingerprint
+    assert model["path"] == "tiny:qwen2_5_vl_seen" and model["hash"] == fingerprint
     assert items["trajectory"].null_count() < items.height  # annotated: the demo's items are matched
     # each decoded video's low-level statistics, computed by the sweep's decode pass, travel with the artifact
     videos = pl.read_parquet(art / "videos.parquet")
-    assert videos.height == 6 and set(videos["video_id"]) == set(items["video_id"])
+    assert videos.height == 8 and set(videos["video_id"]) == set(items["video_id"])
     assert (videos["frames_used"] > 1).all() and videos["motion_energy"].is_not_null().all()
     assert (videos["pixels"] == videos["width"] * videos["height"]).all()
     card = (art / "README.md").read_text()
-    assert "config_name: videos" in card and "Low-level statistics of the 6 video(s)" in card
+    assert "config_name: videos" in card and "Low-level statistics of the 8 video(s)" in card

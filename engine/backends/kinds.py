@@ -6,7 +6,9 @@ whether its engines are Ray actors (the run starts or joins Ray and checks the c
 first), and what to log once it answers.
 
     vllm    the vLLM engine in Ray actors (`VLLMActorBackend`), a replica pool (`EnginePool`) for several
-            replicas; a live warm engine of the same settings is reused (`engine.backends.warm`)
+            replicas; a live warm engine of the same settings is reused (`engine.backends.warm`); before it
+            starts, the family's prompt is checked against the checkpoint's chat template
+            (`engine.backends.chat_template.check_prompt`)
     openai  an OpenAI-compatible HTTP server (`OpenAIHTTPBackend`)
 """
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from engine.backends.base import Backend
+from engine.backends.chat_template import check_prompt
 from engine.backends.families import get_family
 from engine.backends.model_ids import model_path_problem, resolve_model_path
 from engine.backends.openai_http import OpenAIHTTPBackend
@@ -81,6 +84,7 @@ def _vllm_check(m: ModelSpec) -> list[tuple[str, str]]:
 
 async def _vllm_backend(m: ModelSpec, detached: bool) -> Backend:
     path = await asyncio.to_thread(resolve_model_path, m.path)
+    await asyncio.to_thread(check_prompt, path, m.family, m.prompt, f"model {m.id}: ")
     family_kwargs = get_family(m.family).engine_kwargs(m.max_frames)
     key = engine_key(engine_settings(path, m.engine, family_kwargs))
     replicas = [VLLMActorBackend(path, m.engine, family_kwargs=family_kwargs, warm_name=warm_name(key, i),

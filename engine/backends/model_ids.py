@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.demo.tiny import BUILDERS, build_tiny_checkpoint
+from engine.demo.tiny import BUILDERS, TRAINED, build_tiny_checkpoint
 
 __all__ = ["model_path_problem", "resolve_model_path"]
 
@@ -23,8 +23,12 @@ def model_path_problem(path: str) -> str | None:
     None."""
     if path.startswith("tiny:"):
         family = path.removeprefix("tiny:")
-        return None if family in BUILDERS else (f"no tiny checkpoint for {family!r}; known: "
-                                                f"{', '.join('tiny:' + f for f in BUILDERS.names())}")
+        if family not in BUILDERS:
+            return f"no tiny checkpoint for {family!r}; known: {', '.join('tiny:' + f for f in BUILDERS.names())}"
+        weights = TRAINED.get(family)
+        if weights is not None and not weights.exists():
+            return f"{path}: its trained weights ({weights.name}) are missing: run tools/train_tiny.py"
+        return None
     p = Path(path).expanduser()
     if p.exists():
         return None if p.is_dir() else f"{path} is not a checkpoint directory"

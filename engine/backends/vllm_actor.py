@@ -197,8 +197,13 @@ class VLLMWorker:
             prompt["multi_modal_data"] = {"image": r.images if len(r.images) > 1 else r.images[0]}
             if r.image_uuids:
                 prompt["multi_modal_uuids"] = {"image": list(r.image_uuids)}
-        if r.mm_processor_kwargs:
-            prompt["mm_processor_kwargs"] = r.mm_processor_kwargs
+        kwargs = dict(r.mm_processor_kwargs or {})
+        if r.video is not None and r.video_meta is not None and r.video_meta.get("do_sample_frames") is False:
+            # framesweep sampled these frames: the processor must not sample again, whatever the checkpoint's
+            # processor config says (vLLM drops the flag from Qwen2.5-VL's video metadata before the processor)
+            kwargs.setdefault("do_sample_frames", False)
+        if kwargs:
+            prompt["mm_processor_kwargs"] = kwargs
         return prompt
 
     def _params(self, r: EngineRequest):  # type: ignore[no-untyped-def]

@@ -126,6 +126,14 @@ def _print_across_chains(doc: dict[str, Any]) -> None:
                 print_blocks(metric.terminal(rows))
 
 
+def print_audit(out_dir: Path) -> None:
+    """What `framesweep metrics OUT` prints for each chain (with 1,000 bootstrap replicates): the demo's ending."""
+    doc = _document(out_dir, _options(1000, 0, None, None, None, None, "auto", None, 0.03))
+    heading(f"The audit of {out_dir} (framesweep metrics {out_dir})")
+    for g in doc["groups"]:
+        _print_group(g)
+
+
 def metrics(
     out_dir: _Dir,
     json_path: JsonPath = None,

@@ -25,10 +25,17 @@ _PLAIN_WIDTH = 80
 
 def datasets(
     name: Annotated[str | None, typer.Argument(help="Show this adapter's fields: type, default, description.")] = None,
+    lmms_eval: Annotated[bool, typer.Option("--lmms-eval", help="List the tasks of the installed lmms-eval and "
+                                            "whether the `lmms_eval` adapter runs each (and why not).")] = False,
+    include_path: Annotated[Path | None, typer.Option("--include-path", metavar="DIR", help="With --lmms-eval: "
+                                                      "a folder of your own lmms-eval task YAMLs too.")] = None,
 ) -> None:
     """List the dataset adapters (name, version, fields); `framesweep datasets NAME` describes one adapter's fields."""
     from engine.config.catalog import describe_adapters
 
+    if lmms_eval:
+        _lmms_eval_tasks(include_path)
+        return
     infos = describe_adapters()
     if name is None:  # one narrow table, readable at 80 columns
         t = Table(title="dataset adapters ([dataset] name = ...)", title_justify="left", title_style="bold")
@@ -51,6 +58,30 @@ def datasets(
         else:
             _print_field_blocks(info)
         _print_source(info.name)
+
+
+def _lmms_eval_tasks(include_path: Path | None) -> None:
+    """`datasets --lmms-eval`: every task of the installed lmms-eval, and whether the bridge runs it."""
+    from rich.markup import escape
+
+    from engine.datasets._lmms_tasks import INSTALL_HINT, installed_version, list_tasks
+
+    version = installed_version()
+    if version is None:
+        fail(f"lmms-eval is not installed: {INSTALL_HINT}")
+        raise typer.Exit(2)
+    tasks = list_tasks(include_path)
+    t = Table(title=f"lmms-eval {version} tasks ([dataset] name = \"lmms_eval\", task = ...)", title_justify="left",
+              title_style="bold")
+    for col in ("task", "bridge", "why not"):
+        t.add_column(col, overflow="fold")
+    for task in tasks:
+        t.add_row(escape(task.task), "runs" if task.runs else "no", escape(task.reason))
+    console.print(t)
+    runs = sum(task.runs for task in tasks)
+    console.print(f"{runs} of {len(tasks)} tasks pass the bridge's checks of their YAML; `framesweep inspect` loads "
+                  "the task and checks the rest (its visuals are one video or image file; no LLM judge in its "
+                  "process_results)", soft_wrap=True)
 
 
 def _width() -> int:

@@ -96,6 +96,7 @@ def up(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Start the spec's vLLM engines as warm engines (reusing any already up with the same settings)."""
+    from engine.backends.chat_template import ChatTemplateError
     from engine.backends.kinds import in_cluster
     from engine.backends.warm import list_engines
     from engine.cli.progress import RunProgress
@@ -126,7 +127,7 @@ def up(
     try:
         with RunProgress("engines up", [m.id for m in spec.models], first="starting engines") as progress:
             backends, found = asyncio.run(go(progress))
-    except PlacementError as err:
+    except (PlacementError, ChatTemplateError) as err:
         fail(err)
         raise typer.Exit(2) from None
     except EngineStartError as err:

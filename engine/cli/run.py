@@ -67,9 +67,11 @@ def ending(err: BaseException) -> int | None:
 
     2 a spec, dataset, preflight or results-directory problem (a corrupt shard or manifest, another sweep's
     directory, an `OUT/.lock` that cannot be made: a directory in its place, a read-only file system; a changed
-    spec over committed keys, engines that cannot be placed); 3 another driver holds the directory (or took it
+    spec over committed keys, engines that cannot be placed, a family's prompt that its checkpoint's chat template
+    does not write); 3 another driver holds the directory (or took it
     over); 5 no space left; 7 the engines are gone (a warm engine stopped, or the run's own
     Ray cluster) while the run used them; 8 an engine did not start."""
+    from engine.backends.chat_template import ChatTemplateError
     from engine.backends.warm import WarmEngineStoppedError
     from engine.runtime.cluster import ClusterLostError
     from engine.sweep.engines import EngineStartError
@@ -79,7 +81,8 @@ def ending(err: BaseException) -> int | None:
         (StoreLockedError, 3), (StoreFullError, EXIT_STORE_FULL),
         ((WarmEngineStoppedError, ClusterLostError), EXIT_WARM_ENGINE_STOPPED),
         (EngineStartError, EXIT_ENGINE_START),
-        ((DatasetError, SpecError, ForeignSweepError, ResultsDirError, PlacementError, AnswerMismatchError), 2))
+        ((DatasetError, SpecError, ForeignSweepError, ResultsDirError, PlacementError, AnswerMismatchError,
+          ChatTemplateError), 2))
     return next((code for kinds, code in codes if isinstance(err, kinds)), None)
 
 
@@ -319,7 +322,7 @@ def demo(
     out: Annotated[Path, typer.Option("--out", metavar="OUT", help="Results directory.")] = Path("runs/demo"),
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Build the tiny checkpoint and synthetic benchmark if missing, run the demo grid, print the audit."""
+    """Build the trained tiny checkpoint and the synthetic benchmark if missing, run the demo grid, print the audit."""
     setup_logging(verbose)
     text = importlib.resources.files("engine.grids").joinpath("demo.toml").read_text()
     with tempfile.TemporaryDirectory() as tmp:
@@ -330,7 +333,12 @@ def demo(
         except SpecError as err:
             fail(err)
             raise typer.Exit(2) from None
-    raise typer.Exit(run_spec(spec))
+    code = run_spec(spec)
+    if code == 0:
+        from engine.cli.analysis import print_audit
+
+        print_audit(Path(spec.store.out_dir))
+    raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:

@@ -246,6 +246,12 @@ class ModelSpec(StrictModel):
     max_frames: int | None = Field(
         default=None, gt=0, description="Frame ceiling from the context limit; budgets above it are skipped."
     )
+    prompt: Literal["family", "checkpoint_template"] = Field(
+        default="family", description="How the in-process engine's prompt is written: family: by the model "
+        "family, checked once per engine start against what the checkpoint's own chat template renders for the "
+        "same messages (a mismatch stops the run, naming both strings); checkpoint_template: by the checkpoint's "
+        "chat template, for every request (a fine-tuned checkpoint with a template of its own). backend = openai: "
+        "the server always renders its checkpoint's template, so leave it at family.")
     engine: EngineSpec = Field(default_factory=EngineSpec, description="Engine settings.")
     http: HTTPSpec | None = Field(default=None, description="Server settings for backend = openai.")
     checkpoint: CheckpointSpec | None = Field(
@@ -265,6 +271,13 @@ class ModelSpec(StrictModel):
     def _http_needs_server(self) -> ModelSpec:
         if self.backend == "openai" and self.http is None:
             raise ValueError("backend = 'openai' needs an [models.http] table with base_url")
+        return self
+
+    @model_validator(mode="after")
+    def _template_choice_for_engine(self) -> ModelSpec:
+        if self.backend == "openai" and self.prompt != "family":
+            raise ValueError(f"prompt = {self.prompt!r} with backend = 'openai': the server renders its checkpoint's "
+                             "chat template itself; leave prompt out")
         return self
 
 

@@ -18,6 +18,7 @@ from engine.datasets import builtin as _builtin  # noqa: F401 - registers the bu
 from engine.datasets.avsd import AVSDSpec
 from engine.datasets.benchmark import BENCHMARKS, Benchmark, get_benchmark, register_benchmark, unregister_benchmark
 from engine.datasets.llava_video_178k import LlavaVideo178KSpec
+from engine.datasets.lmms_eval import LmmsEvalSpec
 from engine.datasets.mlvu import MLVUSpec
 from engine.datasets.mmbench import MMBenchSpec
 from engine.datasets.mme import MMESpec
@@ -45,6 +46,7 @@ __all__ = [
     "DatasetAdapter",
     "DatasetSpec",
     "LlavaVideo178KSpec",
+    "LmmsEvalSpec",
     "MLVUSpec",
     "MMBenchSpec",
     "MMESpec",
@@ -68,7 +70,7 @@ __all__ = [
 
 DatasetSpec = Annotated[
     SyntheticDatasetSpec | VideoMMESpec | VideoMMEv2Spec | MLVUSpec | AVSDSpec | MVBenchSpec | TempCompassSpec
-    | MMStarSpec | POPESpec | MMESpec | MMBenchSpec | VideoMMMUSpec | LlavaVideo178KSpec,
+    | MMStarSpec | POPESpec | MMESpec | MMBenchSpec | VideoMMMUSpec | LlavaVideo178KSpec | LmmsEvalSpec,
     Field(discriminator="name"),
 ]
 """The built-in adapters' spec classes, told apart by `name`: the `[dataset]` tables `engine.config.SweepSpec`

@@ -7,6 +7,7 @@ from engine.datasets import official
 from engine.datasets.avsd import AVSDSpec
 from engine.datasets.benchmark import Benchmark, Source, register_benchmark
 from engine.datasets.llava_video_178k import LlavaVideo178KSpec
+from engine.datasets.lmms_eval import LmmsEvalSpec
 from engine.datasets.mlvu import MLVUSpec
 from engine.datasets.mmbench import MMBenchSpec
 from engine.datasets.mme import MMESpec
@@ -88,3 +89,5 @@ register_benchmark(Benchmark(
     "llava_video_178k", LlavaVideo178KSpec,
     Source("lmms-lab/LLaVA-Video-178K", {"annotations": "annotations", "media_root": "."}, on_hub=False,
            note="fetch the subsets you need by hand (hundreds of GB); annotations: their JSON files")))
+# no release of its own: lmms-eval reads each task's data (its Hugging Face cache, or dataset_path)
+register_benchmark(Benchmark("lmms_eval", LmmsEvalSpec))

@@ -18,9 +18,10 @@ from engine.registry import Registry
 from engine.runtime.atomic import atomic_dir, exclusive_lock
 from engine.runtime.output import json_line
 from engine.runtime.paths import TINY_BUILD_VERSION as BUILD_VERSION
-from engine.runtime.paths import tiny_checkpoint_dir
+from engine.runtime.paths import TRAINED_WEIGHTS, tiny_checkpoint_dir
 
-__all__ = ["BUILDERS", "build_full_shape_config", "build_tiny_checkpoint", "register_tiny_builder"]
+__all__ = ["BUILDERS", "SEEN_LAYERS", "SEEN_VISION", "SEEN_WEIGHTS", "build_full_shape_config", "build_tiny_checkpoint",
+           "qwen2_5_vl_parts", "register_tiny_builder"]
 
 log = logging.getLogger(__name__)
 
@@ -128,22 +129,15 @@ def _tiny_text(vocab: int, ids: dict[str, int], **over: object) -> dict[str, obj
             "pad_token_id": ids["<|endoftext|>"], **over}
 
 
-@register_tiny_builder("qwen2_5_vl")
-def _build_qwen2_5_vl(out: Path, seed: int) -> None:
-    import torch
-    from transformers import (
-        Qwen2_5_VLConfig,
-        Qwen2_5_VLForConditionalGeneration,
-        Qwen2_5_VLProcessor,
-        Qwen2VLImageProcessor,
-        Qwen2VLVideoProcessor,
-    )
+def qwen2_5_vl_parts(vision: dict[str, object] | None = None, layers: int = 2):  # type: ignore[no-untyped-def]
+    """(config, processor, tokenizer) of the tiny Qwen2.5-VL: `vision` overrides the vision tower's
+    dimensions, `layers` sets the text tower's depth (the trained checkpoint's are larger)."""
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
 
     tok = _qwen_tokenizer()
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
-    vocab = len(tok)
     config = Qwen2_5_VLConfig(
-        text_config=_tiny_text(vocab, ids, max_window_layers=2,
+        text_config=_tiny_text(len(tok), ids, max_window_layers=layers, num_hidden_layers=layers,
                                rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0,
                                                 "mrope_section": [4, 6, 6]}),
         vision_config={
@@ -152,6 +146,7 @@ def _build_qwen2_5_vl(out: Path, seed: int) -> None:
             "window_size": 112,
             "fullatt_block_indexes": [1],
             "tokens_per_second": 2,
+            **(vision or {}),
         },
         image_token_id=ids["<|image_pad|>"],
         video_token_id=ids["<|video_pad|>"],
@@ -160,14 +155,51 @@ def _build_qwen2_5_vl(out: Path, seed: int) -> None:
         tie_word_embeddings=True,
     )
     config.architectures = ["Qwen2_5_VLForConditionalGeneration"]
-    torch.manual_seed(seed)
-    model = Qwen2_5_VLForConditionalGeneration(config).to(torch.float32).eval()
-    model.save_pretrained(out)
     image_proc = Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=448 * 448)
     video_proc = Qwen2VLVideoProcessor(min_pixels=56 * 56, max_pixels=448 * 448, do_sample_frames=False)
     processor = Qwen2_5_VLProcessor(
         image_processor=image_proc, tokenizer=tok, video_processor=video_proc, chat_template=QWEN_VL_CHAT_TEMPLATE
     )
+    return config, processor, tok
+
+
+@register_tiny_builder("qwen2_5_vl")
+def _build_qwen2_5_vl(out: Path, seed: int) -> None:
+    import torch
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    config, processor, tok = qwen2_5_vl_parts()
+    torch.manual_seed(seed)
+    model = Qwen2_5_VLForConditionalGeneration(config).to(torch.float32).eval()
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    tok.save_pretrained(out)
+
+
+SEEN_VISION: dict[str, object] = {"hidden_size": 64, "intermediate_size": 128}
+SEEN_LAYERS = 4
+"""The trained tiny Qwen2.5-VL's dimensions (vision 64 wide, 4 text layers; about 1M parameters)."""
+SEEN_WEIGHTS = TRAINED_WEIGHTS / "qwen2_5_vl_seen.safetensors"
+"""The trained weights, committed beside the code; `tools/train_tiny.py` regenerates them."""
+
+
+@register_tiny_builder("qwen2_5_vl_seen")
+def _build_qwen2_5_vl_seen(out: Path, seed: int) -> None:
+    """The tiny Qwen2.5-VL trained on the synthetic benchmark (v2) by `tools/train_tiny.py`: it sees."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    if not SEEN_WEIGHTS.exists():
+        raise FileNotFoundError(f"{SEEN_WEIGHTS} is missing: run tools/train_tiny.py to train it")
+    config, processor, tok = qwen2_5_vl_parts(SEEN_VISION, SEEN_LAYERS)
+    model = Qwen2_5_VLForConditionalGeneration(config).to(torch.float32).eval()
+    state = load_file(str(SEEN_WEIGHTS))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or [k for k in missing if k != "lm_head.weight"]:
+        raise ValueError(f"{SEEN_WEIGHTS} does not fit the architecture: missing {missing}, unexpected {unexpected}")
+    model.tie_weights()
+    model.save_pretrained(out)
     processor.save_pretrained(out)
     tok.save_pretrained(out)
 
@@ -370,6 +402,11 @@ def build_full_shape_config(out: Path, dtype: str = "bfloat16") -> Path:
     config.architectures = ["Qwen2_5_VLForConditionalGeneration"]
     config.save_pretrained(out)
     return out
+
+
+TRAINED: dict[str, Path] = {"qwen2_5_vl_seen": SEEN_WEIGHTS}
+"""Tiny checkpoints built around committed trained weights (their folder's name carries the weights' digest:
+`engine.runtime.paths.tiny_checkpoint_dir`)."""
 
 
 def build_tiny_checkpoint(family: str, out: Path | None = None, seed: int = 0, force: bool = False) -> Path:

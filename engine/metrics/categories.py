@@ -18,7 +18,7 @@ import polars as pl
 from engine.metrics.grid import GROUP
 from engine.metrics.rates import rate_table
 from engine.metrics.registry import GroupRows, Inputs, Metric, register_metric
-from engine.metrics.sections import Block, Heading, Rate, Table
+from engine.metrics.sections import Block, Heading, Rate, Table, joined
 
 __all__ = ["nest"]
 
@@ -69,10 +69,36 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
     return out
 
 
+def _terminal(g: dict[str, Any]) -> list[Block]:
+    """Per value of each column that splits the items (two values or more, and another split than a column before
+    it): accuracy per budget with the oracle's headroom, and rescue / harm at each step of the chain."""
+    out: list[Block] = []
+    steps = [f"{a}->{b}" for a, b in zip(g["grid"], g["grid"][1:])]
+    splits: list[list[tuple[Any, int]]] = []
+    for col, values in (g.get("categories") or {}).items():
+        split = sorted((v["n_items"], i) for i, v in enumerate(values))
+        if len(values) < 2 or split in splits:
+            continue
+        splits.append(split)
+        acc_rows, flow_rows = [], []
+        for v in values:
+            r = v["rates"]
+            acc = r.get("fixed_accuracy") or {}
+            acc_rows.append([v["value"], v["n_items"], *[Rate(acc.get(b)) for b in g["grid"]],
+                             Rate(r.get("oracle_headroom"))])
+            flow_rows.append([v["value"], *[joined(" / ", (Rate((r.get("rescue_rate") or {}).get(s)),
+                                                           Rate((r.get("harm_rate") or {}).get(s)))) for s in steps]])
+        out += [Table("", [col, "items", *g["grid"], "headroom"], acc_rows,
+                      title=f"by {col}: accuracy per budget and the oracle's headroom (points)"),
+                Table("", [col, *steps], flow_rows, title=f"by {col}: rescue / harm per step (points of its items)")]
+    return out
+
+
 register_metric(Metric(
     name="categories",
     tables=_tables,
     document=_document,
     report=_report,
+    terminal=_terminal,
     description="every rate per value of each category column (task type, category, duration)",
 ))

@@ -7,7 +7,9 @@ A job's fingerprint is the SHA-256 of a canonical JSON of named fields (`answer_
   ``unresolved:<path>`` for a hub id not in the local cache (vLLM downloads it). The folder's path is
   not part of it: a checkpoint moved elsewhere is the same checkpoint.
 - ``family`` and ``template``: the model family and a digest of the prompts it builds for a probe
-  question, text-only and with a video (its chat template, default system message and media tags).
+  question, text-only and with a video (its chat template, default system message and media tags); for a model
+  with ``prompt = "checkpoint_template"``, ``checkpoint_template:`` and that digest (the template itself is
+  in the checkpoint's content).
 - ``engine.*``: the engine settings, except those that only change throughput (`THROUGHPUT_ONLY`,
   `EXTRA_THROUGHPUT_ONLY`); ``http.*`` for a server: `HTTP_FIELDS`.
 - ``prompt.*``: scoring, extraction, system prompt and ``max_new_tokens`` (open items are generated under
@@ -40,6 +42,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from engine.backends.chat_template import PROBE
 from engine.backends.families import get_family
 from engine.backends.model_ids import resolve_model_path
 from engine.config import BudgetPoint, ModelSpec, SweepSpec, dataset_id
@@ -79,8 +82,6 @@ IMAGE_SIZE_FIELDS = frozenset({"max_pixels", "short_side", "min_pixels"})
 """An image benchmark's image size: fingerprinted as its image budgets' ``budget.*`` fields (the jobs it shapes),
 not as ``dataset.*`` (a text-only answer does not depend on it)."""
 
-_PROBE = Item(dataset="probe", dataset_version="0", item_id="probe", video_id="probe", video_path=None,
-              question="Which colour is the square?", options=("red", "blue"), answer="A")
 
 
 def item_decoder(spec: SweepSpec, item: Item) -> str:
@@ -127,13 +128,18 @@ def template_digest(family: str) -> str:
     parts = []
     try:
         for media in (None, video):
-            req = fam.build("probe", _PROBE, media, "generate", None, 16)
+            req = fam.build("probe", PROBE, media, "generate", None, 16)
             parts += [req.prompt, json.dumps(req.messages, sort_keys=True, default=str)]
     except Exception as err:  # noqa: BLE001 - a family that cannot build the probe is fingerprinted by name
         log.warning("family %s cannot build the template probe (%s: %s); its name stands for its template",
                     family, type(err).__name__, err)
         return f"unprobed:{family}"
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _template_field(model: ModelSpec, digest: str) -> str:
+    """The `template` field: the family's digest, marked when the checkpoint's chat template writes the prompts."""
+    return digest if model.prompt == "family" else f"{model.prompt}:{digest}"
 
 
 def _is_path(annotation: Any) -> bool:
@@ -224,7 +230,7 @@ class AnswerPrints:
             self.templates[model.family] = template_digest(model.family)
         ds = self._datasets.get(dataset)
         return {
-            "checkpoint": self.checkpoints[model_id], "template": self.templates[model.family],
+            "checkpoint": self.checkpoints[model_id], "template": _template_field(model, self.templates[model.family]),
             **_model_fields(model), **_prompt_fields(self.spec),
             **(_dataset_fields(ds, self._versions.get(dataset)) if ds is not None else {}),
             **_budget_fields(self.spec, budget, decoder),

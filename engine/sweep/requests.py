@@ -3,7 +3,9 @@
 Each job's budget becomes a `MediaView` of its video: pixels (a view of a video decoded here, or fetched
 here for a backend that needs them, e.g. an HTTP server, whose frames are encoded in this process) or a
 reference to frames still in the object store (`FrameRef`, for an engine in the Ray cluster: frames then
-go from decode actor to engine without entering this process). The model family packs it, video first.
+go from decode actor to engine without entering this process). The model family packs it, video first; a model
+with `prompt = "checkpoint_template"` gets the prompt its checkpoint's chat template writes for the same messages
+(`engine.backends.chat_template`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import dataclasses
 
 import numpy as np
 
+from engine.backends.base import EngineRequest
+from engine.backends.chat_template import CheckpointTemplate, checkpoint_template, default_system
 from engine.backends.families import get_family
 from engine.config import ModelSpec, SweepSpec
 from engine.datasets.registry import JobPrompt
@@ -46,6 +50,7 @@ class RequestBuilder:
         self.prints: AnswerPrints | None = None
         self.media_namespace: str | None = None
         self.prompts: dict[str, JobPrompt] = {}
+        self._templates: dict[str, CheckpointTemplate] = {}
 
     def pipeline(self, job: Job) -> str:
         return job.budget.pipeline or self.spec.decode.pipeline
@@ -109,10 +114,23 @@ class RequestBuilder:
             except DecodeError as err:  # a frame this job needs does not exist or did not decode
                 failed.append(error_row(self.spec, ctx, type(err).__name__, str(err), kind="permanent"))
                 continue
+            asked = self.asked(ctx, media)
             request = family.build(f"{model_id}/{ctx.job.item.item_id}/{ctx.job.budget.budget_id}/{i}",
-                                   self.asked(ctx, media), media, p.scoring, p.system_prompt, p.max_new_tokens)
-            ready.append(ctx.sent(request))
+                                   asked, media, p.scoring, p.system_prompt, p.max_new_tokens)
+            ready.append(ctx.sent(self.written(model_id, request, asked.system_prompt is None)))
         return ready, failed
+
+    def written(self, model_id: str, request: EngineRequest, item_has_no_system: bool) -> EngineRequest:
+        """`request` with the prompt its model asks in: the family's, or (`prompt = "checkpoint_template"`) the
+        one its checkpoint's chat template writes for the request's messages; where neither the spec nor the item
+        sets a system message (`item_has_no_system`), the template writes its own default, not the family's."""
+        model = self.models[model_id]
+        if model.prompt != "checkpoint_template":
+            return request
+        if model_id not in self._templates:  # found once per model: a hub id's folder is looked up in its cache
+            self._templates[model_id] = checkpoint_template(model.path)
+        defaulted = self.spec.prompt.system_prompt is None and item_has_no_system
+        return self._templates[model_id].apply(request, default_system(model.family) if defaulted else "")
 
     def asked(self, ctx: JobContext, media: MediaView | None) -> Item:
         """The job's item as it is asked: with the prompt its adapter builds for the frames sent (`prompts`;

@@ -7,15 +7,11 @@ import asyncio
 import io
 import math
 import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pytest
+from helpers.vllm_server import vllm_server
 from PIL import Image
 
 from engine.backends.families import get_family
@@ -32,43 +28,11 @@ ITEMS = [Item(dataset="t", dataset_version="1", item_id=f"q{i}", video_id="v1", 
          for i, q in enumerate(["Which colour comes first?", "Which colour is last?"])]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tiny_qwen25: Path):
     """`vllm`'s OpenAI server, configured to keep every frame and to take per-request video metadata."""
-    port = _free_port()
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_qwen25),
-           "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "4096", "--dtype", "float32",
-           "--enforce-eager", "--seed", "0", "--logprobs-mode", "processed_logprobs",
-           "--media-io-kwargs", '{"video": {"num_frames": -1}}', "--trust-request-mm-kwargs",
-           "--limit-mm-per-prompt", '{"video": 1, "image": 1}']
-    # eager with nothing compiled, as framesweep's own CPU-build engines run (engine.backends.vllm_actor)
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "TORCHDYNAMO_DISABLE": "1"}
-    log = open(Path(os.environ["FRAMESWEEP_CACHE"]) / f"server-{port}.log", "w")  # noqa: SIM115 - the server writes it until the fixture ends
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while True:
-        assert proc.poll() is None, "vllm server exited; see " + log.name
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, "vllm server did not start"
-        time.sleep(1)
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with vllm_server(tiny_qwen25, Path(os.environ["FRAMESWEEP_CACHE"])) as url:
+        yield url
 
 
 def _jpeg_frames(n: int) -> tuple[np.ndarray, list[bytes]]:

@@ -5,17 +5,13 @@ store overridden), and hold what each study's tables need."""
 from __future__ import annotations
 
 import itertools
-import json
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pytest
-from helpers.specs import write_toml
-from helpers.study_files import study_files
+from helpers.study_files import study_spec_on_fixtures
 from typer.testing import CliRunner
 
 from engine.cli import app
@@ -28,47 +24,6 @@ GRIDS = Path(__file__).resolve().parents[2] / "grids"
 README = Path(__file__).resolve().parents[2] / "docs" / "studies.md"  # the studies page
 
 
-def _extra_files(root: Path, files: dict[str, dict[str, Path]]) -> dict[str, dict[str, Path]]:
-    """Fixtures study_files lacks: TempCompass, a LLaVA-Video-178K file, and MLVU's sub-scene task."""
-    tc = root / "TempCompass"
-    for config, question, answer in (
-            ("multi-choice", "What is the direction of the car?\nA. left\nB. right", "B. right"),
-            ("yes_no", "Is the car moving right?", "yes"),
-            ("caption_matching", "Which caption matches?\nCaption A: Left.\nCaption B: Right.", "Caption B: Right.")):
-        (tc / config).mkdir(parents=True)
-        pl.DataFrame([{"video_id": "1008", "question": question, "answer": answer, "dim": "direction"}]).write_parquet(
-            tc / config / "test-00000-of-00001.parquet")
-    (root / "tc-videos").mkdir()
-    (root / "tc-videos" / "1008.mp4").write_bytes(b"")
-    sample = {"id": "s0", "video": "academic/v_abc.mp4",
-              "conversations": [{"from": "human", "value": "<image>\nHow many people appear?"},
-                                {"from": "gpt", "value": "Two."}]}
-    (root / "178k" / "academic").mkdir(parents=True)
-    (root / "178k" / "academic" / "v_abc.mp4").write_bytes(b"")
-    (root / "178k" / "sample.json").write_text(json.dumps([sample]))
-    mlvu = files["mlvu"]
-    (mlvu["annotation_dir"] / "8_sub_scene.json").write_text(json.dumps([{
-        "video": "subPlot_1.mp4", "duration": 500, "question": "Describe the scene where the car stops.",
-        "answer": "The car stops at a light.", "question_type": "subPlot", "scoring_points": ["a car stops"]}]))
-    (mlvu["media_root"] / "8_sub_scene").mkdir()
-    (mlvu["media_root"] / "8_sub_scene" / "subPlot_1.mp4").write_bytes(b"")
-    return {"tempcompass": {"annotation_root": tc, "media_root": root / "tc-videos"},
-            "llava_video_178k": {"annotations": root / "178k" / "sample.json", "media_root": root / "178k"}}
-
-
-def _overridden(tmp_path: Path, name: str) -> tuple[Path, dict]:
-    data = tomllib.loads((GRIDS / name).read_text())
-    files = study_files(tmp_path / "data")
-    files |= _extra_files(tmp_path / "data", files)
-    for ds in data.get("datasets") or [data["dataset"]]:
-        paths = {k: str(v) for k, v in files[ds["name"]].items() if k in ds or k == "image_cache"}
-        ds.update(paths)
-        if "references" in ds:  # the test references: dialogs of the same shape
-            ds["references"] = paths["annotations"]
-    data["store"] = {"out_dir": str(tmp_path / "out")}
-    return write_toml(tmp_path / name, data), data
-
-
 @pytest.mark.parametrize(("name", "datasets", "models"), [
     ("audit_study.toml", ["videomme_short", "videomme_medium", "videomme_long", "videomme_v2", "mlvu", "avsd"], 5),
     ("temporal_trap.toml", ["videomme", "mvbench", "tempcompass", "video_mmmu", "mme", "pope", "mmstar", "mmbench"],
@@ -76,7 +31,7 @@ def _overridden(tmp_path: Path, name: str) -> tuple[Path, dict]:
     ("hybrid_predictor.toml", ["llava_video_178k"], 1),
 ])
 def test_study_spec_passes_inspect_on_fixtures(tmp_path: Path, name: str, datasets: list[str], models: int) -> None:
-    path, _ = _overridden(tmp_path, name)
+    path, _ = study_spec_on_fixtures(tmp_path, GRIDS / name)
     assert len(load_spec(GRIDS / name).models) == models  # the shipped file itself loads
     res = CliRunner().invoke(app, ["inspect", str(path)])
     assert res.exit_code == 0, res.output

@@ -22,6 +22,7 @@ FINGERPRINTS = {
     "llava_1_5": "8458fffe377dc153ea8cf9dbbcf95cc1fb556ce4a48b88b295f0a0670dbceed8",
     "llava_next_video": "cb3b85a90e57580eff4ababa53d1177c5a11bcf00f2ca31dc9e5e8031c1e53d5",
     "qwen2_5_vl": "51306280693a80ed4c113484f9171a1d923376eb44e4a41cbc053f81865c40ed",
+    "qwen2_5_vl_seen": "fcd169f07ea6abfefd3ff0716ebae457a032b7b0ce317217397808a970c5e5b4",  # the committed weights
     "qwen3_vl": "546d2cbd64e203f85a5e61697d4c021f8bdafda0c7d3c91fc71787f7aebdbbf2",
 }
 SYNTHETIC = {  # n_videos=4, seconds=2.0, the rest the spec's defaults

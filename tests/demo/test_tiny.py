@@ -26,7 +26,7 @@ def test_tiny_checkpoint_is_a_real_qwen25vl(tiny_qwen25: Path) -> None:
 def test_same_seed_same_weights(tmp_path: Path, tiny_qwen25: Path) -> None:
     other = build_tiny_checkpoint("qwen2_5_vl", tmp_path / "again")
     assert (other / "model.safetensors").read_bytes() == (tiny_qwen25 / "model.safetensors").read_bytes()
-    with pytest.raises(KeyError, match="known: llava_1_5, llava_next_video, qwen2_5_vl, qwen3_vl"):
+    with pytest.raises(KeyError, match="known: llava_1_5, llava_next_video, qwen2_5_vl, qwen2_5_vl_seen, qwen3_vl"):
         build_tiny_checkpoint("nope")
 
 

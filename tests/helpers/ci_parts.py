@@ -13,6 +13,7 @@ REQUIRE_VAR = "FRAMESWEEP_CI_REQUIRE"
 PARTS = {
     "chromium": "headless Chromium (renders the HTML report)",
     "iproute2": "the `ip` tool with network namespaces (builds the two-node Ray cluster)",
+    "lmms": "lmms-eval, the optional extra framesweep[lmms] (the lmms_eval dataset adapter)",
 }
 
 

@@ -8,11 +8,14 @@ import base64
 import csv
 import io
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 from PIL import Image
+
+from helpers.specs import write_toml
 
 IMAGE = pl.Struct({"bytes": pl.Binary(), "path": pl.String()})
 
@@ -241,3 +244,43 @@ def study_files(root: Path) -> dict[str, dict[str, Path]]:
         "mvbench": {"annotation_dir": mvb, "media_root": mvb_media},
         "video_mmmu": {"annotation_root": vmmmu, "media_root": vmmmu_media},
     }
+
+
+def _study_extra_files(root: Path, files: dict[str, dict[str, Path]]) -> dict[str, dict[str, Path]]:
+    """Fixtures study_files lacks: TempCompass, a LLaVA-Video-178K file, and MLVU's sub-scene task."""
+    tc = root / "TempCompass"
+    for config, question, answer in (
+            ("multi-choice", "What is the direction of the car?\nA. left\nB. right", "B. right"),
+            ("yes_no", "Is the car moving right?", "yes"),
+            ("caption_matching", "Which caption matches?\nCaption A: Left.\nCaption B: Right.", "Caption B: Right.")):
+        (tc / config).mkdir(parents=True)
+        pl.DataFrame([{"video_id": "1008", "question": question, "answer": answer, "dim": "direction"}]).write_parquet(
+            tc / config / "test-00000-of-00001.parquet")
+    _touch(root / "tc-videos" / "1008.mp4")
+    sample = {"id": "s0", "video": "academic/v_abc.mp4",
+              "conversations": [{"from": "human", "value": "<image>\nHow many people appear?"},
+                                {"from": "gpt", "value": "Two."}]}
+    _touch(root / "178k" / "academic" / "v_abc.mp4")
+    _json(root / "178k" / "sample.json", [sample])
+    mlvu = files["mlvu"]
+    _json(mlvu["annotation_dir"] / "8_sub_scene.json", [{
+        "video": "subPlot_1.mp4", "duration": 500, "question": "Describe the scene where the car stops.",
+        "answer": "The car stops at a light.", "question_type": "subPlot", "scoring_points": ["a car stops"]}])
+    _touch(mlvu["media_root"] / "8_sub_scene" / "subPlot_1.mp4")
+    return {"tempcompass": {"annotation_root": tc, "media_root": root / "tc-videos"},
+            "llava_video_178k": {"annotations": root / "178k" / "sample.json", "media_root": root / "178k"}}
+
+
+def study_spec_on_fixtures(tmp_path: Path, spec: Path) -> tuple[Path, dict[str, Any]]:
+    """A shipped study spec with every dataset's paths pointed at these fixtures (under tmp_path/data) and its
+    store at tmp_path/out: the TOML file written and its data."""
+    data = tomllib.loads(spec.read_text())
+    files = study_files(tmp_path / "data")
+    files |= _study_extra_files(tmp_path / "data", files)
+    for ds in data.get("datasets") or [data["dataset"]]:
+        paths = {k: str(v) for k, v in files[ds["name"]].items() if k in ds or k == "image_cache"}
+        ds.update(paths)
+        if "references" in ds:  # the test references: dialogs of the same shape
+            ds["references"] = paths["annotations"]
+    data["store"] = {"out_dir": str(tmp_path / "out")}
+    return write_toml(tmp_path / spec.name, data), data

@@ -1,0 +1,280 @@
+"""Any lmms-eval task as a framesweep dataset (``name = "lmms_eval"``, ``task = "<task name>"``).
+
+The task is loaded by lmms-eval itself (`engine.datasets._lmms_tasks`): its YAML, its dataset (a local copy,
+``dataset_path``, or the Hugging Face cache, never downloaded), its ``doc_to_text`` / ``doc_to_visual`` /
+``doc_to_target`` / ``doc_to_choice`` with the ``lmms_eval_specific_kwargs`` of ``lmms_model``. Each document
+becomes one item:
+
+- its id is lmms-eval's key, as `engine.results.lmms_eval` keys an imported log: the document's
+  ``question_id`` when it has one, else its ``doc_id`` (its position in the task's evaluation split), so a
+  bridged run and an imported lmms-eval log join on the same keys;
+- its prompt is the task's ``doc_to_text``, its options the task's ``doc_to_choice`` (when it has one; else,
+  for a letter or index answer, the ``A. ...`` lines the prompt lists: `options_in_text`), its answer the
+  task's ``doc_to_target``; an item with options is multiple choice, any other open;
+- its media is the one file ``doc_to_visual`` names, which must lie under the media root (``media_root``,
+  default where lmms-eval unpacks the task: ``$HF_HOME/<the task's dataset_kwargs.cache_dir>``); framesweep
+  plans and decodes the frames itself, lmms-eval's sampling is never called.
+
+Each answer is scored by the task's own ``process_results`` on the response as the task's filter pipeline
+leaves it (a task without ``filter_list``: the raw response), reading the task's first metric: a number is the
+score (a 0/1 one is correctness on a multiple-choice item), a dict gives its ``score``, else its ``correct``,
+else its ``pred_answer`` against its ``answer`` (Video-MME's). The metric, the rule and the filter pipeline are in every
+row's ``dataset_version`` (``lmms-eval-<version>/<task>@<task version>/<metric>:<rule>[|filter=<name>]``). A
+task the bridge cannot run faithfully is refused when its items are read (`framesweep inspect`), naming the
+task and the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from engine.datasets._base import BaseAdapter, ItemScore
+from engine.datasets._lmms_tasks import LmmsTaskError, installed_version, load_task
+from engine.datasets.errors import DatasetError, Problem, Problems
+from engine.datasets.registry import register_adapter
+from engine.datasets.spec import FileDatasetSpec
+from engine.items import Item, MediaKind, TaskKind
+
+__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "options_in_text", "read_result"]
+
+log = logging.getLogger(__name__)
+
+VERSION = "lmms-eval"
+VIDEO_SUFFIXES = frozenset({".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".flv", ".mpg", ".mpeg"})
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"})
+_LETTER = re.compile(r"^[A-Z]$")
+_OPTION_LINE = re.compile(r"^\(?([A-Z])[.):]\s*(.*)$")
+_VIDEO_KEYS = ("videoID", "video_id", "video", "video_idx", "video_name")
+
+
+class LmmsEvalSpec(FileDatasetSpec):
+    """One lmms-eval task, loaded by the installed lmms-eval (``framesweep[lmms]``)."""
+
+    name: Literal["lmms_eval"] = Field(description="Adapter name.")
+    id: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_.@+-]+$",
+        description="Name of this dataset in the results; default: the task's name (the dataset an imported "
+        "lmms-eval log of the task gets, so the two join).",
+    )
+    task: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.@+-]+$",
+                      description="The lmms-eval task (`framesweep datasets --lmms-eval` lists them), e.g. videomme.")
+    include_path: Path | None = Field(
+        default=None, description="A folder of your own lmms-eval task YAMLs, searched besides lmms-eval's own.")
+    dataset_path: Path | None = Field(
+        default=None, description="A local copy of the task's dataset (a folder `datasets.load_dataset` reads: "
+        "the hub repository's files, with its README configs) in place of the task's hub id; null: the task's "
+        "hub id, read from the Hugging Face cache (never downloaded).")
+    media_root: Path | None = Field(
+        default=None, description="Folder every file the task's doc_to_visual names must lie in; null: where "
+        "lmms-eval unpacks the task's media, $HF_HOME/<the task's dataset_kwargs.cache_dir>.")
+    lmms_model: str | None = Field(
+        default=None, description="The lmms-eval model name whose lmms_eval_specific_kwargs (pre/post prompt) the "
+        "task's doc_to_text uses; null: the task's `default` entry.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _task_is_the_dataset(cls, data: Any) -> Any:
+        """The rows' `dataset` is the task's name (an imported lmms-eval log's), unless `id` says otherwise."""
+        if isinstance(data, dict) and not data.get("id") and isinstance(data.get("task"), str):
+            return {**data, "id": data["task"]}
+        return data
+
+
+def options_in_text(text: str) -> tuple[str, ...]:
+    """The options a prompt lists, one per line as ``A. ...`` (or ``(A) ...``, ``A) ...``, ``A: ...``), in order
+    from A: how a multiple-choice task without `doc_to_choice` (Video-MME, NExT-QA) shows them; () for none."""
+    found: list[str] = []
+    for line in text.splitlines():
+        match = _OPTION_LINE.match(line.strip())
+        if match and match.group(1) == chr(ord("A") + len(found)):
+            found.append(match.group(2).strip())
+    return tuple(found) if len(found) >= 2 else ()
+
+
+def _number(value: Any) -> float | None:
+    """A finite number (a bool is 0/1), else None."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float) and math.isfinite(float(value)):
+        return float(value)
+    return None
+
+
+def read_result(value: Any, kind: TaskKind, response: str) -> tuple[ItemScore, str] | None:
+    """One metric value of `process_results` as a score, and the rule that read it; None when it holds none.
+
+    A number is the score (on a multiple-choice item a 0/1 value is also correctness); a dict's ``score``
+    likewise, else its ``correct`` (PerceptionTest's), else its ``pred_answer`` against its ``answer``, compared
+    as lmms-eval's Video-MME does (case-insensitively); its ``pred_answer`` / ``pred`` / ``pred_id`` is the
+    extracted answer.
+    """
+    pred: Any = response.strip() or None
+    number = _number(value)
+    rule = "value"
+    if isinstance(value, dict):
+        pred = next((value[k] for k in ("pred_answer", "pred", "pred_id") if k in value), pred)
+        number, rule = _number(value.get("score")), "score"
+        if number is None and "correct" in value:
+            number, rule = _number(value["correct"]), "correct"
+        if number is None and "pred_answer" in value and "answer" in value:
+            number = float(str(value["pred_answer"]).strip().lower() == str(value["answer"]).strip().lower())
+            rule = "pred_answer==answer"
+    if number is None:
+        return None
+    correct = number >= 1.0 if kind == "mcq" and number in (0.0, 1.0) else None
+    text = None if pred is None or str(pred) == "" else str(pred)
+    return ItemScore(text, correct, number), rule
+
+
+@register_adapter("lmms_eval")
+class LmmsEvalBridge(BaseAdapter):
+    """An lmms-eval task's documents as items, scored by the task's own `process_results`."""
+
+    name = "lmms_eval"
+    version = VERSION
+
+    def __init__(self, spec: LmmsEvalSpec) -> None:
+        super().__init__(spec)
+        self.spec: LmmsEvalSpec = spec
+        self._task: Any = None
+        self._media_root = Path()
+        self._docs: dict[str, Any] = {}
+        self.metric = ""
+        self.rule = ""
+
+    def _source(self) -> str:
+        return f"lmms-eval task {self.spec.task}"
+
+    def _refuse(self, reason: str) -> DatasetError:
+        return DatasetError([Problem(self._source(), None, reason, fatal=True)], self.spec.dataset_id)
+
+    def _load_task(self) -> Any:
+        if self._task is None:
+            try:
+                loaded = load_task(self.spec.task, include_path=self.spec.include_path,
+                                   dataset_path=self.spec.dataset_path, model_name=self.spec.lmms_model)
+            except LmmsTaskError as err:
+                raise self._refuse(str(err)) from None
+            self._task, self._media_root = loaded.task, loaded.media_root
+            self.metric = str(self._task.config.metric_list[0]["metric"])
+        return self._task
+
+    def _load(self, problems: Problems) -> list[Item]:
+        task = self._load_task()
+        root = (self.spec.media_root or self._media_root).expanduser().resolve()
+        if not root.is_dir():
+            raise self._refuse(f"media root {root} does not exist or is not a folder (set media_root, or HF_HOME "
+                               "where lmms-eval unpacked the task's media)")
+        items: list[Item] = []
+        for doc_id, doc in enumerate(task.eval_docs):
+            item = self._item(task, doc_id, doc, root, problems)
+            if item is not None:
+                self._docs[item.item_id] = doc
+                items.append(item)
+        if items:
+            self._probe(task, items[0])
+        return items
+
+    def _visual(self, task: Any, doc: Any, doc_id: int, root: Path, problems: Problems) -> Path | None:
+        """The one media file of a document, under `root`; a problem (the doc's row) when it has none."""
+        try:
+            visuals = task.doc_to_visual(doc)
+        except (Exception, SystemExit) as err:  # noqa: BLE001 - task code; lmms-eval's sys.exit()s on a missing video
+            problems.add(self._source(), doc_id, f"doc_to_visual failed: {err}")
+            return None
+        visuals = visuals if isinstance(visuals, list | tuple) else [visuals]
+        if len(visuals) != 1 or not isinstance(visuals[0], str | Path):
+            what = f"{len(visuals)} visuals" if len(visuals) != 1 else f"a {type(visuals[0]).__name__}"
+            raise self._refuse(f"lmms-eval task {self.spec.task!r}: its doc_to_visual returns {what}, not one "
+                               "video or image file: the bridge cannot plan frames for it")
+        path = Path(visuals[0]).expanduser().resolve()
+        if path.suffix.lower() not in VIDEO_SUFFIXES | IMAGE_SUFFIXES:
+            raise self._refuse(f"lmms-eval task {self.spec.task!r}: its doc_to_visual returns {path}, neither a "
+                               "video nor an image file")
+        if not path.is_relative_to(root):
+            problems.add(self._source(), doc_id, f"doc_to_visual names {path}, outside the media root {root}",
+                         fatal=True)
+            return None
+        return path
+
+    def _item(self, task: Any, doc_id: int, doc: Any, root: Path, problems: Problems) -> Item | None:
+        path = self._visual(task, doc, doc_id, root, problems)
+        if path is None:
+            return None
+        target = task.doc_to_target(doc)
+        text = str(task.doc_to_text(doc))
+        options = tuple(str(o) for o in task.doc_to_choice(doc)) if task.config.doc_to_choice is not None else ()
+        letter = isinstance(target, int) or (isinstance(target, str) and bool(_LETTER.match(target.strip())))
+        options = options or (options_in_text(text) if letter else ())
+        kind: TaskKind = "mcq" if options else "open"
+        media: MediaKind = "image" if path.suffix.lower() in IMAGE_SUFFIXES else "video"
+        qid = doc.get("question_id")
+        video = next((doc[k] for k in _VIDEO_KEYS if doc.get(k) not in (None, "")), path.stem)
+        return Item(
+            dataset=self.spec.dataset_id, dataset_version=VERSION, item_id=str(qid) if qid not in (None, "") else
+            str(doc_id), video_id=str(video), video_path=path, question=text, options=options,
+            answer=None if target is None else str(target), kind=kind, prompt=text, media_kind=media,
+            task_type=_text(doc.get("task_type")), category=_text(doc.get("domain", doc.get("category"))),
+            duration=_text(doc.get("duration")), extra={"doc_id": doc_id, "lmms_task": self.spec.task},
+        )
+
+    def _probe(self, task: Any, item: Item) -> None:
+        """Score the first item's own target with the task's `process_results`: the metric must be readable.
+
+        Sets the rule and stamps every row's version with it (so a run under another lmms-eval, task version,
+        metric or rule is never mixed with this one)."""
+        doc = self._docs[item.item_id]
+        value = task.process_results(doc, [str(task.doc_to_target(doc))]).get(self.metric)
+        read = read_result(value, item.kind, "")
+        if read is None:
+            raise self._refuse(f"lmms-eval task {self.spec.task!r}: its metric {self.metric!r} gives "
+                               f"{type(value).__name__} per document, not a score the bridge can read")
+        pipeline = task._filters[0].name
+        self.rule = read[1] + ("" if pipeline == "none" else f"|filter={pipeline}")
+        version = _task_version(task.config.metadata)
+        self.version = f"lmms-eval-{installed_version()}/{self.spec.task}@{version}/{self.metric}:{self.rule}"
+
+    def load(self) -> list[Item]:
+        items = super().load()
+        return [replace(it, dataset_version=self.version) for it in items]
+
+    def score(self, item: Item, response: str) -> ItemScore:
+        """The task's own `process_results` on the filtered response, its first metric read by `read_result`."""
+        task = self._load_task()
+        doc = self._docs.get(item.item_id)
+        if doc is None:
+            doc = task.eval_docs[int(item.extra["doc_id"])]
+        filtered = _filtered(task, doc, response)
+        value = task.process_results(doc, [filtered]).get(self.metric)
+        read = read_result(value, item.kind, filtered)
+        if read is None:
+            raise ValueError(f"lmms-eval task {self.spec.task}: item {item.item_id}: metric {self.metric!r} gave "
+                             f"{value!r}, not a score")
+        return read[0]
+
+
+def _filtered(task: Any, doc: Any, response: str) -> str:
+    """The response as the task's filter pipeline leaves it (lmms-eval's `FilterEnsemble.apply` on one answer):
+    ``take_first`` alone (a task without filter_list) leaves it as it is; a regex pipeline extracts the answer."""
+    resps: Any = [[response]]
+    for step in task._filters[0].filters:
+        resps = step.apply(resps, [doc])
+    return str(next(iter(resps)))
+
+
+def _task_version(metadata: Any) -> str:
+    """The task's own version (its YAML's ``metadata: version``, a mapping or a list of them); "?" when none."""
+    entries = metadata if isinstance(metadata, list) else [metadata]
+    found = [e["version"] for e in entries if isinstance(e, dict) and "version" in e]
+    return str(found[0]) if found else "?"
+
+
+def _text(value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
