@@ -22,6 +22,7 @@ from engine.metrics.confusion import visual_confusion
 from engine.metrics.grid import GROUP, budget_table, grid_budgets, matched
 from engine.metrics.oracle import fixed_accuracy, oracle
 from engine.metrics.registry import DatasetTables, Inputs, Metric, register_metric
+from engine.metrics.sections import Block, Count, Heading, Note, Rate, Table
 
 __all__ = ["checkpoint_flows", "cross_model_matched", "matched_grid"]
 
@@ -174,11 +175,45 @@ def _flows_document(t: DatasetTables, opts: Any) -> list[dict[str, Any]]:
             for r in (flows.to_dicts() if flows is not None else [])]
 
 
+_CROSS_NOTE = ("each model on the budgets every compared model has (the matched grid) and the items all of them "
+               "answered there, so the models are paired item by item; oracle: right at some budget of the grid")
+
+
+def _cross_blocks(entries: list[dict[str, Any]], idx: int | None) -> list[Block]:
+    """Per chain of a dataset: each compared model's accuracy per matched budget, oracle, headroom, confusion."""
+    out: list[Block] = []
+    for k, r in enumerate(entries):
+        if not r["grid"]:
+            continue
+        rows = [[mid, Count(r["n_items"]), *(Rate(r["fixed_accuracy"][mid].get(b)) for b in r["grid"]),
+                 Rate(r["oracle_accuracy"][mid]), Rate(r["oracle_headroom"][mid]), Rate(r["visual_confusion"][mid])]
+                for mid in r["models"]]
+        title = f"{r['dataset']}, chain {r['protocol_id']}: models on their matched grid"
+        out.append(Table("" if idx is None else f"table-cross-model-{idx}-{k}",
+                         ["model", "items", *r["grid"], "oracle", "headroom", "visual confusion"], rows, title=title))
+    if not out:
+        return []
+    head = f"Across models on {entries[0]['dataset']}"
+    return [Heading(head), Note(_CROSS_NOTE), *out] if idx is not None else [Heading(head), *out]
+
+
+def _flows_blocks(entries: list[dict[str, Any]], idx: int | None) -> list[Block]:
+    """Rescue and harm from the base model to the other, per budget both ran, on one dataset."""
+    r0 = entries[0]
+    rows = [[r["budget_id"], Count(r["n"]), Count(r["rescue"]), Count(r["harm"]), Rate(r["net"]), Rate(r["churn"])]
+            for r in entries]
+    head = f"From {r0['base']} to {r0['other']} on {r0['dataset']}: items rescued and harmed per budget"
+    return [Heading(head), Table("" if idx is None else f"table-checkpoint-flows-{idx}",
+                                 ["budget", "items", "rescue", "harm", "net", "churn"], rows)]
+
+
 register_metric(Metric(
     name="cross_model",
     scope="dataset",
     tables=_cross_tables,
     document=_cross_document,
+    report=_cross_blocks,
+    terminal=lambda entries: _cross_blocks(entries, None),
     description="per dataset and protocol, each model's fixed accuracy, oracle, headroom and visual confusion on "
                 "the budgets and items every model has",
 ))
@@ -187,6 +222,8 @@ register_metric(Metric(
     scope="dataset",
     tables=_flows_tables,
     document=_flows_document,
+    report=_flows_blocks,
+    terminal=lambda entries: _flows_blocks(entries, None),
     description="rescue and harm from the base model to the other of the options' compare pair, at each shared "
                 "budget",
 ))

@@ -15,7 +15,9 @@ the letter prior, the low-level statistics (``table-low-level-N``), each benchma
 (``table-official-N``) and the trajectories (``fig-trajectories-N``). After the chains of a
 model and dataset: the sections of the registered dataset metrics for it, robustness across its
 chains (``table-robustness-N``, ``fig-robustness-N``) and its iso-compute sets (``table-iso-N-K``,
-``fig-iso-N-K``). A figure is drawn here as `framesweep figures` writes it; a section without data
+``fig-iso-N-K``). After every model, per dataset with two models or more: the models on their matched grid
+(``table-cross-model-N-K``) and, with a compare pair, the rescue and harm from one to the other
+(``table-checkpoint-flows-N``). A figure is drawn here as `framesweep figures` writes it; a section without data
 is left out.
 Built from the metrics document of `engine.metrics.document` (schema
 ``framesweep.metrics/2``; a document of another schema is refused). Optional sections, shown
@@ -161,14 +163,26 @@ def _across_chains(doc: dict[str, Any], key: tuple[str, str], idx: int) -> str:
     return f"<section><h2>{e(key[0])} on {e(key[1])}: across chains</h2>{body}</section>" if body else ""
 
 
+def _across_models(doc: dict[str, Any], dataset: str, idx: int) -> str:
+    """Every registered dataset metric's section for one dataset whose entries compare models (no ``model_id``)."""
+    body = ""
+    for metric in registered_metrics("dataset"):
+        mine = [r for r in doc.get(metric.name) or [] if "model_id" not in r and r.get("dataset") == dataset]
+        if mine and metric.report is not None:
+            body += blocks(metric.report(mine, idx), {})
+    return f"<section><h2>{e(dataset)}: across models</h2>{body}</section>" if body else ""
+
+
 def _groups(doc: dict[str, Any]) -> str:
-    """Every chain, and after the chains of each model and dataset what compares them."""
+    """Every chain, after the chains of each model and dataset what compares them, then what compares models."""
     level = float((doc.get("options") or {}).get("level") or 0.95)
     out, keys = [], list(dict.fromkeys((g["model_id"], g["dataset"]) for g in doc["groups"]))
     for k, key in enumerate(keys):
         out += [_group_section(g, i, level) for i, g in enumerate(doc["groups"])
                 if (g["model_id"], g["dataset"]) == key]
         out.append(_across_chains(doc, key, k))
+    datasets = dict.fromkeys(ds for _, ds in keys)
+    out += [_across_models(doc, ds, k) for k, ds in enumerate(datasets)]
     return "".join(out)
 
 
