@@ -18,7 +18,9 @@ becomes one item:
 Each answer is scored by the task's own ``process_results`` on the response as the task's filter pipeline
 leaves it (a task without ``filter_list``: the raw response), reading the task's first metric: a number is the
 score (a 0/1 one is correctness on a multiple-choice item), a dict gives its ``score``, else its ``correct``,
-else its ``pred_answer`` against its ``answer`` (Video-MME's). The metric, the rule and the filter pipeline are in every
+else its ``pred_answer`` against its ``answer`` (Video-MME's). The value itself is kept, as JSON, in the row's
+``score_detail``: the task's own ``aggregation`` of that metric over each budget's rows is the official score
+(`engine.datasets.lmms_official`). The metric, the rule and the filter pipeline are in every
 row's ``dataset_version`` (``lmms-eval-<version>/<task>@<task version>/<metric>:<rule>[|filter=<name>]``). A
 task the bridge cannot run faithfully is refused when its items are read (`framesweep inspect`), naming the
 task and the reason.
@@ -26,6 +28,7 @@ task and the reason.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -42,7 +45,7 @@ from engine.datasets.registry import register_adapter
 from engine.datasets.spec import FileDatasetSpec
 from engine.items import Item, MediaKind, TaskKind
 
-__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "options_in_text", "read_result"]
+__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "options_in_text", "read_result", "result_json"]
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +260,17 @@ class LmmsEvalBridge(BaseAdapter):
         if read is None:
             raise ValueError(f"lmms-eval task {self.spec.task}: item {item.item_id}: metric {self.metric!r} gave "
                              f"{value!r}, not a score")
-        return read[0]
+        return replace(read[0], detail=result_json(value))
+
+
+def result_json(value: Any) -> str:
+    """One `process_results` value as the row's ``score_detail`` (JSON; a numpy number as the number it holds, any
+    other value JSON cannot hold as its text): what the task's aggregation reads at metrics time."""
+    def plain(obj: Any) -> Any:
+        item = getattr(obj, "item", None)
+        return item() if callable(item) else str(obj)
+
+    return json.dumps(value, default=plain, sort_keys=True)
 
 
 def _filtered(task: Any, doc: Any, response: str) -> str:

@@ -9,6 +9,7 @@ are placeholders: items are made without decoding (lmms-eval's doc_to_visual onl
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,7 @@ def test_videomme_answers_are_scored_by_the_tasks_process_results(hf_home: Path)
         scored = adapter.score(items[0], response)
         assert scored.correct is right and scored.score == own["score"] == float(right)
         assert scored.pred == own["pred_answer"]
+        assert scored.detail is not None and json.loads(scored.detail) == own  # what the aggregation reads
 
 
 def test_nextqa_items_without_a_question_id_are_keyed_by_doc_id(hf_home: Path) -> None:
