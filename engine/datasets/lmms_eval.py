@@ -11,6 +11,8 @@ becomes one item:
 - its prompt is the task's ``doc_to_text``, its options the task's ``doc_to_choice`` (when it has one; else,
   for a letter or index answer, the ``A. ...`` lines the prompt lists: `options_in_text`), its answer the
   task's ``doc_to_target``; an item with options is multiple choice, any other open;
+- its generated answers are made with the task's ``generation_kwargs`` (`generation_of`: ``max_new_tokens``,
+  ``until`` as stop strings, the temperature where it samples), letter scoring's one token aside;
 - its media is the one file ``doc_to_visual`` names, which must lie under the media root (``media_root``,
   default where lmms-eval unpacks the task: ``$HF_HOME/<the task's dataset_kwargs.cache_dir>``); framesweep
   plans and decodes the frames itself, lmms-eval's sampling is never called.
@@ -43,9 +45,9 @@ from engine.datasets._lmms_tasks import LmmsTaskError, installed_version, load_t
 from engine.datasets.errors import DatasetError, Problem, Problems
 from engine.datasets.registry import register_adapter
 from engine.datasets.spec import FileDatasetSpec
-from engine.items import Item, MediaKind, TaskKind
+from engine.items import Generation, Item, MediaKind, TaskKind
 
-__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "options_in_text", "read_result", "result_json"]
+__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "generation_of", "options_in_text", "read_result", "result_json"]
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +69,11 @@ class LmmsEvalSpec(FileDatasetSpec):
         "lmms-eval log of the task gets, so the two join).",
     )
     task: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.@+-]+$",
-                      description="The lmms-eval task (`framesweep datasets --lmms-eval` lists them), e.g. videomme.")
+                      description="The lmms-eval task (`framesweep datasets --lmms-eval` lists them), e.g. videomme. "
+                      "Its generation_kwargs shape its generated answers: max_new_tokens (in place of [prompt] "
+                      "max_new_tokens where the task sets it), until (stop strings; where it sets none, "
+                      "lmms-eval's default: a blank line) and the temperature where it samples; letter scoring of its multiple-"
+                      "choice items is unchanged (one token).")
     include_path: Path | None = Field(
         default=None, description="A folder of your own lmms-eval task YAMLs, searched besides lmms-eval's own.")
     dataset_path: Path | None = Field(
@@ -151,6 +157,7 @@ class LmmsEvalBridge(BaseAdapter):
         self._docs: dict[str, Any] = {}
         self.metric = ""
         self.rule = ""
+        self.generation = Generation()
 
     def _source(self) -> str:
         return f"lmms-eval task {self.spec.task}"
@@ -167,6 +174,7 @@ class LmmsEvalBridge(BaseAdapter):
                 raise self._refuse(str(err)) from None
             self._task, self._media_root = loaded.task, loaded.media_root
             self.metric = str(self._task.config.metric_list[0]["metric"])
+            self.generation = generation_of(self._task.config.generation_kwargs)
         return self._task
 
     def _load(self, problems: Problems) -> list[Item]:
@@ -225,7 +233,8 @@ class LmmsEvalBridge(BaseAdapter):
             str(doc_id), video_id=str(video), video_path=path, question=text, options=options,
             answer=None if target is None else str(target), kind=kind, prompt=text, media_kind=media,
             task_type=_text(doc.get("task_type")), category=_text(doc.get("domain", doc.get("category"))),
-            duration=_text(doc.get("duration")), extra={"doc_id": doc_id, "lmms_task": self.spec.task},
+            duration=_text(doc.get("duration")), generation=self.generation,
+            extra={"doc_id": doc_id, "lmms_task": self.spec.task},
         )
 
     def _probe(self, task: Any, item: Item) -> None:
@@ -271,6 +280,21 @@ def result_json(value: Any) -> str:
         return item() if callable(item) else str(obj)
 
     return json.dumps(value, default=plain, sort_keys=True)
+
+
+def generation_of(kwargs: Any) -> Generation:
+    """An lmms-eval task's ``generation_kwargs`` (as its `TaskConfig` completes them: ``until`` defaults to
+    ``["\n\n"]``) as the items' `Generation`: ``max_new_tokens``, ``until`` as stop strings, and the temperature
+    where the task samples (``temperature`` > 0 and ``do_sample`` not false; else greedy, as lmms-eval's models
+    decide). Other keys (top_p, num_beams) are not carried: framesweep generates greedily, one beam."""
+    kwargs = kwargs if isinstance(kwargs, dict) else {}
+    until = kwargs.get("until") or ()
+    stops = (until,) if isinstance(until, str) else tuple(str(u) for u in until)
+    limit = kwargs.get("max_new_tokens")
+    temperature = float(kwargs.get("temperature") or 0.0)
+    samples = temperature > 0 and kwargs.get("do_sample") is not False
+    return Generation(max_new_tokens=int(limit) if limit else None, stop=stops,
+                      temperature=temperature if samples else 0.0)
 
 
 def _filtered(task: Any, doc: Any, response: str) -> str:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from engine.backends.families import get_family
 from engine.cli import app
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
@@ -153,6 +154,30 @@ def test_videomme_answers_are_scored_by_the_tasks_process_results(hf_home: Path)
         assert scored.detail is not None and json.loads(scored.detail) == own  # what the aggregation reads
 
 
+def test_a_tasks_generation_kwargs_reach_the_requests_of_its_generated_answers(hf_home: Path) -> None:
+    """Video-MME's YAML sets max_new_tokens 16 and no until (lmms-eval's default: a blank line); a user's task
+    sets its own limit, stops and a sampling temperature. A spec asking 64 tokens is overridden where the task says."""
+    data = _videomme(hf_home)
+    [item, *_] = build_adapter(LmmsEvalSpec(name="lmms_eval", task="videomme", dataset_path=data)).items()
+    qwen = get_family("qwen2_5_vl")
+    asked = qwen.build("r", item, None, "generate", None, 64)
+    assert (asked.max_tokens, asked.stop, asked.temperature) == (16, ["\n\n"], 0.0)
+    letter = qwen.build("r", item, None, "letter", None, 64)
+    assert (letter.mode, letter.stop) == ("letter", None)  # an MCQ scored by its letter: one token, as before
+    folder = _own_task(hf_home.parent / "tasks", UTILS, generation="""generation_kwargs:
+  max_new_tokens: 7
+  until: ["END", "\\n"]
+  temperature: 0.5
+  do_sample: true
+""")
+    (hf_home / "mine").mkdir()
+    (hf_home / "mine" / "v1.mp4").write_bytes(b"placeholder")
+    [own] = build_adapter(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=folder,
+                                       media_root=hf_home / "mine")).items()
+    asked = qwen.build("r", own, None, "letter", None, 64)  # an open item is generated under either scoring
+    assert (asked.mode, asked.max_tokens, asked.stop, asked.temperature) == ("generate", 7, ["END", "\n"], 0.5)
+
+
 def test_nextqa_items_without_a_question_id_are_keyed_by_doc_id(hf_home: Path) -> None:
     data = _dataset(hf_home.parent / "nextqa_release", "MC", "test", NEXTQA_DOCS)
     (hf_home / "nextqa" / "NExTVideo").mkdir(parents=True)
@@ -226,8 +251,9 @@ def test_unknown_and_unfaithful_tasks_are_refused_naming_the_task_and_the_reason
     assert "lmms-eval task 'activitynetqa'" in judged and "LLM judge" in judged
 
 
-def _own_task(folder: Path, utils: str, visual: str = "utils.my_visual") -> Path:
-    """A user's task folder (`include_path`): one video task over a local parquet."""
+def _own_task(folder: Path, utils: str, visual: str = "utils.my_visual", generation: str = "") -> Path:
+    """A user's task folder (`include_path`): one video task over a local parquet (`generation`: its YAML's
+    generation_kwargs block)."""
     folder.mkdir()
     (folder / "utils.py").write_text(utils)
     data = _dataset(folder.parent / "my_release", None, "test", [{"vid": "v1", "q": "What?", "a": "A"}])
@@ -244,7 +270,7 @@ metric_list:
   - metric: accuracy
     aggregation: mean
     higher_is_better: true
-""")
+{generation}""")
     return folder
 
 
