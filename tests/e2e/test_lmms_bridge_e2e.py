@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 
@@ -85,3 +86,7 @@ def test_an_lmms_eval_task_as_a_budget_sweep(tmp_path: Path, warm_engine: Path, 
     for row in rows.iter_rows(named=True):
         own = utils.videomme_process_results(by_id[row["item_id"]], [row["response"]])["videomme_perception_score"]
         assert row["score"] == own["score"] and row["correct"] is (own["score"] == 1.0), row
+        # the per-document result the official aggregation reads: the task's own, of the row's prediction
+        said = row["response"] if scoring == "generate" else row["pred"]
+        kept = utils.videomme_process_results(by_id[row["item_id"]], [said])["videomme_perception_score"]
+        assert json.loads(row["score_detail"]) == kept, row
