@@ -10,7 +10,9 @@ becomes one item:
   bridged run and an imported lmms-eval log join on the same keys;
 - its prompt is the task's ``doc_to_text``, its options the task's ``doc_to_choice`` (when it has one; else,
   for a letter or index answer, the ``A. ...`` lines the prompt lists: `options_in_text`), its answer the
-  task's ``doc_to_target``; an item with options is multiple choice, any other open;
+  task's ``doc_to_target`` (an option index, NExT-QA's ``2``, as that option's letter where the task's
+  ``process_results`` scores the letter right, so letter scoring compares letters); an item with options is
+  multiple choice, any other open;
 - its generated answers are made with the task's ``generation_kwargs`` (`generation_of`: ``max_new_tokens``,
   ``until`` as stop strings, the temperature where it samples), letter scoring's one token aside;
 - its media is the one file ``doc_to_visual`` names, which must lie under the media root (``media_root``,
@@ -225,17 +227,36 @@ class LmmsEvalBridge(BaseAdapter):
         letter = isinstance(target, int) or (isinstance(target, str) and bool(_LETTER.match(target.strip())))
         options = options or (options_in_text(text) if letter else ())
         kind: TaskKind = "mcq" if options else "open"
+        answer = self._letter_answer(task, doc, target, options)
         media: MediaKind = "image" if path.suffix.lower() in IMAGE_SUFFIXES else "video"
         qid = doc.get("question_id")
         video = next((doc[k] for k in _VIDEO_KEYS if doc.get(k) not in (None, "")), path.stem)
         return Item(
             dataset=self.spec.dataset_id, dataset_version=VERSION, item_id=str(qid) if qid not in (None, "") else
             str(doc_id), video_id=str(video), video_path=path, question=text, options=options,
-            answer=None if target is None else str(target), kind=kind, prompt=text, media_kind=media,
+            answer=answer, kind=kind, prompt=text, media_kind=media,
             task_type=_text(doc.get("task_type")), category=_text(doc.get("domain", doc.get("category"))),
             duration=_text(doc.get("duration")), generation=self.generation,
             extra={"doc_id": doc_id, "lmms_task": self.spec.task},
         )
+
+    def _letter_answer(self, task: Any, doc: Any, target: Any, options: tuple[str, ...]) -> str | None:
+        """The item's answer: for an option index (NExT-QA's 2, PerceptionTest's answer_id) among known options, the
+        letter of that option (0-based) where the task's own `process_results` scores that letter right (so letter
+        scoring compares letters with letters); else the target as the task gives it."""
+        if target is None:
+            return None
+        index = target if isinstance(target, int) and not isinstance(target, bool) else \
+            int(target) if isinstance(target, str) and target.strip().isdigit() else None
+        if index is None or not options or not 0 <= index < len(options):
+            return str(target)
+        letter = chr(ord("A") + index)
+        try:
+            read = read_result(task.process_results(doc, [_filtered(task, doc, letter)]).get(self.metric), "mcq",
+                               letter)
+        except Exception:  # noqa: BLE001 - task code that cannot read a bare letter: the target stays as given
+            return str(target)
+        return letter if read is not None and read[0].correct else str(target)
 
     def _probe(self, task: Any, item: Item) -> None:
         """Score the first item's own target with the task's `process_results`: the metric must be readable.

@@ -13,17 +13,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 import yaml
+from helpers.specs import small_spec_dict
 from typer.testing import CliRunner
 
+from engine.backends.base import EngineRequest, EngineResult
 from engine.backends.families import get_family
 from engine.cli import app
+from engine.config import BudgetPoint, parse_spec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.lmms_eval import LmmsEvalSpec, options_in_text
+from engine.items import Job
 from engine.results.lmms_eval import _item_id
+from engine.sweep.rows import JobContext, Scoring
 
 pytestmark = [
     pytest.mark.needs("lmms"),
@@ -187,12 +193,33 @@ def test_nextqa_items_without_a_question_id_are_keyed_by_doc_id(hf_home: Path) -
     utils = _lmms_utils("nextqa")
     assert [it.item_id for it in items] == ["0", "1"]  # lmms-eval's doc_id: no question_id in NExT-QA
     assert items[0].prompt == utils.nextqa_doc_to_text_mc(NEXTQA_DOCS[0], {})
-    assert items[0].answer == "2" and items[0].kind == "mcq"
+    # the target is option 2: the answer is its letter, the one the task's process_results scores right
+    assert [it.answer for it in items] == ["C", "A"] and items[0].kind == "mcq"
     assert items[0].options == ("to eat", "to throw", "to open it", "to hide", "to give away")
     right, wrong = adapter.score(items[0], "C"), adapter.score(items[0], "A. to eat")
     assert (right.correct, right.score) == (True, 1.0)
     assert (wrong.correct, wrong.score) == (False, 0.0)
     assert utils.nextqa_mc_process_results(NEXTQA_DOCS[0], ["C"]) == {"exact_match": True}
+
+
+def test_letter_scoring_of_an_option_index_target_compares_letters(hf_home: Path, tmp_path: Path) -> None:
+    """NExT-QA's target is an option index (2): a letter-scored row is right when the likeliest letter is that
+    option's (C), as the task's own process_results says."""
+    data = _dataset(hf_home.parent / "nextqa_release", "MC", "test", NEXTQA_DOCS)
+    (hf_home / "nextqa" / "NExTVideo").mkdir(parents=True)
+    (hf_home / "nextqa" / "NExTVideo" / "4010069381.mp4").write_bytes(b"placeholder")
+    adapter = build_adapter(LmmsEvalSpec(name="lmms_eval", task="nextqa_mc_test", dataset_path=data))
+    item = next(iter(adapter.items()))
+    spec = parse_spec(small_spec_dict(tmp_path / "out", prompt={"scoring": "letter"}))
+    ctx = JobContext(job=Job("tiny", item, BudgetPoint(frames=0)), model_family="qwen2_5_vl",
+                     indices=np.empty(0, np.int64), attempt=1,
+                     request=EngineRequest("r", "Q?", letters=list(item.letters), mode="letter"))
+    row = Scoring(spec, {item.dataset: adapter.score}).row(
+        ctx, EngineResult("r", text="C", letter_logprobs={"A": -3.0, "C": -0.1, "E": -4.0}))
+    assert (row.pred, row.answer, row.correct) == ("C", "C", True)
+    utils = _lmms_utils("nextqa")
+    assert json.loads(row.score_detail or "null") == utils.nextqa_mc_process_results(NEXTQA_DOCS[0], ["C"])[
+        "exact_match"]
 
 
 def test_a_document_whose_video_is_missing_is_a_problem_naming_its_row(hf_home: Path) -> None:
@@ -221,7 +248,7 @@ def test_perceptiontest_items_and_its_correct_field(hf_home: Path) -> None:
     assert [it.item_id for it in items] == ["0", "1"]  # its question_id
     assert items[0].prompt == utils.perceptiontest_val_doc_to_text(PERCEPTION_DOCS[0], {"pre_prompt": "",
                                                                                         "post_prompt": ""})
-    assert items[0].options == ("cooking", "cleaning", "reading") and items[0].answer == "1"
+    assert items[0].options == ("cooking", "cleaning", "reading") and [it.answer for it in items] == ["B", "C"]
     assert items[0].dataset_version.endswith("/perceptiontest_val_mc@?/accuracy:correct")
     for response, right in (("B", True), ("B. cleaning", True), ("A", False), ("no idea", False)):
         own = utils.perceptiontest_val_process_results_mc(PERCEPTION_DOCS[0], [response])["accuracy"]
