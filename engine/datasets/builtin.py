@@ -93,4 +93,4 @@ register_benchmark(Benchmark(
 # score is the task's own aggregation, in the task's unit, its metric as the subset
 register_benchmark(Benchmark(
     "lmms_eval", LmmsEvalSpec, None, lmms_official.scores, (lmms_official.METRIC,), headline_per_subset=True,
-    units={lmms_official.METRIC: "points"}, versions=("lmms-eval",)))
+    units={lmms_official.METRIC: "points"}, versions=("lmms_eval",)))

@@ -272,7 +272,7 @@ class LmmsEvalBridge(BaseAdapter):
         pipeline = task._filters[0].name
         self.rule = read[1] + ("" if pipeline == "none" else f"|filter={pipeline}")
         version = _task_version(task.config.metadata)
-        self.version = f"lmms-eval-{installed_version()}/{self.spec.task}@{version}/{self.metric}:{self.rule}"
+        self.version = f"lmms_eval-{installed_version()}/{self.spec.task}@{version}/{self.metric}:{self.rule}"
 
     def load(self) -> list[Item]:
         items = super().load()

@@ -38,10 +38,10 @@ _SCHEMA = {"model_id": pl.String(), "dataset": pl.String(), "budget_id": pl.Stri
 
 
 def task_and_metric(dataset_version: str) -> tuple[str, str] | None:
-    """(task, metric) of a bridged row's version ``lmms-eval-<v>/<task>@<task version>/<metric>:<rule>``; None
+    """(task, metric) of a bridged row's version ``lmms_eval-<v>/<task>@<task version>/<metric>:<rule>`` (the adapter name first, so an imported lmms-eval log, version ``lmms-eval``, is not one); None
     for any other version (an imported lmms-eval log's)."""
     parts = dataset_version.split("/")
-    if len(parts) != 3 or not parts[0].startswith("lmms-eval-") or "@" not in parts[1] or ":" not in parts[2]:
+    if len(parts) != 3 or not parts[0].startswith("lmms_eval-") or "@" not in parts[1] or ":" not in parts[2]:
         return None
     return parts[1].rsplit("@", 1)[0], parts[2].split(":", 1)[0]
 

@@ -37,7 +37,7 @@ lacks). Each benchmark's scores are its registration's `official` (`engine.datas
   their mean over the formats present).
 - Video-MMMU: ``video_mmmu_accuracy`` per track (`subset` = Perception, Comprehension,
   Adaptation; each track a headline).
-- A bridged lmms-eval task (rows ``lmms-eval-<v>/<task>@...``): ``lmms_eval_score`` (headline; `subset` = the
+- A bridged lmms-eval task (rows ``lmms_eval-<v>/<task>@...``): ``lmms_eval_score`` (headline; `subset` = the
   task's metric), the task's own ``aggregation`` over each budget's per-document results (the rows'
   ``score_detail``), in the task's unit; absent where lmms-eval is not installed (`engine.datasets.lmms_official`).
 

@@ -144,7 +144,7 @@ def test_videomme_items_are_lmms_evals_documents(hf_home: Path) -> None:
         assert item.video_id == doc["videoID"] and item.media_kind == "video"
         assert item.task_type == doc["task_type"] and item.category == doc["domain"]
     # lmms-eval's version, the task's (videomme.yaml: metadata: [{version: 0.0}]), the metric read and the rule
-    assert {it.dataset_version for it in items} == {"lmms-eval-0.7.3/videomme@0.0/videomme_perception_score:score"}
+    assert {it.dataset_version for it in items} == {"lmms_eval-0.7.3/videomme@0.0/videomme_perception_score:score"}
 
 
 def test_videomme_answers_are_scored_by_the_tasks_process_results(hf_home: Path) -> None:

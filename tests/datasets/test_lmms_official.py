@@ -32,7 +32,7 @@ def needs_lmms(test: Any) -> Any:
                               reason="lmms-eval is not installed (pip install 'framesweep[lmms]')")
     return pytest.mark.needs("lmms")(skip(test))
 
-VERSION = "lmms-eval-0.7.3/videomme@0.0/videomme_perception_score:score"
+VERSION = "lmms_eval-0.7.3/videomme@0.0/videomme_perception_score:score"
 # (question, duration, domain, sub_category, task_type, answer) of four Video-MME documents
 DOCS = [("001-1", "short", "Knowledge", "Humanity & History", "Counting Problem", "B"),
         ("001-2", "short", "Knowledge", "Humanity & History", "Object Recognition", "D"),
@@ -126,6 +126,17 @@ def test_without_lmms_eval_the_score_is_absent_not_guessed(monkeypatch: pytest.M
 
 def test_the_task_and_metric_are_read_from_a_bridged_rows_version() -> None:
     assert task_and_metric(VERSION + "|filter=flexible") == ("videomme", "videomme_perception_score")
-    assert task_and_metric("lmms-eval-0.7.3/my@task@1.0/acc:value") == ("my@task", "acc")
+    assert task_and_metric("lmms_eval-0.7.3/my@task@1.0/acc:value") == ("my@task", "acc")
     assert task_and_metric("lmms-eval") is None
     assert task_and_metric("videomme-v1.fs1") is None
+
+
+def test_an_imported_lmms_eval_log_keeps_accuracy_as_its_headline() -> None:
+    """Rows imported from lmms-eval's logs (`import-lmms-eval`, version ``lmms-eval``) are no bridged task: the
+    lmms_eval benchmark does not claim them, so their accuracy stays the headline (a bridged row's version starts
+    with the adapter's name, ``lmms_eval-``)."""
+    imported = [row("m", "videomme", d[0], "f8", 8, "1", dataset_version="lmms-eval") for d in DOCS]
+    got = benchmark_scores(lazy(imported)).collect()
+    assert got.filter(pl.col("metric") == "accuracy")["headline"].to_list() == [True]
+    bridged = benchmark_scores(lazy(_rows())).collect()
+    assert not bridged.filter(pl.col("metric") == "accuracy")["headline"].any()
