@@ -8,7 +8,7 @@ from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from engine.frames.base import BudgetLike
 
-__all__ = ["Item", "Job", "JobBudget", "JobKey", "MediaKind", "TaskKind", "option_letters"]
+__all__ = ["Generation", "Item", "Job", "JobBudget", "JobKey", "MediaKind", "TaskKind", "option_letters"]
 
 TaskKind = Literal["mcq", "open", "yesno", "dialog"]
 MediaKind = Literal["video", "image", "frames", "none"]
@@ -17,6 +17,19 @@ MediaKind = Literal["video", "image", "frames", "none"]
 def option_letters(n: int) -> list[str]:
     """The letters naming `n` options: A, B, C, ..."""
     return [chr(ord("A") + i) for i in range(n)]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """How a benchmark has its generated answers made, where it says so (an lmms-eval task's
+    ``generation_kwargs``): applied to the item's generated requests, never to letter scoring's one token."""
+
+    max_new_tokens: int | None = None
+    """Token limit in place of the spec's ``[prompt] max_new_tokens``; None: the spec's."""
+    stop: tuple[str, ...] = ()
+    """Strings that end the answer (left out of it), as lmms-eval's ``until``."""
+    temperature: float = 0.0
+    """Sampling temperature; 0: greedy, framesweep's default."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +64,8 @@ class Item:
     """Text the official evaluation puts at the start of the assistant turn (e.g. MLVU's "Best Option: (")."""
     clip: tuple[float, float] | None = None
     """(start, end) seconds of the video the question is about (MVBench tasks with bounds); null: all of it."""
+    generation: Generation | None = field(default=None, compare=False)
+    """The benchmark's own generation settings for this item's generated answers (null: the spec's)."""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     """Benchmark-specific fields (sub-category, scoring points, group structure, ...), JSON-serialisable."""
 

@@ -39,6 +39,10 @@ class EngineRequest:
     """Option letters; with `mode="letter"` the first token is constrained to them."""
     mode: Literal["letter", "generate"] = "letter"
     max_tokens: int = 16
+    stop: list[str] | None = None
+    """Generate mode: strings that end the answer (left out of the text); None: none."""
+    temperature: float = 0.0
+    """Generate mode: sampling temperature (0: greedy); letter mode always reads the greedy distribution."""
     mm_processor_kwargs: dict[str, Any] | None = None
     messages: list[dict[str, Any]] | None = None
     """The same prompt as OpenAI chat messages; a video part's url is `VIDEO_URL_SLOT`, filled by the HTTP backend."""

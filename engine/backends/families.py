@@ -14,7 +14,7 @@ from typing import Any
 from engine.backends.base import ANSWER_CHOICES, IMAGE_URL_SLOT, VIDEO_URL_SLOT, EngineRequest
 from engine.backends.prompts import PromptFamily, question_text, scoring_mode, system_message, video_metadata
 from engine.frames.view import MediaView
-from engine.items import Item
+from engine.items import Generation, Item
 from engine.registry import Registry
 
 __all__ = ["FAMILIES", "InternVL", "Llava15", "LlavaNextVideo", "Qwen3VL", "Qwen25VL", "get_family", "register_family"]
@@ -47,11 +47,15 @@ def _request(request_id: str, item: Item, media: MediaView | None, mode: str, ma
              **fields: Any) -> EngineRequest:
     scored = scoring_mode(item, mode)
     choices = item.extra.get(ANSWER_CHOICES) if scored == "generate" else None
+    # the benchmark's own generation settings (an lmms-eval task's) shape its generated answers only
+    gen = item.generation if scored == "generate" and item.generation is not None else Generation()
     return EngineRequest(
         request_id=request_id,
         letters=item.letters if item.kind == "mcq" else [],
         mode=scored,  # type: ignore[arg-type]
-        max_tokens=max_tokens,
+        max_tokens=gen.max_new_tokens or max_tokens,
+        stop=list(gen.stop) or None,
+        temperature=gen.temperature,
         video_key=media.source if media is not None else None,
         choices=list(choices) if choices else None,
         **fields,

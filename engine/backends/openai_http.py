@@ -277,7 +277,9 @@ class OpenAIHTTPBackend(BackendBase):
             body.update(max_tokens=1, top_logprobs=len(r.letters),
                         allowed_token_ids=[await self._letter_token_id(x) for x in r.letters])
         else:
-            body.update(max_tokens=r.max_tokens, top_logprobs=20)
+            body.update(max_tokens=r.max_tokens, top_logprobs=20, temperature=r.temperature)
+            if r.stop:
+                body["stop"] = list(r.stop)
             if r.choices:  # vLLM's structured outputs; a server without them answers freely (the caller parses)
                 body["structured_outputs"] = {"choice": list(r.choices)}
         if r.mm_processor_kwargs:

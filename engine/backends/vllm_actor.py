@@ -215,9 +215,9 @@ class VLLMWorker:
         if r.choices:  # the answer is one of these strings, whole (vLLM's structured outputs)
             from vllm.sampling_params import StructuredOutputsParams
 
-            return SamplingParams(max_tokens=r.max_tokens, temperature=0.0, logprobs=20,
+            return SamplingParams(max_tokens=r.max_tokens, temperature=r.temperature, logprobs=20, stop=r.stop,
                                   structured_outputs=StructuredOutputsParams(choice=list(r.choices)))
-        return SamplingParams(max_tokens=r.max_tokens, temperature=0.0, logprobs=20)
+        return SamplingParams(max_tokens=r.max_tokens, temperature=r.temperature, logprobs=20, stop=r.stop)
 
     def _read(self, r: EngineRequest, out: Any, engine_s: float) -> EngineResult:
         """The result of one request's output; a log-probability that is no log-probability (`AbsurdLogprob`)

@@ -126,12 +126,34 @@ def _print_across_chains(doc: dict[str, Any]) -> None:
                 print_blocks(metric.terminal(rows))
 
 
-def print_audit(out_dir: Path) -> None:
-    """What `framesweep metrics OUT` prints for each chain (with 1,000 bootstrap replicates): the demo's ending."""
+def _print_official(g: dict[str, Any]) -> None:
+    """A group's headline official scores per budget (an lmms-eval task's own aggregation, ...); none: nothing."""
+    from rich.markup import escape
+
+    from engine.metrics.benchmark_scores import score_unit
+    from engine.metrics.sections import Score
+
+    rows = [r for r in g.get("official_scores") or [] if r["headline"] and r["metric"] != "accuracy"]
+    if not rows:
+        return
+    table = Table(title=f"Official score per budget: {escape(str(g['dataset']))}", title_justify="left")
+    for column in ("budget", "metric", "score"):
+        table.add_column(column)
+    for r in rows:
+        metric = r["metric"] + (f" ({r['subset']})" if r["subset"] else "")
+        table.add_row(escape(str(r["budget_id"])), escape(metric), cell_text(Score(r["value"], score_unit(r["metric"]))))
+    console.print(table)
+
+
+def print_audit(out_dir: Path, official: bool = False) -> None:
+    """What `framesweep metrics OUT` prints for each chain (with 1,000 bootstrap replicates): the demo's ending;
+    with `official`, each chain's headline official score per budget after it (``run --lmms-eval-task``'s ending)."""
     doc = _document(out_dir, _options(1000, 0, None, None, None, None, "auto", None, 0.03))
     heading(f"The audit of {out_dir} (framesweep metrics {out_dir})")
     for g in doc["groups"]:
         _print_group(g)
+        if official:
+            _print_official(g)
 
 
 def metrics(

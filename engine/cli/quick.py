@@ -20,10 +20,14 @@ from typing import Any
 from engine.config import SpecError, SweepSpec, dataset_spec_classes, parse_spec
 from engine.config.source import SpecFileError, read_spec_file
 
-__all__ = ["QUICK_FLAGS", "load_with_overrides", "quick_spec"]
+__all__ = ["QUICK_FLAGS", "lmms_quick_spec", "load_with_overrides", "quick_spec"]
 
-QUICK_FLAGS = ("--model", "--family", "--dataset", "--data", "--frames")
-"""The flags that build a spec (the quick path); none of them goes with a spec file."""
+QUICK_FLAGS = {"--model": "model", "--family": "family", "--dataset": "dataset", "--data": "data",
+               "--frames": "frames", "--lmms-eval-task": "lmms_task", "--media-root": "media_root",
+               "--include-path": "include_path", "--dataset-path": "dataset_path"}
+"""The flags that build a spec (the quick path), each with its key; none of them goes with a spec file."""
+LMMS_FLAGS = ("--media-root", "--include-path", "--dataset-path")
+"""The quick path's flags of an lmms-eval task alone."""
 
 
 def _slug(text: str) -> str:
@@ -107,14 +111,41 @@ def quick_spec(*, model: str, family: str | None, dataset: str, data: Path | Non
             raise SpecError(f"--data: no known layout for {dataset}; write a spec file (`framesweep spec --example`)")
         _need_folder(data)
         table |= layout_fields(dataset, data.resolve())
-    doc: dict[str, Any] = {
-        "sweep_id": _slug(f"{Path(model.removeprefix('tiny:')).name}-{dataset}"),
+    doc = _doc(model, family, dataset, table, frames, out)
+    _limit(doc["dataset"], limit)
+    return parse_spec(doc, "the command line"), doc
+
+
+def _doc(model: str, family: str | None, name: str, table: dict[str, Any], frames: str, out: Path) -> dict[str, Any]:
+    """The quick path's spec dict: one model, the dataset `table`, a budget per frame count, the results in OUT."""
+    return {
+        "sweep_id": _slug(f"{Path(model.removeprefix('tiny:')).name}-{name}"),
         "models": [{"id": _slug(Path(model).name if not model.startswith("tiny:") else model.replace(":", "-")),
                     "family": family or _family(model), "path": model}],
         "dataset": table,
         "budgets": [{"frames": f} for f in _frames(frames)],
         "store": {"out_dir": str(out)},
     }
+
+
+def lmms_quick_spec(*, task: str, model: str, family: str | None, frames: str, limit: int | None, out: Path,
+                    media_root: Path | None = None, include_path: Path | None = None,
+                    dataset_path: Path | None = None) -> tuple[SweepSpec, dict[str, Any]]:
+    """The spec of ``run --lmms-eval-task TASK`` (validated) and its dict: the spec file's ``[dataset] name =
+    "lmms_eval"`` table with the task and the given folders, as `quick_spec` builds the rest.
+
+    Raises SpecError, one sentence, when lmms-eval is not installed (with the install hint) or the task is not one
+    of its tasks (with the close names) or cannot be read."""
+    from engine.datasets._lmms_tasks import LmmsTaskError, task_config
+
+    try:
+        task_config(task, include_path=include_path)
+    except LmmsTaskError as err:
+        raise SpecError(f"--lmms-eval-task: {err}") from None
+    table: dict[str, Any] = {"name": "lmms_eval", "task": task}
+    table |= {k: str(v.resolve()) for k, v in (("media_root", media_root), ("include_path", include_path),
+                                                ("dataset_path", dataset_path)) if v is not None}
+    doc = _doc(model, family, task, table, frames, out)
     _limit(doc["dataset"], limit)
     return parse_spec(doc, "the command line"), doc
 

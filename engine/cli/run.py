@@ -27,7 +27,7 @@ import typer
 from engine.cli._console import console, err_console, fail, setup_logging, warn
 from engine.cli.fresh_out import NewInOut, refuse_foreign
 from engine.cli.progress import RunProgress
-from engine.cli.quick import QUICK_FLAGS, load_with_overrides, quick_spec
+from engine.cli.quick import LMMS_FLAGS, QUICK_FLAGS, lmms_quick_spec, load_with_overrides, quick_spec
 from engine.cli.runlog import RunLog
 from engine.cli.summary import print_tables, run_tables, write_summary
 from engine.config import SpecError, SweepSpec, load_spec
@@ -249,13 +249,16 @@ def run_spec(spec: SweepSpec, source: str = "<spec>", *, every_s: float = 30.0, 
 
 def _spec(spec_path: Path | None, out: Path | None, quick: dict, overrides: dict) -> tuple[SweepSpec, dict | None]:
     """The spec of `run`: the file with its overrides, or the quick path's (with the dict `OUT/spec.toml` gets)."""
-    given = [flag for flag, key in zip(QUICK_FLAGS, ("model", "family", "dataset", "data", "frames"))
-             if quick[key] is not None]
+    given = [flag for flag, key in QUICK_FLAGS.items() if quick.get(key) is not None]
     if spec_path is not None:
         if given:
             verb = "builds" if len(given) == 1 else "build"
             raise SpecError(f"{', '.join(given)} {verb} a spec without a file: leave {spec_path} out, or set them in it")
         return load_with_overrides(spec_path, out, **overrides), None
+    if quick.get("lmms_task") is not None:
+        return _lmms_spec(out, quick, overrides)
+    if lmms_only := [f for f in LMMS_FLAGS if quick.get(QUICK_FLAGS[f]) is not None]:
+        raise SpecError(f"{', '.join(lmms_only)} go with --lmms-eval-task (an lmms-eval task's folders)")
     missing = [flag for flag, value in (("--model", quick["model"]), ("--dataset", quick["dataset"]), ("--out", out))
                if value is None]
     if missing:
@@ -264,7 +267,25 @@ def _spec(spec_path: Path | None, out: Path | None, quick: dict, overrides: dict
     if overrides["models"] or overrides["budgets"]:
         raise SpecError("--models and --budgets choose from a spec file; without one, give --model and --frames")
     assert out is not None
-    return quick_spec(**{**quick, "frames": quick["frames"] or "0,8,16,32"}, limit=overrides["limit"], out=out)
+    plain = {k: quick[k] for k in ("model", "family", "dataset", "data")}
+    return quick_spec(**plain, frames=quick["frames"] or "0,8,16,32", limit=overrides["limit"], out=out)
+
+
+def _lmms_spec(out: Path | None, quick: dict, overrides: dict) -> tuple[SweepSpec, dict | None]:
+    """The spec of ``run --lmms-eval-task NAME`` (`engine.cli.quick.lmms_quick_spec`)."""
+    if clash := [f for f in ("--dataset", "--data") if quick.get(QUICK_FLAGS[f]) is not None]:
+        raise SpecError(f"{', '.join(clash)}: --lmms-eval-task names the dataset (its folders: --dataset-path, "
+                        "--media-root)")
+    missing = [flag for flag, value in (("--model", quick["model"]), ("--out", out)) if value is None]
+    if missing:
+        raise SpecError(f"--lmms-eval-task also needs {', '.join(missing)} (`framesweep run -h`)")
+    if overrides["models"] or overrides["budgets"]:
+        raise SpecError("--models and --budgets choose from a spec file; without one, give --model and --frames")
+    assert out is not None
+    return lmms_quick_spec(task=quick["lmms_task"], model=quick["model"], family=quick["family"],
+                           frames=quick["frames"] or "0,8,16,32", limit=overrides["limit"], out=out,
+                           media_root=quick["media_root"], include_path=quick["include_path"],
+                           dataset_path=quick["dataset_path"])
 
 
 def _ids(text: str | None) -> list[str] | None:
@@ -298,16 +319,31 @@ def run(
                                             "cluster.")] = False,
     progress_every: Annotated[float, typer.Option("--progress-every", min=1.0, metavar="SECONDS", help="When "
                                                   "stderr is no terminal: a progress line this often.")] = 30.0,
+    lmms_task: Annotated[str | None, typer.Option("--lmms-eval-task", metavar="NAME", help="Without a spec: an "
+                                                  "lmms-eval task as the dataset (`framesweep datasets "
+                                                  "--lmms-eval`); ends with its official score per budget and "
+                                                  "the audit.")] = None,
+    media_root: Annotated[Path | None, typer.Option("--media-root", metavar="DIR", help="With --lmms-eval-task: "
+                                                    "the folder of its videos (default: lmms-eval's, under "
+                                                    "HF_HOME).")] = None,
+    include_path: Annotated[Path | None, typer.Option("--include-path", metavar="DIR", help="With "
+                                                      "--lmms-eval-task: a folder of your own task YAMLs.")] = None,
+    dataset_path: Annotated[Path | None, typer.Option("--dataset-path", metavar="DIR", help="With "
+                                                      "--lmms-eval-task: a local copy of its dataset (default: "
+                                                      "its hub id in the Hugging Face cache).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Run (or resume) a sweep: every model x item x budget not yet committed.
 
     With SPEC.toml: --limit, --models and --budgets narrow it.
 
-    Without one: --model, --dataset and --out build the spec (written to OUT/spec.toml).
+    Without one: --model, --dataset and --out build the spec (written to OUT/spec.toml); --lmms-eval-task NAME in
+    place of --dataset sweeps an lmms-eval task.
     """
     setup_logging(verbose)
-    quick = {"model": model, "family": family, "dataset": dataset, "data": data, "frames": frames}
+    quick = {"model": model, "family": family, "dataset": dataset, "data": data, "frames": frames,
+             "lmms_task": lmms_task, "media_root": media_root, "include_path": include_path,
+             "dataset_path": dataset_path}
     try:
         spec, doc = _spec(spec_path, out, quick, {"limit": limit, "models": _ids(models), "budgets": _ids(budgets)})
     except SpecError as err:
@@ -315,7 +351,12 @@ def run(
         raise typer.Exit(2) from None
     update = {k: v for k, v in (("ray_address", address), ("ray_dashboard", dashboard or None)) if v is not None}
     spec = spec.model_copy(update=update) if update else spec
-    raise typer.Exit(run_spec(spec, str(spec_path or "the command line"), every_s=progress_every, spec_doc=doc))
+    code = run_spec(spec, str(spec_path or "the command line"), every_s=progress_every, spec_doc=doc)
+    if code == 0 and lmms_task is not None:
+        from engine.cli.analysis import print_audit
+
+        print_audit(Path(spec.store.out_dir), official=True)
+    raise typer.Exit(code)
 
 
 def demo(

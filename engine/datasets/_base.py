@@ -27,6 +27,9 @@ class ItemScore:
     """Right or wrong for mcq / yesno; None for open and dialog items."""
     score: float
     """1.0 / 0.0 for mcq / yesno; token-F1 (max over references) for open and dialog items."""
+    detail: str | None = None
+    """JSON of the benchmark's own per-document result that gave this score, when its official score aggregates
+    those results (an lmms-eval task's `process_results` value); None for every other benchmark."""
 
 
 def default_score(item: Item, response: str) -> ItemScore:

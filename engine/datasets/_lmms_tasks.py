@@ -20,16 +20,17 @@ import difflib
 import functools
 import importlib.metadata
 import importlib.util
+import inspect
 import logging
 import os
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-__all__ = ["INSTALL_HINT", "LMMS_EVAL_PIN", "LmmsTaskError", "LoadedTask", "TaskListing", "installed_version", "list_tasks",
-           "load_task", "media_root_of", "refusal", "task_config"]
+__all__ = ["INSTALL_HINT", "LMMS_EVAL_PIN", "LmmsTaskError", "LoadedTask", "TaskListing", "aggregate", "aggregation",
+           "installed_version", "list_tasks", "load_task", "media_root_of", "refusal", "task_config"]
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,44 @@ def task_config(task: str, *, include_path: Path | None = None, model_name: str 
         return dict(manager._get_config(task))
     except Exception as err:  # the task's own utils run on import (a missing module, HF_HOME unset)
         raise LmmsTaskError(task, f"its YAML or utils cannot be loaded: {type(err).__name__}: {err}") from err
+
+
+def aggregation(task: str, metric: str, *, include_path: Path | None = None) -> Callable[..., Any]:
+    """The task's own aggregation of `metric`, as lmms-eval's `ConfigurableTask` picks it: the metric's
+    ``aggregation`` in the YAML (a ``!function`` or a registered name), else the metric's registered default.
+
+    Raises `LmmsTaskError` when lmms-eval, the task or the metric is not there, or no aggregation is declared."""
+    from lmms_eval.api import registry
+
+    entries = task_config(task, include_path=include_path).get("metric_list") or []
+    entry = next((m for m in entries if str(m.get("metric")) == metric), None)
+    if entry is None:
+        raise LmmsTaskError(task, f"declares no metric {metric!r} in its metric_list")
+    named = entry.get("aggregation")
+    found = named if callable(named) else (registry.AGGREGATION_REGISTRY.get(named) if isinstance(named, str)
+                                           else registry.METRIC_AGGREGATION_REGISTRY.get(metric))
+    if found is None:
+        raise LmmsTaskError(task, f"its metric {metric!r} has no aggregation lmms-eval knows ({named!r})")
+    return cast(Callable[..., Any], found)
+
+
+def aggregate(task: str, metric: str, results: list[Any]) -> Any:
+    """The task's `aggregation` of `metric` over per-document `results`, called as lmms-eval's evaluator calls it
+    (``args=None`` where it takes them), its log lines silenced. Raises `LmmsTaskError` (see `aggregation`)."""
+    fn = aggregation(task, metric)
+    logger = _lmms_logger()
+    logger.disable("")  # the task's utils log under their own module name (`utils`), not lmms_eval's
+    try:
+        takes_args = "args" in inspect.signature(fn).parameters
+        return fn(results, args=None) if takes_args else fn(results)
+    finally:
+        logger.enable("")
+
+
+def _lmms_logger() -> Any:
+    from lmms_eval.utils import eval_logger
+
+    return eval_logger
 
 
 def _reached(fn: Callable[..., Any], seen: set[int] | None = None) -> Iterator[Any]:

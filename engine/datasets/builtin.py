@@ -3,7 +3,7 @@ score, headline and units. Imported by `engine.datasets`, in the order of the sp
 
 from __future__ import annotations
 
-from engine.datasets import official
+from engine.datasets import lmms_official, official
 from engine.datasets.avsd import AVSDSpec
 from engine.datasets.benchmark import Benchmark, Source, register_benchmark
 from engine.datasets.llava_video_178k import LlavaVideo178KSpec
@@ -89,5 +89,8 @@ register_benchmark(Benchmark(
     "llava_video_178k", LlavaVideo178KSpec,
     Source("lmms-lab/LLaVA-Video-178K", {"annotations": "annotations", "media_root": "."}, on_hub=False,
            note="fetch the subsets you need by hand (hundreds of GB); annotations: their JSON files")))
-# no release of its own: lmms-eval reads each task's data (its Hugging Face cache, or dataset_path)
-register_benchmark(Benchmark("lmms_eval", LmmsEvalSpec))
+# no release of its own: lmms-eval reads each task's data (its Hugging Face cache, or dataset_path); its official
+# score is the task's own aggregation, in the task's unit, its metric as the subset
+register_benchmark(Benchmark(
+    "lmms_eval", LmmsEvalSpec, None, lmms_official.scores, (lmms_official.METRIC,), headline_per_subset=True,
+    units={lmms_official.METRIC: "points"}, versions=("lmms_eval",)))

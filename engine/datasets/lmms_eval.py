@@ -10,7 +10,11 @@ becomes one item:
   bridged run and an imported lmms-eval log join on the same keys;
 - its prompt is the task's ``doc_to_text``, its options the task's ``doc_to_choice`` (when it has one; else,
   for a letter or index answer, the ``A. ...`` lines the prompt lists: `options_in_text`), its answer the
-  task's ``doc_to_target``; an item with options is multiple choice, any other open;
+  task's ``doc_to_target`` (an option index, NExT-QA's ``2``, as that option's letter where the task's
+  ``process_results`` scores the letter right, so letter scoring compares letters); an item with options is
+  multiple choice, any other open;
+- its generated answers are made with the task's ``generation_kwargs`` (`generation_of`: ``max_new_tokens``,
+  ``until`` as stop strings, the temperature where it samples), letter scoring's one token aside;
 - its media is the one file ``doc_to_visual`` names, which must lie under the media root (``media_root``,
   default where lmms-eval unpacks the task: ``$HF_HOME/<the task's dataset_kwargs.cache_dir>``); framesweep
   plans and decodes the frames itself, lmms-eval's sampling is never called.
@@ -18,7 +22,9 @@ becomes one item:
 Each answer is scored by the task's own ``process_results`` on the response as the task's filter pipeline
 leaves it (a task without ``filter_list``: the raw response), reading the task's first metric: a number is the
 score (a 0/1 one is correctness on a multiple-choice item), a dict gives its ``score``, else its ``correct``,
-else its ``pred_answer`` against its ``answer`` (Video-MME's). The metric, the rule and the filter pipeline are in every
+else its ``pred_answer`` against its ``answer`` (Video-MME's). The value itself is kept, as JSON, in the row's
+``score_detail``: the task's own ``aggregation`` of that metric over each budget's rows is the official score
+(`engine.datasets.lmms_official`). The metric, the rule and the filter pipeline are in every
 row's ``dataset_version`` (``lmms-eval-<version>/<task>@<task version>/<metric>:<rule>[|filter=<name>]``). A
 task the bridge cannot run faithfully is refused when its items are read (`framesweep inspect`), naming the
 task and the reason.
@@ -26,6 +32,7 @@ task and the reason.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -40,9 +47,9 @@ from engine.datasets._lmms_tasks import LmmsTaskError, installed_version, load_t
 from engine.datasets.errors import DatasetError, Problem, Problems
 from engine.datasets.registry import register_adapter
 from engine.datasets.spec import FileDatasetSpec
-from engine.items import Item, MediaKind, TaskKind
+from engine.items import Generation, Item, MediaKind, TaskKind
 
-__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "options_in_text", "read_result"]
+__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "generation_of", "options_in_text", "read_result", "result_json"]
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +71,11 @@ class LmmsEvalSpec(FileDatasetSpec):
         "lmms-eval log of the task gets, so the two join).",
     )
     task: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.@+-]+$",
-                      description="The lmms-eval task (`framesweep datasets --lmms-eval` lists them), e.g. videomme.")
+                      description="The lmms-eval task (`framesweep datasets --lmms-eval` lists them), e.g. videomme. "
+                      "Its generation_kwargs shape its generated answers: max_new_tokens (in place of [prompt] "
+                      "max_new_tokens where the task sets it), until (stop strings; where it sets none, "
+                      "lmms-eval's default: a blank line) and the temperature where it samples; letter scoring of its multiple-"
+                      "choice items is unchanged (one token).")
     include_path: Path | None = Field(
         default=None, description="A folder of your own lmms-eval task YAMLs, searched besides lmms-eval's own.")
     dataset_path: Path | None = Field(
@@ -148,6 +159,7 @@ class LmmsEvalBridge(BaseAdapter):
         self._docs: dict[str, Any] = {}
         self.metric = ""
         self.rule = ""
+        self.generation = Generation()
 
     def _source(self) -> str:
         return f"lmms-eval task {self.spec.task}"
@@ -164,6 +176,7 @@ class LmmsEvalBridge(BaseAdapter):
                 raise self._refuse(str(err)) from None
             self._task, self._media_root = loaded.task, loaded.media_root
             self.metric = str(self._task.config.metric_list[0]["metric"])
+            self.generation = generation_of(self._task.config.generation_kwargs)
         return self._task
 
     def _load(self, problems: Problems) -> list[Item]:
@@ -214,16 +227,36 @@ class LmmsEvalBridge(BaseAdapter):
         letter = isinstance(target, int) or (isinstance(target, str) and bool(_LETTER.match(target.strip())))
         options = options or (options_in_text(text) if letter else ())
         kind: TaskKind = "mcq" if options else "open"
+        answer = self._letter_answer(task, doc, target, options)
         media: MediaKind = "image" if path.suffix.lower() in IMAGE_SUFFIXES else "video"
         qid = doc.get("question_id")
         video = next((doc[k] for k in _VIDEO_KEYS if doc.get(k) not in (None, "")), path.stem)
         return Item(
             dataset=self.spec.dataset_id, dataset_version=VERSION, item_id=str(qid) if qid not in (None, "") else
             str(doc_id), video_id=str(video), video_path=path, question=text, options=options,
-            answer=None if target is None else str(target), kind=kind, prompt=text, media_kind=media,
+            answer=answer, kind=kind, prompt=text, media_kind=media,
             task_type=_text(doc.get("task_type")), category=_text(doc.get("domain", doc.get("category"))),
-            duration=_text(doc.get("duration")), extra={"doc_id": doc_id, "lmms_task": self.spec.task},
+            duration=_text(doc.get("duration")), generation=self.generation,
+            extra={"doc_id": doc_id, "lmms_task": self.spec.task},
         )
+
+    def _letter_answer(self, task: Any, doc: Any, target: Any, options: tuple[str, ...]) -> str | None:
+        """The item's answer: for an option index (NExT-QA's 2, PerceptionTest's answer_id) among known options, the
+        letter of that option (0-based) where the task's own `process_results` scores that letter right (so letter
+        scoring compares letters with letters); else the target as the task gives it."""
+        if target is None:
+            return None
+        index = target if isinstance(target, int) and not isinstance(target, bool) else \
+            int(target) if isinstance(target, str) and target.strip().isdigit() else None
+        if index is None or not options or not 0 <= index < len(options):
+            return str(target)
+        letter = chr(ord("A") + index)
+        try:
+            read = read_result(task.process_results(doc, [_filtered(task, doc, letter)]).get(self.metric), "mcq",
+                               letter)
+        except Exception:  # noqa: BLE001 - task code that cannot read a bare letter: the target stays as given
+            return str(target)
+        return letter if read is not None and read[0].correct else str(target)
 
     def _probe(self, task: Any, item: Item) -> None:
         """Score the first item's own target with the task's `process_results`: the metric must be readable.
@@ -239,7 +272,7 @@ class LmmsEvalBridge(BaseAdapter):
         pipeline = task._filters[0].name
         self.rule = read[1] + ("" if pipeline == "none" else f"|filter={pipeline}")
         version = _task_version(task.config.metadata)
-        self.version = f"lmms-eval-{installed_version()}/{self.spec.task}@{version}/{self.metric}:{self.rule}"
+        self.version = f"lmms_eval-{installed_version()}/{self.spec.task}@{version}/{self.metric}:{self.rule}"
 
     def load(self) -> list[Item]:
         items = super().load()
@@ -257,7 +290,32 @@ class LmmsEvalBridge(BaseAdapter):
         if read is None:
             raise ValueError(f"lmms-eval task {self.spec.task}: item {item.item_id}: metric {self.metric!r} gave "
                              f"{value!r}, not a score")
-        return read[0]
+        return replace(read[0], detail=result_json(value))
+
+
+def result_json(value: Any) -> str:
+    """One `process_results` value as the row's ``score_detail`` (JSON; a numpy number as the number it holds, any
+    other value JSON cannot hold as its text): what the task's aggregation reads at metrics time."""
+    def plain(obj: Any) -> Any:
+        item = getattr(obj, "item", None)
+        return item() if callable(item) else str(obj)
+
+    return json.dumps(value, default=plain, sort_keys=True)
+
+
+def generation_of(kwargs: Any) -> Generation:
+    """An lmms-eval task's ``generation_kwargs`` (as its `TaskConfig` completes them: ``until`` defaults to
+    ``["\n\n"]``) as the items' `Generation`: ``max_new_tokens``, ``until`` as stop strings, and the temperature
+    where the task samples (``temperature`` > 0 and ``do_sample`` not false; else greedy, as lmms-eval's models
+    decide). Other keys (top_p, num_beams) are not carried: framesweep generates greedily, one beam."""
+    kwargs = kwargs if isinstance(kwargs, dict) else {}
+    until = kwargs.get("until") or ()
+    stops = (until,) if isinstance(until, str) else tuple(str(u) for u in until)
+    limit = kwargs.get("max_new_tokens")
+    temperature = float(kwargs.get("temperature") or 0.0)
+    samples = temperature > 0 and kwargs.get("do_sample") is not False
+    return Generation(max_new_tokens=int(limit) if limit else None, stop=stops,
+                      temperature=temperature if samples else 0.0)
 
 
 def _filtered(task: Any, doc: Any, response: str) -> str:

@@ -37,6 +37,9 @@ lacks). Each benchmark's scores are its registration's `official` (`engine.datas
   their mean over the formats present).
 - Video-MMMU: ``video_mmmu_accuracy`` per track (`subset` = Perception, Comprehension,
   Adaptation; each track a headline).
+- A bridged lmms-eval task (rows ``lmms_eval-<v>/<task>@...``): ``lmms_eval_score`` (headline; `subset` = the
+  task's metric), the task's own ``aggregation`` over each budget's per-document results (the rows'
+  ``score_detail``), in the task's unit; absent where lmms-eval is not installed (`engine.datasets.lmms_official`).
 
 Which benchmark a dataset is: `benchmarks` ({dataset: adapter name}, e.g. from the run's spec,
 where a dataset may carry its own id), else its rows' ``dataset_version`` (``mme.fs1``,

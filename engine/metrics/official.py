@@ -4,7 +4,7 @@ Per group (model, dataset, chain) and budget of the chain: the rows of
 `engine.metrics.benchmark_scores.benchmark_scores` (MME totals and subtasks, POPE, MMStar,
 MMBench circular accuracy with its incomplete questions, also per l2 and per leaf category,
 Video-MME with empty answers left out, the Video-MME v2 group scores, MVBench, TempCompass,
-Video-MMMU; accuracy for every dataset), with their headline flag and, for a null MME total, the subtasks it lacks. The
+Video-MMMU, a bridged lmms-eval task's own aggregation; accuracy for every dataset), with their headline flag and, for a null MME total, the subtasks it lacks. The
 benchmark is read from the rows' ``dataset_version``. The text-only budget belongs to every
 chain, so its scores appear in each.
 
@@ -63,6 +63,7 @@ def _report(g: dict[str, Any], idx: int) -> list[Block]:
 register_metric(Metric(
     name="official_scores",
     inputs=("dataset_version", "group_id", "group_size", "group_type", "group_structure"),
+    optional_inputs=("score_detail",),
     tables=_tables,
     document=_document,
     report=_report,

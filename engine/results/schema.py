@@ -19,8 +19,8 @@ __all__ = ["KEY_COLUMNS", "PREDICTION_KEY", "PREDICTION_SCHEMA", "REDACTED_COLUM
 
 KEY_COLUMNS: tuple[str, ...] = ("model_id", "dataset", "item_id", "budget_id")
 
-REDACTED_COLUMNS: tuple[str, ...] = ("response", "pred", "pred_extracted", "error_type", "error", "worker",
-                                     "engine_version")
+REDACTED_COLUMNS: tuple[str, ...] = ("response", "pred", "pred_extracted", "score_detail", "error_type", "error",
+                                     "worker", "engine_version")
 """The columns whose text a server, an engine or an error wrote (an answer, a message, a server's URL or version):
 the only ones secret redaction rewrites. Key columns and what came from the dataset or the spec (ids, categories,
 answers, budget ids, stage paths) are stored as they are: a secret found there was not put there by a server, and
@@ -95,6 +95,8 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "group_structure": pl.String(),
     # how the answer was made (engine.sweep.fingerprint); null on rows from before it
     "answer_fingerprint": pl.String(),
+    # the benchmark's own per-document result (JSON) its official aggregation reads; null for most benchmarks
+    "score_detail": pl.String(),
 }
 
 VIDEO_STATS_SCHEMA: dict[str, pl.DataType] = {
@@ -211,6 +213,10 @@ class ResultRow:
     settings, prompt and scoring, dataset settings and adapter version, the budget's protocol), the same for every
     row of one (model, dataset, budget); a rerun refuses to add rows to keys made another way
     (`engine.sweep.fingerprint`)."""
+    score_detail: str | None = None
+    """JSON of the benchmark's own per-document result for this answer, the input of its official aggregation
+    (`engine.datasets._base.ItemScore.detail`: an lmms-eval task's `process_results` value of the metric the row is
+    scored by); null for benchmarks whose official score reads the row's columns, and on rows from before it."""
 
     @property
     def key(self) -> tuple[str, str, str, str]:

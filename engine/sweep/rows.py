@@ -231,8 +231,11 @@ def _scored(spec: SweepSpec, ctx: JobContext, res: EngineResult, scorer: Scorer,
         row.pred = ls.pred
         row.correct = row.pred is not None and row.pred == item.answer
         row.score = float(row.correct)
+        # the benchmark's per-document result follows the row's prediction: its rule on the chosen letter
+        row.score_detail = scorer(item, ls.pred).detail if judged.detail is not None and ls.pred else None
         return row
     row.pred, row.correct, row.score = judged.pred or None, judged.correct, float(judged.score)
+    row.score_detail = judged.detail
     if item.kind == "mcq":
         row.pred_extracted = row.pred
         at = score_at_answer(list(item.letters), row.pred, res.token_letters, text=res.text,

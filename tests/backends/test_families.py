@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from engine.backends.base import IMAGE_URL_SLOT, VIDEO_URL_SLOT
 from engine.backends.families import FAMILIES, get_family
 from engine.frames.view import MediaView
-from engine.items import Item
+from engine.items import Generation, Item
 
 ITEM = Item(dataset="d", dataset_version="1", item_id="i1", video_id="vid", video_path=None,
             question="What happens?", options=("a", "b", "c", "d"), answer="A", prompt="Q?\nA. a\nB. b")
@@ -108,3 +110,21 @@ def test_per_frame_ids_follow_the_media_name_across_datasets_and_namespaces(fami
     assert ids[0] == ["d/vid:0:96x64", "d/vid:9:96x64"]
     assert ids[1] == ["other/vid:0:96x64", "other/vid:9:96x64"]
     assert ids[2] == ["cascade-r1/d/vid:0:96x64", "cascade-r1/d/vid:9:96x64"]
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_benchmarks_generation_settings_shape_its_generated_requests_only(family: str) -> None:
+    """An item's `Generation` (an lmms-eval task's generation_kwargs) replaces the spec's token limit and adds its
+    stop strings and temperature to a generated answer; letter scoring's one token is left as it is."""
+    gen = Generation(max_new_tokens=7, stop=("END", "\n\n"), temperature=0.5)
+    mcq = Item(dataset="d", dataset_version="1", item_id="i", video_id="v", video_path=None, question="Q?",
+               options=("a", "b"), answer="A", generation=gen)
+    asked = get_family(family).build("r", mcq, None, "generate", None, 64)
+    assert (asked.mode, asked.max_tokens, asked.stop, asked.temperature) == ("generate", 7, ["END", "\n\n"], 0.5)
+    letter = get_family(family).build("r", mcq, None, "letter", None, 64)
+    assert (letter.mode, letter.stop, letter.temperature) == ("letter", None, 0.0)
+    plain = get_family(family).build("r", replace(mcq, generation=None), None, "generate", None, 64)
+    assert (plain.max_tokens, plain.stop, plain.temperature) == (64, None, 0.0)
+    unset = get_family(family).build("r", replace(mcq, generation=Generation(stop=("\n\n",))), None, "generate",
+                                     None, 64)
+    assert (unset.max_tokens, unset.stop) == (64, ["\n\n"])  # no limit of its own: the spec's

@@ -9,19 +9,27 @@ are placeholders: items are made without decoding (lmms-eval's doc_to_visual onl
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 import yaml
+from helpers.specs import small_spec_dict
 from typer.testing import CliRunner
 
+from engine.backends.base import EngineRequest, EngineResult
+from engine.backends.families import get_family
 from engine.cli import app
+from engine.config import BudgetPoint, parse_spec
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
 from engine.datasets.lmms_eval import LmmsEvalSpec, options_in_text
+from engine.items import Job
 from engine.results.lmms_eval import _item_id
+from engine.sweep.rows import JobContext, Scoring
 
 pytestmark = [
     pytest.mark.needs("lmms"),
@@ -136,7 +144,7 @@ def test_videomme_items_are_lmms_evals_documents(hf_home: Path) -> None:
         assert item.video_id == doc["videoID"] and item.media_kind == "video"
         assert item.task_type == doc["task_type"] and item.category == doc["domain"]
     # lmms-eval's version, the task's (videomme.yaml: metadata: [{version: 0.0}]), the metric read and the rule
-    assert {it.dataset_version for it in items} == {"lmms-eval-0.7.3/videomme@0.0/videomme_perception_score:score"}
+    assert {it.dataset_version for it in items} == {"lmms_eval-0.7.3/videomme@0.0/videomme_perception_score:score"}
 
 
 def test_videomme_answers_are_scored_by_the_tasks_process_results(hf_home: Path) -> None:
@@ -149,6 +157,31 @@ def test_videomme_answers_are_scored_by_the_tasks_process_results(hf_home: Path)
         scored = adapter.score(items[0], response)
         assert scored.correct is right and scored.score == own["score"] == float(right)
         assert scored.pred == own["pred_answer"]
+        assert scored.detail is not None and json.loads(scored.detail) == own  # what the aggregation reads
+
+
+def test_a_tasks_generation_kwargs_reach_the_requests_of_its_generated_answers(hf_home: Path) -> None:
+    """Video-MME's YAML sets max_new_tokens 16 and no until (lmms-eval's default: a blank line); a user's task
+    sets its own limit, stops and a sampling temperature. A spec asking 64 tokens is overridden where the task says."""
+    data = _videomme(hf_home)
+    [item, *_] = build_adapter(LmmsEvalSpec(name="lmms_eval", task="videomme", dataset_path=data)).items()
+    qwen = get_family("qwen2_5_vl")
+    asked = qwen.build("r", item, None, "generate", None, 64)
+    assert (asked.max_tokens, asked.stop, asked.temperature) == (16, ["\n\n"], 0.0)
+    letter = qwen.build("r", item, None, "letter", None, 64)
+    assert (letter.mode, letter.stop) == ("letter", None)  # an MCQ scored by its letter: one token, as before
+    folder = _own_task(hf_home.parent / "tasks", UTILS, generation="""generation_kwargs:
+  max_new_tokens: 7
+  until: ["END", "\\n"]
+  temperature: 0.5
+  do_sample: true
+""")
+    (hf_home / "mine").mkdir()
+    (hf_home / "mine" / "v1.mp4").write_bytes(b"placeholder")
+    [own] = build_adapter(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=folder,
+                                       media_root=hf_home / "mine")).items()
+    asked = qwen.build("r", own, None, "letter", None, 64)  # an open item is generated under either scoring
+    assert (asked.mode, asked.max_tokens, asked.stop, asked.temperature) == ("generate", 7, ["END", "\n"], 0.5)
 
 
 def test_nextqa_items_without_a_question_id_are_keyed_by_doc_id(hf_home: Path) -> None:
@@ -160,12 +193,33 @@ def test_nextqa_items_without_a_question_id_are_keyed_by_doc_id(hf_home: Path) -
     utils = _lmms_utils("nextqa")
     assert [it.item_id for it in items] == ["0", "1"]  # lmms-eval's doc_id: no question_id in NExT-QA
     assert items[0].prompt == utils.nextqa_doc_to_text_mc(NEXTQA_DOCS[0], {})
-    assert items[0].answer == "2" and items[0].kind == "mcq"
+    # the target is option 2: the answer is its letter, the one the task's process_results scores right
+    assert [it.answer for it in items] == ["C", "A"] and items[0].kind == "mcq"
     assert items[0].options == ("to eat", "to throw", "to open it", "to hide", "to give away")
     right, wrong = adapter.score(items[0], "C"), adapter.score(items[0], "A. to eat")
     assert (right.correct, right.score) == (True, 1.0)
     assert (wrong.correct, wrong.score) == (False, 0.0)
     assert utils.nextqa_mc_process_results(NEXTQA_DOCS[0], ["C"]) == {"exact_match": True}
+
+
+def test_letter_scoring_of_an_option_index_target_compares_letters(hf_home: Path, tmp_path: Path) -> None:
+    """NExT-QA's target is an option index (2): a letter-scored row is right when the likeliest letter is that
+    option's (C), as the task's own process_results says."""
+    data = _dataset(hf_home.parent / "nextqa_release", "MC", "test", NEXTQA_DOCS)
+    (hf_home / "nextqa" / "NExTVideo").mkdir(parents=True)
+    (hf_home / "nextqa" / "NExTVideo" / "4010069381.mp4").write_bytes(b"placeholder")
+    adapter = build_adapter(LmmsEvalSpec(name="lmms_eval", task="nextqa_mc_test", dataset_path=data))
+    item = next(iter(adapter.items()))
+    spec = parse_spec(small_spec_dict(tmp_path / "out", prompt={"scoring": "letter"}))
+    ctx = JobContext(job=Job("tiny", item, BudgetPoint(frames=0)), model_family="qwen2_5_vl",
+                     indices=np.empty(0, np.int64), attempt=1,
+                     request=EngineRequest("r", "Q?", letters=list(item.letters), mode="letter"))
+    row = Scoring(spec, {item.dataset: adapter.score}).row(
+        ctx, EngineResult("r", text="C", letter_logprobs={"A": -3.0, "C": -0.1, "E": -4.0}))
+    assert (row.pred, row.answer, row.correct) == ("C", "C", True)
+    utils = _lmms_utils("nextqa")
+    assert json.loads(row.score_detail or "null") == utils.nextqa_mc_process_results(NEXTQA_DOCS[0], ["C"])[
+        "exact_match"]
 
 
 def test_a_document_whose_video_is_missing_is_a_problem_naming_its_row(hf_home: Path) -> None:
@@ -194,7 +248,7 @@ def test_perceptiontest_items_and_its_correct_field(hf_home: Path) -> None:
     assert [it.item_id for it in items] == ["0", "1"]  # its question_id
     assert items[0].prompt == utils.perceptiontest_val_doc_to_text(PERCEPTION_DOCS[0], {"pre_prompt": "",
                                                                                         "post_prompt": ""})
-    assert items[0].options == ("cooking", "cleaning", "reading") and items[0].answer == "1"
+    assert items[0].options == ("cooking", "cleaning", "reading") and [it.answer for it in items] == ["B", "C"]
     assert items[0].dataset_version.endswith("/perceptiontest_val_mc@?/accuracy:correct")
     for response, right in (("B", True), ("B. cleaning", True), ("A", False), ("no idea", False)):
         own = utils.perceptiontest_val_process_results_mc(PERCEPTION_DOCS[0], [response])["accuracy"]
@@ -224,8 +278,9 @@ def test_unknown_and_unfaithful_tasks_are_refused_naming_the_task_and_the_reason
     assert "lmms-eval task 'activitynetqa'" in judged and "LLM judge" in judged
 
 
-def _own_task(folder: Path, utils: str, visual: str = "utils.my_visual") -> Path:
-    """A user's task folder (`include_path`): one video task over a local parquet."""
+def _own_task(folder: Path, utils: str, visual: str = "utils.my_visual", generation: str = "") -> Path:
+    """A user's task folder (`include_path`): one video task over a local parquet (`generation`: its YAML's
+    generation_kwargs block)."""
     folder.mkdir()
     (folder / "utils.py").write_text(utils)
     data = _dataset(folder.parent / "my_release", None, "test", [{"vid": "v1", "q": "What?", "a": "A"}])
@@ -242,7 +297,7 @@ metric_list:
   - metric: accuracy
     aggregation: mean
     higher_is_better: true
-""")
+{generation}""")
     return folder
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 
@@ -79,9 +80,13 @@ def test_an_lmms_eval_task_as_a_budget_sweep(tmp_path: Path, warm_engine: Path, 
     assert summary.jobs_failed == 0 and rows.height == 4, rows.select("item_id", "frames", "error_type", "error").to_dicts()
     assert rows["item_id"].to_list() == ["001-1", "001-1", "002-1", "002-1"]  # lmms-eval's question ids
     assert set(rows["dataset"]) == {"videomme"} and rows["frames_sent"].to_list() == [0, 4, 0, 4]
-    assert set(rows["dataset_version"]) == {"lmms-eval-0.7.3/videomme@0.0/videomme_perception_score:score"}
+    assert set(rows["dataset_version"]) == {"lmms_eval-0.7.3/videomme@0.0/videomme_perception_score:score"}
     utils = _videomme_utils()
     by_id = {doc["question_id"]: doc for doc in DOCS}
     for row in rows.iter_rows(named=True):
         own = utils.videomme_process_results(by_id[row["item_id"]], [row["response"]])["videomme_perception_score"]
         assert row["score"] == own["score"] and row["correct"] is (own["score"] == 1.0), row
+        # the per-document result the official aggregation reads: the task's own, of the row's prediction
+        said = row["response"] if scoring == "generate" else row["pred"]
+        kept = utils.videomme_process_results(by_id[row["item_id"]], [said])["videomme_perception_score"]
+        assert json.loads(row["score_detail"]) == kept, row

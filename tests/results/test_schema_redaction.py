@@ -22,13 +22,14 @@ def test_a_secret_in_a_key_or_dataset_column_is_kept_and_redacted_from_server_te
     register_secret(SECRET)
     r = row("m", "d", f"{SECRET}/flash_count", "f4", 4, "1", video_id=SECRET, category=SECRET,
             answer=SECRET, group_id=SECRET, stage_path=["f4"], response=f"I see {SECRET}", pred=SECRET,
-            pred_extracted=SECRET, worker=f"http://h/?key={SECRET}", engine_version=f"openai-http ({SECRET})",
+            pred_extracted=SECRET, score_detail=f'{{"pred": "{SECRET}"}}', worker=f"http://h/?key={SECRET}", engine_version=f"openai-http ({SECRET})",
             error=f"echo {SECRET}", error_type="X")
     frame = rows_to_frame([r])
     assert frame.row(0, named=True)["item_id"] == f"{SECRET}/flash_count"
     kept = {c: v for c, v in frame.row(0, named=True).items() if c not in REDACTED_COLUMNS}
     assert kept["video_id"] == kept["category"] == kept["answer"] == kept["group_id"] == SECRET
     redacted = {c: frame[c][0] for c in REDACTED_COLUMNS}
-    assert redacted == {"response": "I see ***", "pred": "***", "pred_extracted": "***", "error_type": "X",
+    assert redacted == {"response": "I see ***", "pred": "***", "pred_extracted": "***",
+                        "score_detail": '{"pred": "***"}', "error_type": "X",
                         "error": "echo ***", "worker": "http://h/?key=***", "engine_version": "openai-http (***)"}
     assert not set(KEY_COLUMNS) & set(REDACTED_COLUMNS) and set(REDACTED_COLUMNS) <= set(RESULT_SCHEMA)

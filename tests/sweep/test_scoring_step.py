@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +55,24 @@ def test_the_specs_extraction_rule_reads_mcq_letters_unless_it_says_official(tmp
     assert (official.pred, official.correct, official.score) == ("B", True, 0.5), "the adapter's rule"
     strict = Scoring(_spec(tmp_path, extraction="strict"), {"loud": shouting}).row(_ctx("loud", "mcq", "B"), reply)
     assert (strict.pred, strict.correct, strict.score) == ("B", True, 1.0), "the spec's rule, not the adapter's"
+
+
+def detailed(item: Item, response: str) -> ItemScore:
+    """A benchmark whose official score aggregates its own per-document results (an lmms-eval task's)."""
+    said = response.strip()[-1:]
+    return ItemScore(said, said == item.answer, float(said == item.answer), detail=json.dumps({"pred": said}))
+
+
+def test_the_benchmarks_per_document_result_is_kept_and_follows_the_rows_prediction(tmp_path: Path) -> None:
+    scoring = Scoring(_spec(tmp_path), {"own": detailed})
+    row = scoring.row(_ctx("own", "mcq", "B"), EngineResult("r", text="It is B"))
+    assert (row.pred, row.correct, row.score_detail) == ("B", True, '{"pred": "B"}')
+    ctx = _ctx("own", "mcq", "B")
+    letter = replace(ctx, request=EngineRequest("r", "Q?", mode="letter"))
+    # letter mode: the prediction is the likeliest letter (C), not the text's; the detail is the rule's on it
+    row = scoring.row(letter, EngineResult("r", text="It is B", letter_logprobs={"B": -2.0, "C": -0.2}))
+    assert (row.pred, row.pred_extracted, row.score_detail) == ("C", "B", '{"pred": "C"}')
+    assert scoring.row(_ctx("other", "mcq", "B"), EngineResult("r", text="B")).score_detail is None
 
 
 def test_a_failed_call_is_a_transient_error_row(tmp_path: Path) -> None:
