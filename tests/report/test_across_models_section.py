@@ -20,7 +20,7 @@ ROWS = (frame({"i1": "110", "i2": "011", "i3": "10."}, model="A", dataset="x", b
 def _cells(html: str, table_id: str) -> list[list[str]]:
     body = html[html.index(f'<table id="{table_id}">'):]
     body = body[:body.index("</table>")]
-    return [re.findall(r"<t[dh]>(.*?)</t[dh]>", row, re.S) for row in body.split("<tr>")[1:]]
+    return [re.findall(r"<t[dh]>(.*?)</t[dh]>", row, re.DOTALL) for row in body.split("<tr>")[1:]]
 
 
 def test_the_report_and_the_terminal_show_models_side_by_side(tmp_path: Path) -> None:
