@@ -1,11 +1,12 @@
 """A bridged lmms-eval run's official score per budget is what lmms-eval's own evaluator reports on the same items.
 
-Two real lmms-eval tasks (the installed package's YAMLs and utils, unmodified): ``videomme`` and ``nextqa_mc_test``,
+Three real lmms-eval tasks (the installed package's YAMLs and utils, unmodified): ``videomme``, ``nextqa_mc_test``
+and ``perceptiontest_val_mc``,
 over small local data in each task's real schema, written here (no hub). Their videos are the synthetic v2 clips
 the trained tiny model `tiny:qwen2_5_vl_seen` learned (64 frames, 8 fps) and their questions are those clips'
 questions, so the model's answers depend on what it is shown and vary with the budget.
 
-1. framesweep sweeps both tasks on the real CPU engine at 2, 4 and 8 frames (policy ``uniform``), the answers
+1. framesweep sweeps the three tasks on the real CPU engine at 2, 4 and 8 frames (policy ``uniform``), the answers
    generated as lmms-eval generates them (``scoring = "generate"``, the task's generation_kwargs).
 2. lmms-eval's own evaluator (`lmms_eval.evaluator.simple_evaluate`) runs each task on the same documents, once per
    budget, with `ReplayLmms`, a model registered as lmms-eval 0.7.3 registers one (a `ModelManifest` in
@@ -89,8 +90,7 @@ class Task:
     docs: list[dict[str, Any]]
     config: str | None  # the hub dataset's config (`dataset_name` of the YAML)
     split: str
-    media: str  # under HF_HOME
-    video_field: str
+    media: str  # under HF_HOME: where the task's utils look for the videos
     metric: str  # the YAML's first metric
 
     def key(self, doc_id: int) -> str:
@@ -99,7 +99,7 @@ class Task:
 
 
 def _tasks(root: Path) -> tuple[list[Task], dict[str, Path]]:
-    """Video-MME and NExT-QA documents asking the synthetic clips' questions; the clips by video id."""
+    """Video-MME, NExT-QA and PerceptionTest documents asking the synthetic clips' questions; the clips by video id."""
     bench = SyntheticBenchmark(SyntheticDatasetSpec(name="synthetic", version=2, n_videos=VIDEOS, seed=SEED,
                                                     root=root))
     items = [it for it in bench.items() if it.item_id.rsplit("/", 1)[1] in KINDS]
@@ -111,8 +111,13 @@ def _tasks(root: Path) -> tuple[list[Task], dict[str, Path]]:
     nextqa = [{"video": it.video_id, "frame_count": 64, "width": 112, "height": 84, "qid": i, "type": "CW",
                "question": it.question, **{f"a{j}": o for j, o in enumerate((*it.options, "none of them"))},
                "answer": LETTERS.index(it.answer)} for i, it in enumerate(items)]
-    return ([Task("videomme", videomme, None, "test", "videomme/data", "videoID", "videomme_perception_score"),
-             Task("nextqa_mc_test", nextqa, "MC", "test", "nextqa/NExTVideo", "video", "exact_match")], videos)
+    perception = [{"video_name": it.video_id, "question_id": 100 + i, "question": it.question,
+                   "options": list(it.options), "answer_id": LETTERS.index(it.answer), "area": "semantics",
+                   "reasoning": "descriptive", "tag": [it.task_type]} for i, it in enumerate(items)]
+    return ([Task("videomme", videomme, None, "test", "videomme/data", "videomme_perception_score"),
+             Task("nextqa_mc_test", nextqa, "MC", "test", "nextqa/NExTVideo", "exact_match"),
+             Task("perceptiontest_val_mc", perception, "mc_question_val", "validation", "perceptiontest_val/videos",
+                  "accuracy")], videos)
 
 
 def _release(root: Path, task: Task) -> Path:
