@@ -25,6 +25,7 @@ import logging
 import os
 import types
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -252,6 +253,39 @@ class LoadedTask:
     """`media_root_of` the task's YAML (the bridge drops the download kwargs before lmms-eval sees them)."""
 
 
+@contextmanager
+def _offline() -> Iterator[None]:
+    """Hugging Face's hub and datasets in offline mode while a task loads, so that a dataset missing from the cache
+    fails at once instead of after lmms-eval's retries of a download (each of its tries otherwise waits on the
+    network); the previous modes are restored after."""
+    import datasets.config
+    import huggingface_hub.constants
+
+    saved = (datasets.config.HF_DATASETS_OFFLINE, huggingface_hub.constants.HF_HUB_OFFLINE,
+             {k: os.environ.get(k) for k in _OFFLINE_ENV})
+    datasets.config.HF_DATASETS_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE = True
+    os.environ.update(dict.fromkeys(_OFFLINE_ENV, "1"))
+    try:
+        yield
+    finally:
+        datasets.config.HF_DATASETS_OFFLINE, huggingface_hub.constants.HF_HUB_OFFLINE = saved[0], saved[1]
+        for k, v in saved[2].items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+_OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
+def _last_try(err: BaseException) -> BaseException:
+    """The error of lmms-eval's last try where its retry wrapper (tenacity's RetryError) hides it."""
+    last = getattr(err, "last_attempt", None)
+    cause = last.exception() if last is not None and hasattr(last, "exception") else None
+    return cause if isinstance(cause, BaseException) else err
+
+
 def load_task(task: str, *, include_path: Path | None = None, dataset_path: Path | None = None,
               model_name: str | None = None) -> LoadedTask:
     """The task as an lmms-eval `ConfigurableTask`, its documents read from disk (never downloaded).
@@ -273,10 +307,14 @@ def load_task(task: str, *, include_path: Path | None = None, dataset_path: Path
     if dataset_path is not None:
         config["dataset_path"] = str(dataset_path)
     try:
-        return LoadedTask(ConfigurableTask(config=config, model_name=model_name), media_root)
+        with _offline():
+            return LoadedTask(ConfigurableTask(config=config, model_name=model_name), media_root)
     except Exception as err:  # datasets' errors for a missing cache or a bad folder are many types
-        where = dataset_path or f"the Hugging Face cache ({config.get('dataset_path')})"
-        raise LmmsTaskError(task, f"its dataset could not be read from {where}: {type(err).__name__}: {err}") from err
+        cause = _last_try(err)
+        where = dataset_path or (f"the Hugging Face cache ({config.get('dataset_path')}; read offline: download it "
+                                 "once, or give dataset_path)")
+        raise LmmsTaskError(task, f"its dataset could not be read from {where}: {type(cause).__name__}: "
+                                  f"{cause}") from err
 
 
 @dataclass(frozen=True)

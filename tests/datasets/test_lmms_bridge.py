@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -458,3 +459,31 @@ def test_datasets_lmms_eval_lists_the_tasks_and_the_bridges_verdict() -> None:
     assert "runs" in lines["videomme"] and "submission" in lines["egoschema"]
     assert "LLM judge" in lines["activitynetqa"]
     assert "tasks pass the bridge's checks of their YAML" in result.output
+
+
+def test_a_dataset_missing_from_the_cache_fails_offline_naming_it(hf_home: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task whose data is not in the Hugging Face cache fails with the cache and the two ways out named, without
+    one connection attempted (lmms-eval would retry a download for up to a minute); the hub's and datasets'
+    offline modes are as they were afterwards. The network is watched by a socket whose connect records the
+    attempt and refuses it (a fault injected: the real network cannot be made to report its use)."""
+    import socket
+
+    import datasets.config
+    import huggingface_hub.constants
+
+    tried: list[object] = []
+
+    def connect(self: socket.socket, address: object) -> None:
+        tried.append(address)
+        raise OSError("network refused by the test")
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    before = (datasets.config.HF_DATASETS_OFFLINE, huggingface_hub.constants.HF_HUB_OFFLINE,
+              os.environ.get("HF_HUB_OFFLINE"))
+    reason = _refusal(LmmsEvalSpec(name="lmms_eval", task="nextqa_mc_test"))
+    assert "lmms-eval task 'nextqa_mc_test': its dataset could not be read from the Hugging Face cache" in reason
+    assert "download it once, or give dataset_path" in reason and "RetryError" not in reason
+    assert tried == []
+    assert (datasets.config.HF_DATASETS_OFFLINE, huggingface_hub.constants.HF_HUB_OFFLINE,
+            os.environ.get("HF_HUB_OFFLINE")) == before
