@@ -10,13 +10,13 @@ lmms-eval is an optional extra (`framesweep[lmms]`): without it every test here 
 from __future__ import annotations
 
 import importlib.util
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from helpers.lmms_pope import PIXELS, POPE, pope_release
 from helpers.metric_rows import lazy, row
 from helpers.specs import small_spec_dict
 from PIL import Image
@@ -33,39 +33,6 @@ pytestmark = [
                        reason="lmms-eval is not installed (pip install 'framesweep[lmms]')"),
 ]
 
-_RNG = np.random.default_rng(7)
-PIXELS = [_RNG.integers(0, 256, (5, 7, 3), dtype=np.uint8), _RNG.integers(0, 256, (4, 6, 3), dtype=np.uint8)]
-# POPE's test split: (question_id, question, answer, image_source, image index, category); two questions share image 0
-POPE = [("1", "Is there a dog in the image?", "yes", "COCO_val2014_000000310196", 0, "adversarial"),
-        ("2", "Is there a car in the image?", "no", "COCO_val2014_000000310196", 0, "adversarial"),
-        ("3", "Is there a person in the image?", "yes", "COCO_val2014_000000210789", 1, "popular")]
-
-
-def _png(pixels: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    Image.fromarray(pixels).save(out, format="PNG")
-    return out.getvalue()
-
-
-def _pope(root: Path) -> Path:
-    """A local copy of lmms-lab's POPE: ``data/test-*.parquet`` with the hub's features (``image`` an Image)."""
-    import datasets
-
-    features = datasets.Features({"id": datasets.Value("string"), "question_id": datasets.Value("string"),
-                                  "question": datasets.Value("string"), "answer": datasets.Value("string"),
-                                  "image_source": datasets.Value("string"), "image": datasets.Image(),
-                                  "category": datasets.Value("string")})
-    docs = {k: [] for k in features}  # type: dict[str, list[Any]]
-    for i, (qid, question, answer, source, image, category) in enumerate(POPE):
-        for key, value in (("id", str(i)), ("question_id", qid), ("question", question), ("answer", answer),
-                           ("image_source", source), ("image", {"bytes": _png(PIXELS[image]), "path": None}),
-                           ("category", category)):
-            docs[key].append(value)
-    (root / "data").mkdir(parents=True)
-    datasets.Dataset.from_dict(docs, features=features).to_parquet(root / "data" / "test-00000-of-00001.parquet")
-    return root
-
-
 @pytest.fixture
 def hf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "hf"
@@ -76,7 +43,7 @@ def hf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _spec(tmp_path: Path, **over: Any) -> LmmsEvalSpec:
-    return LmmsEvalSpec(name="lmms_eval", task="pope", dataset_path=_pope(tmp_path / "pope_release"),
+    return LmmsEvalSpec(name="lmms_eval", task="pope", dataset_path=pope_release(tmp_path / "pope_release"),
                         image_cache=tmp_path / "images", **over)
 
 
@@ -144,6 +111,21 @@ def results(doc, results):
     return {"accuracy": float(results[0].strip() == doc["a"])}
 """
 
+TASK = """
+task: {name}
+dataset_path: {root}
+test_split: test
+output_type: generate_until
+doc_to_visual: !function utils.{visual}
+doc_to_text: !function utils.text
+doc_to_target: "a"
+process_results: !function utils.results
+metric_list:
+  - metric: accuracy
+    aggregation: mean
+    higher_is_better: true
+"""
+
 
 def test_several_images_per_document_are_refused_naming_the_task_and_the_count(hf_home: Path,
                                                                               tmp_path: Path) -> None:
@@ -154,20 +136,7 @@ def test_several_images_per_document_are_refused_naming_the_task_and_the_count(h
     (folder / "utils.py").write_text(SEVERAL)
     (tmp_path / "data").mkdir()
     pl.DataFrame([{"q": "What?", "a": "A"}]).write_parquet(tmp_path / "data" / "test-00000-of-00001.parquet")
-    (folder / "two_task.yaml").write_text(f"""
-task: two_task
-dataset_path: {tmp_path}
-test_split: test
-output_type: generate_until
-doc_to_visual: !function utils.two_images
-doc_to_text: !function utils.text
-doc_to_target: "a"
-process_results: !function utils.results
-metric_list:
-  - metric: accuracy
-    aggregation: mean
-    higher_is_better: true
-""")
+    (folder / "two_task.yaml").write_text(TASK.format(name="two_task", root=tmp_path, visual="two_images"))
     with pytest.raises(DatasetError) as err:
         list(build_adapter(LmmsEvalSpec(name="lmms_eval", task="two_task", include_path=folder)).items())
     assert "lmms-eval task 'two_task': its doc_to_visual returns 2 visuals" in str(err.value)
@@ -191,3 +160,29 @@ def test_the_official_score_per_budget_is_popes_own_aggregation(hf_home: Path) -
     assert set(mine["subset"]) == {"pope_accuracy"}
     assert by_hand == pytest.approx({"image": 2 / 3, "f0": 1 / 3})
     assert dict(zip(mine["budget_id"], mine["value"], strict=True)) == pytest.approx(by_hand)
+
+
+FILE = SEVERAL.replace("def two_images(doc):", '''def image_file(doc):
+    import os
+    return [os.path.join(os.environ["HF_HOME"], "mine", "p.jpg")]
+
+def two_images(doc):''')
+
+
+def test_an_image_file_task_is_asked_once_as_one_image_too(hf_home: Path, tmp_path: Path) -> None:
+    """A task whose doc_to_visual names one image file (not a PIL image): an image item, asked at the image budget."""
+    import polars as pl
+
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "utils.py").write_text(FILE)
+    (tmp_path / "data").mkdir()
+    pl.DataFrame([{"q": "What?", "a": "A"}]).write_parquet(tmp_path / "data" / "test-00000-of-00001.parquet")
+    (folder / "file_task.yaml").write_text(TASK.format(name="file_task", root=tmp_path, visual="image_file"))
+    (hf_home / "mine").mkdir()
+    Image.fromarray(PIXELS[0]).save(hf_home / "mine" / "p.jpg")
+    spec = LmmsEvalSpec(name="lmms_eval", task="file_task", include_path=folder, media_root=hf_home / "mine")
+    [item] = build_adapter(spec).items()
+    assert item.media_kind == "image" and item.video_path == (hf_home / "mine" / "p.jpg").resolve()
+    sweep = parse_spec(small_spec_dict(tmp_path / "out", dataset=spec.model_dump(mode="json")))
+    assert spec.asks_images and [b.budget_id for b in sweep.dataset_budgets(spec)] == ["image"]
