@@ -158,6 +158,7 @@ WARM_MODULES = frozenset({  # every module with a test that uses the warm engine
     "tests/backends/test_vllm_actor.py",
     "tests/e2e/test_checkpoint_study_e2e.py",
     "tests/e2e/test_lmms_bridge_e2e.py",
+    "tests/e2e/test_lmms_image_e2e.py",
     "tests/e2e/test_several_datasets.py",
     "tests/e2e/test_sweep_e2e.py",
     "tests/frames/test_data_plane.py",

@@ -80,8 +80,8 @@ def _lmms_eval_tasks(include_path: Path | None) -> None:
     console.print(t)
     runs = sum(task.runs for task in tasks)
     console.print(f"{runs} of {len(tasks)} tasks pass the bridge's checks of their YAML; `framesweep inspect` loads "
-                  "the task and checks the rest (its visuals are one video or image file; no LLM judge in its "
-                  "process_results)", soft_wrap=True)
+                  "the task and checks the rest (each document's visual is one video or image: a file, or a PIL "
+                  "image written to the image cache; no LLM judge in its process_results)", soft_wrap=True)
 
 
 def _width() -> int:

@@ -20,7 +20,7 @@ from engine.datasets.errors import RowError
 from engine.runtime.atomic import atomic_write
 from engine.runtime.paths import cache_dir
 
-__all__ = ["image_cache_dir", "image_media"]
+__all__ = ["image_cache_dir", "image_file", "image_media"]
 
 _MAGIC = ((b"\x89PNG", ".png"), (b"\xff\xd8\xff", ".jpg"), (b"GIF8", ".gif"), (b"BM", ".bmp"))
 
@@ -54,6 +54,17 @@ def _write_once(data: bytes, cache: Path, name: str | None) -> tuple[str, Path]:
     if not path.exists():
         atomic_write(path, data)
     return digest, path
+
+
+_PNG_MODES = frozenset({"1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA"})
+
+
+def image_file(image: Image.Image, cache: Path) -> tuple[str, Path]:
+    """(media id, file) for a decoded image (a task's PIL image): written once to `cache` as PNG, losslessly, named
+    by the hash of its PNG bytes. A mode PNG cannot hold (CMYK, YCbCr, ...) is stored as RGB, as models see it."""
+    buffer = io.BytesIO()
+    (image if image.mode in _PNG_MODES else image.convert("RGB")).save(buffer, format="PNG")
+    return _write_once(buffer.getvalue(), cache, None)
 
 
 def image_media(value: Any, *, media_root: Path | None, cache: Path, source: str | Path, row: int,

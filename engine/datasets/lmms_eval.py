@@ -17,7 +17,11 @@ becomes one item:
   ``until`` as stop strings, the temperature where it samples), letter scoring's one token aside;
 - its media is the one file ``doc_to_visual`` names, which must lie under the media root (``media_root``,
   default where lmms-eval unpacks the task: ``$HF_HOME/<the task's dataset_kwargs.cache_dir>``); framesweep
-  plans and decodes the frames itself, lmms-eval's sampling is never called.
+  plans and decodes the frames itself, lmms-eval's sampling is never called. A task whose ``doc_to_visual``
+  returns one PIL image (MME, POPE, ...) has that image written once, losslessly (PNG, by content hash), to the
+  image cache (``image_cache``), as the image benchmarks' embedded images are; several visuals are refused;
+- an image task (its first document's visual is one image) is asked as the image benchmarks are: once, as one
+  image, at its image budgets (``asks_images``), not at every frame budget.
 
 Each answer is scored by the task's own ``process_results`` on the response as the task's filter pipeline
 leaves it (a task without ``filter_list``: the raw response), reading the task's first metric: a number is the
@@ -32,6 +36,7 @@ task and the reason.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -40,16 +45,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from PIL import Image
 from pydantic import Field, model_validator
 
 from engine.datasets._base import BaseAdapter, ItemScore
+from engine.datasets._images import image_cache_dir, image_file
 from engine.datasets._lmms_tasks import LmmsTaskError, installed_version, load_task
 from engine.datasets.errors import DatasetError, Problem, Problems
 from engine.datasets.registry import register_adapter
 from engine.datasets.spec import FileDatasetSpec
 from engine.items import Generation, Item, MediaKind, TaskKind
 
-__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "generation_of", "options_in_text", "read_result", "result_json"]
+__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "generation_of", "image_task", "options_in_text", "read_result",
+           "result_json"]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +96,17 @@ class LmmsEvalSpec(FileDatasetSpec):
     lmms_model: str | None = Field(
         default=None, description="The lmms-eval model name whose lmms_eval_specific_kwargs (pre/post prompt) the "
         "task's doc_to_text uses; null: the task's `default` entry.")
+    image_cache: Path | None = Field(
+        default=None,
+        description="Where an image task's images (the PIL images its doc_to_visual returns) are written once, as "
+        "PNG, by content hash; null: the framesweep cache.",
+    )
+
+    @property
+    def asks_images(self) -> bool:  # type: ignore[override]
+        """An image task (its first document's visual is one image): asked once as one image, at its image budgets
+        (`IMAGE_BUDGETS`), as the image benchmarks are, not at every frame budget."""
+        return image_task(self.task, self.include_path, self.dataset_path, self.lmms_model)
 
     @model_validator(mode="before")
     @classmethod
@@ -96,6 +115,25 @@ class LmmsEvalSpec(FileDatasetSpec):
         if isinstance(data, dict) and not data.get("id") and isinstance(data.get("task"), str):
             return {**data, "id": data["task"]}
         return data
+
+
+def _is_image(visual: Any) -> bool:
+    return isinstance(visual, Image.Image) or (isinstance(visual, str | Path)
+                                                and Path(visual).suffix.lower() in IMAGE_SUFFIXES)
+
+
+@functools.cache
+def image_task(task: str, include_path: Path | None, dataset_path: Path | None, lmms_model: str | None) -> bool:
+    """Whether the task's first document's visual is one image (a PIL image or an image file); False where the task
+    cannot be loaded (the adapter then refuses it, naming why, when its items are read)."""
+    try:
+        loaded = load_task(task, include_path=include_path, dataset_path=dataset_path, model_name=lmms_model)
+        docs = loaded.task.eval_docs
+        visuals = loaded.task.doc_to_visual(docs[0]) if len(docs) else []
+    except (Exception, SystemExit):  # noqa: BLE001 - lmms-eval absent, a task it refuses, task code failing
+        return False
+    visuals = visuals if isinstance(visuals, list | tuple) else [visuals]
+    return len(visuals) == 1 and _is_image(visuals[0])
 
 
 def options_in_text(text: str) -> tuple[str, ...]:
@@ -182,9 +220,6 @@ class LmmsEvalBridge(BaseAdapter):
     def _load(self, problems: Problems) -> list[Item]:
         task = self._load_task()
         root = (self.spec.media_root or self._media_root).expanduser().resolve()
-        if not root.is_dir():
-            raise self._refuse(f"media root {root} does not exist or is not a folder (set media_root, or HF_HOME "
-                               "where lmms-eval unpacked the task's media)")
         items: list[Item] = []
         for doc_id, doc in enumerate(task.eval_docs):
             item = self._item(task, doc_id, doc, root, problems)
@@ -196,17 +231,23 @@ class LmmsEvalBridge(BaseAdapter):
         return items
 
     def _visual(self, task: Any, doc: Any, doc_id: int, root: Path, problems: Problems) -> Path | None:
-        """The one media file of a document, under `root`; a problem (the doc's row) when it has none."""
+        """The one media file of a document: the file it names, under `root`, or the one image it returns written
+        to the image cache (PNG, by content hash); a problem (the doc's row) when it has none."""
         try:
             visuals = task.doc_to_visual(doc)
         except (Exception, SystemExit) as err:  # noqa: BLE001 - task code; lmms-eval's sys.exit()s on a missing video
             problems.add(self._source(), doc_id, f"doc_to_visual failed: {err}")
             return None
         visuals = visuals if isinstance(visuals, list | tuple) else [visuals]
+        if len(visuals) == 1 and isinstance(visuals[0], Image.Image):
+            return image_file(visuals[0], image_cache_dir(self.spec.image_cache, self.spec.dataset_id))[1]
         if len(visuals) != 1 or not isinstance(visuals[0], str | Path):
             what = f"{len(visuals)} visuals" if len(visuals) != 1 else f"a {type(visuals[0]).__name__}"
             raise self._refuse(f"lmms-eval task {self.spec.task!r}: its doc_to_visual returns {what}, not one "
-                               "video or image file: the bridge cannot plan frames for it")
+                               "video or image (file or PIL image): the bridge asks one visual per item")
+        if not root.is_dir():
+            raise self._refuse(f"media root {root} does not exist or is not a folder (set media_root, or HF_HOME "
+                               "where lmms-eval unpacked the task's media)")
         path = Path(visuals[0]).expanduser().resolve()
         if path.suffix.lower() not in VIDEO_SUFFIXES | IMAGE_SUFFIXES:
             raise self._refuse(f"lmms-eval task {self.spec.task!r}: its doc_to_visual returns {path}, neither a "

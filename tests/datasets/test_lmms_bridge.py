@@ -385,10 +385,12 @@ def test_a_judge_in_process_results_and_visuals_that_are_not_one_file_are_refuse
     assert "its metric 'accuracy' is scored by an LLM judge (process_results reaches requests)" in reason
     two = _own_task(hf_home.parent / "two", UTILS, visual="utils.two_visuals")
     reason = _refusal(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=two, media_root=hf_home / "mine"))
-    assert "its doc_to_visual returns 2 visuals, not one video or image file" in reason
+    assert "lmms-eval task 'my_task': its doc_to_visual returns 2 visuals, not one video or image" in reason
+    # one PIL image is no refusal: an image item (tests/datasets/test_lmms_images.py)
     image = _own_task(hf_home.parent / "image", UTILS, visual="utils.image_visual")
-    reason = _refusal(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=image, media_root=hf_home / "mine"))
-    assert "lmms-eval task 'my_task': its doc_to_visual returns a Image, not one video or image file" in reason
+    [item] = build_adapter(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=image,
+                                        image_cache=hf_home.parent / "images")).items()
+    assert item.media_kind == "image" and item.video_path.parent == hf_home.parent / "images"
 
 
 def test_the_default_media_root_is_lmms_evals_folder_of_the_task(hf_home: Path) -> None:
