@@ -121,7 +121,12 @@ def test_the_audit_study_runs_end_to_end_on_the_trained_model(tmp_path: Path, fs
     data = _scaled(data)
     assert _real_clips(data) == 5  # Video-MME (its folder holds all three durations), v2, AVSD
     spec = load_spec(write_toml(tmp_path / "audit_seen.toml", data))
-    summary = asyncio.run(Sweep(spec).run())
+    import ray
+
+    try:
+        summary = asyncio.run(Sweep(spec).run())
+    finally:
+        ray.shutdown()  # the sweep's driver: no later test in this worker finds Ray connected
     out = tmp_path / "out"
     rows = latest_rows(ResultsDir.open(out).scan()).collect()
     assert summary.jobs_failed == 0 and (rows["status"] == "ok").all(), rows.filter(pl.col("status") != "ok").head(3)
