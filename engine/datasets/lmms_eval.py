@@ -305,7 +305,13 @@ class LmmsEvalBridge(BaseAdapter):
         Sets the rule and stamps every row's version with it (so a run under another lmms-eval, task version,
         metric or rule is never mixed with this one)."""
         doc = self._docs[item.item_id]
-        value = task.process_results(doc, [str(task.doc_to_target(doc))]).get(self.metric)
+        results = task.process_results(doc, [str(task.doc_to_target(doc))])
+        if self.metric not in results:
+            raise self._refuse(f"lmms-eval task {self.spec.task!r}: its process_results scores document "
+                               f"{item.item_id} under {', '.join(map(repr, results)) or 'no metric'}, not its first "
+                               f"metric {self.metric!r}: a task that scores its documents under different metrics "
+                               "(MME: perception and cognition) is no one score per row the bridge can read")
+        value = results[self.metric]
         read = read_result(value, item.kind, "")
         if read is None:
             raise self._refuse(f"lmms-eval task {self.spec.task!r}: its metric {self.metric!r} gives "

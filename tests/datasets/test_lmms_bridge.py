@@ -331,6 +331,9 @@ def my_results(doc, results):
 
 def judged_results(doc, results):
     return {"accuracy": _ask_judge(results[0])}
+
+def split_results(doc, results):  # as MME: each document under its category's metric
+    return {"cognition_score": float(results[0].strip() == doc["a"])}
 """
 
 
@@ -386,6 +389,12 @@ def test_a_judge_in_process_results_and_visuals_that_are_not_one_file_are_refuse
     two = _own_task(hf_home.parent / "two", UTILS, visual="utils.two_visuals")
     reason = _refusal(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=two, media_root=hf_home / "mine"))
     assert "lmms-eval task 'my_task': its doc_to_visual returns 2 visuals, not one video or image" in reason
+    split = _own_task(hf_home.parent / "split", UTILS)
+    (split / "my_task.yaml").write_text((split / "my_task.yaml").read_text().replace("utils.my_results",
+                                                                                       "utils.split_results"))
+    reason = _refusal(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=split, media_root=hf_home / "mine"))
+    assert ("its process_results scores document 0 under 'cognition_score', not its first metric 'accuracy'"
+            in reason), reason
     # one PIL image is no refusal: an image item (tests/datasets/test_lmms_images.py)
     image = _own_task(hf_home.parent / "image", UTILS, visual="utils.image_visual")
     [item] = build_adapter(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=image,
