@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from helpers.lmms import needs_lmms
 
 pytestmark = pytest.mark.engine  # starts processes (see conftest: the fast tier)
 
@@ -81,9 +81,7 @@ def test_peer_sweep_measures_both_sides_or_says_the_peer_is_missing(tmp_path: Pa
     assert "lmms-eval is not installed (give --lmms-python): no comparison" in r.stdout
 
 
-@pytest.mark.needs("lmms")
-@pytest.mark.skipif(importlib.util.find_spec("lmms_eval") is None,
-                    reason="lmms-eval is not installed (pip install 'framesweep[lmms]')")
+@needs_lmms
 def test_peer_sweep_bridged_runs_the_lmms_eval_task_through_the_adapter(tmp_path: Path, tiny_qwen25: Path) -> None:
     """--bridge: framesweep's side sweeps the peer's own lmms-eval task (benchmarks/lmms_task) through the lmms_eval
     adapter; every item at every budget is an ok row (the peer side left out: an interpreter without lmms-eval)."""

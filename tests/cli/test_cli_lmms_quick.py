@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from helpers.lmms import empty_hf_home, needs_lmms
 from helpers.specs import small_spec_dict, write_toml
 from typer.testing import CliRunner
 
@@ -31,8 +32,6 @@ from engine.results import ResultsDir
 
 runner = CliRunner()
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
-HAVE_LMMS = importlib.util.find_spec("lmms_eval") is not None
-NO_LMMS = "lmms-eval is not installed (pip install 'framesweep[lmms]')"
 DOCS = [
     {"video_id": "001", "duration": "short", "domain": "Knowledge", "sub_category": "Humanity & History", "url": "u1",
      "videoID": "fFjv93ACGo8", "question_id": "001-1", "task_type": "Counting Problem",
@@ -45,18 +44,11 @@ DOCS = [
 ]
 
 
-def needs_lmms(test: Any) -> Any:
-    """The test loads lmms-eval's tasks: skipped, saying so, without it."""
-    return pytest.mark.needs("lmms")(pytest.mark.skipif(not HAVE_LMMS, reason=NO_LMMS)(test))
-
-
 @pytest.fixture
 def videomme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Video-MME's dataset in its real schema (a local copy) and its videos where lmms-eval unpacks them
     (``$HF_HOME/videomme/data``); returns the dataset folder."""
-    home = tmp_path / "hf"
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(home / "datasets"))
+    home = empty_hf_home(tmp_path / "hf", monkeypatch)
     release = tmp_path / "videomme_release"
     (release / "data").mkdir(parents=True)
     pl.DataFrame(DOCS).write_parquet(release / "data" / "test-00000-of-00001.parquet")

@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 import pytest
 import yaml
+from helpers.lmms import NEEDS_LMMS, empty_hf_home
 from helpers.specs import small_spec_dict
 from typer.testing import CliRunner
 
@@ -32,11 +33,7 @@ from engine.items import Job
 from engine.results.lmms_eval import _item_id
 from engine.sweep.rows import JobContext, Scoring
 
-pytestmark = [
-    pytest.mark.needs("lmms"),
-    pytest.mark.skipif(importlib.util.find_spec("lmms_eval") is None,
-                       reason="lmms-eval is not installed (pip install 'framesweep[lmms]')"),
-]
+pytestmark = NEEDS_LMMS
 
 VIDEOMME_DOCS = [
     {"video_id": "001", "duration": "short", "domain": "Knowledge", "sub_category": "Humanity & History", "url": "u1",
@@ -74,11 +71,7 @@ PERCEPTION_DOCS = [
 @pytest.fixture
 def hf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty Hugging Face home: lmms-eval's utils read HF_HOME (where they look for media) when imported."""
-    home = tmp_path / "hf"
-    home.mkdir()
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(home / "datasets"))
-    return home
+    return empty_hf_home(tmp_path / "hf", monkeypatch)
 
 
 def _dataset(root: Path, config: str | None, split: str, docs: list[dict[str, Any]]) -> Path:

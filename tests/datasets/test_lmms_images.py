@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers.lmms import NEEDS_LMMS, empty_hf_home
 from helpers.lmms_pope import PIXELS, POPE, pope_release
 from helpers.metric_rows import lazy, row
 from helpers.specs import small_spec_dict
@@ -27,19 +28,11 @@ from engine.datasets.errors import DatasetError
 from engine.datasets.lmms_eval import LmmsEvalSpec
 from engine.metrics.benchmark_scores import benchmark_scores
 
-pytestmark = [
-    pytest.mark.needs("lmms"),
-    pytest.mark.skipif(importlib.util.find_spec("lmms_eval") is None,
-                       reason="lmms-eval is not installed (pip install 'framesweep[lmms]')"),
-]
+pytestmark = NEEDS_LMMS
 
 @pytest.fixture
 def hf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "hf"
-    home.mkdir()
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(home / "datasets"))
-    return home
+    return empty_hf_home(tmp_path / "hf", monkeypatch)
 
 
 def _spec(tmp_path: Path, **over: Any) -> LmmsEvalSpec:

@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from helpers.lmms import needs_lmms
 from helpers.metric_rows import lazy, row
 
 from engine.datasets import lmms_official
@@ -24,13 +25,6 @@ from engine.metrics.document import summary_document
 from engine.metrics.options import SummaryOptions
 from engine.metrics.summary import summary_tables
 from engine.results.schema import ResultRow
-
-
-def needs_lmms(test: Any) -> Any:
-    """The test calls the installed lmms-eval: skipped, saying so, without it."""
-    skip = pytest.mark.skipif(importlib.util.find_spec("lmms_eval") is None,
-                              reason="lmms-eval is not installed (pip install 'framesweep[lmms]')")
-    return pytest.mark.needs("lmms")(skip(test))
 
 VERSION = "lmms_eval-0.7.3/videomme@0.0/videomme_perception_score:score"
 # (question, duration, domain, sub_category, task_type, answer) of four Video-MME documents

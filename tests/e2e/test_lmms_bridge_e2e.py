@@ -17,6 +17,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from helpers.lmms import NEEDS_LMMS, empty_hf_home
 from helpers.specs import small_spec_dict
 
 from engine.config import parse_spec
@@ -25,9 +26,7 @@ from engine.sweep import Sweep
 
 pytestmark = [
     pytest.mark.engine,  # starts processes (see conftest: the fast tier)
-    pytest.mark.needs("lmms"),
-    pytest.mark.skipif(importlib.util.find_spec("lmms_eval") is None,
-                       reason="lmms-eval is not installed (pip install 'framesweep[lmms]')"),
+    *NEEDS_LMMS,
 ]
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -59,9 +58,7 @@ def test_an_lmms_eval_task_as_a_budget_sweep(tmp_path: Path, warm_engine: Path, 
                                              scoring: str) -> None:
     import ray
 
-    home = tmp_path / "hf"
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(home / "datasets"))
+    home = empty_hf_home(tmp_path / "hf", monkeypatch)
     release = tmp_path / "videomme_release" / "data"
     release.mkdir(parents=True)
     pl.DataFrame(DOCS).write_parquet(release / "test-00000-of-00001.parquet")

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.lmms import NEEDS_LMMS, empty_hf_home
 from helpers.lmms_pope import POPE, pope_release
 from helpers.specs import small_spec_dict
 
@@ -24,9 +25,7 @@ from engine.sweep import Sweep
 
 pytestmark = [
     pytest.mark.engine,  # starts processes (see conftest: the fast tier)
-    pytest.mark.needs("lmms"),
-    pytest.mark.skipif(importlib.util.find_spec("lmms_eval") is None,
-                       reason="lmms-eval is not installed (pip install 'framesweep[lmms]')"),
+    *NEEDS_LMMS,
 ]
 
 
@@ -45,9 +44,7 @@ def test_an_lmms_eval_image_task_is_asked_once_as_one_image(tmp_path: Path, warm
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     import ray
 
-    home = tmp_path / "hf"
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(home / "datasets"))
+    empty_hf_home(tmp_path / "hf", monkeypatch)
     d = small_spec_dict(tmp_path / "out")
     d["dataset"] = {"name": "lmms_eval", "task": "pope", "dataset_path": str(pope_release(tmp_path / "pope")),
                     "image_cache": str(tmp_path / "images")}

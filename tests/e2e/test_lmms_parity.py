@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib.util
 import json
 import shutil
 import sys
@@ -52,6 +51,7 @@ import numpy as np
 import polars as pl
 import pytest
 import yaml
+from helpers.lmms import NEEDS_LMMS, empty_hf_home
 
 from engine.config import parse_spec
 from engine.datasets import build_adapter
@@ -66,9 +66,7 @@ from engine.sweep import Sweep
 
 pytestmark = [
     pytest.mark.engine,  # starts processes (see conftest: the fast tier)
-    pytest.mark.needs("lmms"),
-    pytest.mark.skipif(importlib.util.find_spec("lmms_eval") is None,
-                       reason="lmms-eval is not installed (pip install 'framesweep[lmms]')"),
+    *NEEDS_LMMS,
 ]
 
 SEED, VIDEOS, KINDS = 77, 3, ("first_colour", "last_colour", "flash_count")
@@ -321,9 +319,7 @@ def test_where_lmms_evals_sampling_differs_from_uniform() -> None:
 
 def test_the_official_score_per_budget_is_lmms_evals_own(tmp_path: Path, fs_cache: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "hf"
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(home / "datasets"))
+    home = empty_hf_home(tmp_path / "hf", monkeypatch)
     tasks, videos = _tasks(tmp_path / "clips")
     releases = {}
     for task in tasks:
