@@ -1,0 +1,233 @@
+"""What the parity tests of the lmms-eval bridge share: a task's documents written as a local copy of its hub
+release, a framesweep sweep of bridged tasks on the trained tiny model, and lmms-eval's own evaluator run over the
+same documents with `ReplayLmms`, a model that answers each request with the response framesweep's row recorded
+for it (after checking the request is what the row was asked: the text, the video and the frame indices).
+
+The tests (tests/e2e/test_lmms_parity*.py) say why a replay and not lmms-eval's own model wrappers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import polars as pl
+import yaml
+
+from engine.config import parse_spec
+from engine.datasets import build_adapter
+from engine.datasets.lmms_eval import LmmsEvalSpec
+from engine.metrics.document import summary_document
+from engine.metrics.options import SummaryOptions
+from engine.metrics.summary import load_rows, summary_tables
+from engine.sweep import Sweep
+
+MODEL = {"id": "seen", "family": "qwen2_5_vl", "path": "tiny:qwen2_5_vl_seen", "max_frames": 8,
+         "engine": {"max_model_len": 4096, "max_num_seqs": 16, "dtype": "float32"}}
+REPLAY = "framesweep_replay"
+LETTERS = "ABCDE"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One lmms-eval task of the test: its documents and where its utils look for their videos."""
+
+    name: str
+    docs: list[dict[str, Any]]
+    config: str | None  # the hub dataset's config (`dataset_name` of the YAML)
+    split: str
+    media: str  # under HF_HOME: where the task's utils look for the videos
+    metric: str  # the YAML's first metric
+
+    def key(self, doc_id: int) -> str:
+        """framesweep's item id of lmms-eval's document (`question_id`, else the doc id)."""
+        return str(self.docs[doc_id].get("question_id", doc_id))
+
+
+def release(root: Path, task: Task) -> Path:
+    """A local copy of the task's hub dataset (``<config>/<split>-00000-of-00001.parquet``, a README configs block
+    for a named config) and its videos where the task's utils look for them."""
+    folder = root / task.name / (task.config or "data")
+    folder.mkdir(parents=True)
+    pl.DataFrame(task.docs).write_parquet(folder / f"{task.split}-00000-of-00001.parquet")
+    if task.config:
+        block = {"configs": [{"config_name": task.config, "data_files": [
+            {"split": task.split, "path": f"{task.config}/{task.split}-*.parquet"}]}]}
+        (root / task.name / "README.md").write_text(f"---\n{yaml.safe_dump(block)}---\n")
+    return root / task.name
+
+
+def sweep(out: Path, releases: dict[str, Path], budgets: tuple[int, ...], *, policy: str = "uniform",
+          extra: dict[str, Any] | None = None) -> None:
+    import ray
+
+    spec = {"sweep_id": "parity", "models": [MODEL],
+            "datasets": [{"name": "lmms_eval", "id": t, "task": t, "dataset_path": str(p), **(extra or {})}
+                         for t, p in releases.items()],
+            "budgets": [{"frames": k, "policy": policy} for k in budgets],
+            "prompt": {"scoring": "generate"},
+            "decode": {"max_videos_in_flight": 1}, "store": {"out_dir": str(out), "commit_interval_s": 0.5}}
+    try:
+        summary = asyncio.run(Sweep(parse_spec(spec)).run())
+    finally:
+        ray.shutdown()
+    assert summary.jobs_failed == 0, summary
+
+
+def qwen_prompt(contexts: str) -> str:
+    """framesweep's Qwen2.5-VL prompt around one video and a task's text (`engine.backends.families`)."""
+    return ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+            f"<|vision_start|><|video_pad|><|vision_end|>{contexts}<|im_end|>\n<|im_start|>assistant\n")
+
+
+def row_prompt_hash(contexts: str, media_uuid: str) -> str:
+    """A row's `prompt_hash` had it been asked with `contexts` (`engine.backends.prompts.prompt_hash`)."""
+    return hashlib.sha256(f"{qwen_prompt(contexts)}\x00{media_uuid}".encode()).hexdigest()[:16]
+
+
+class PyAVReader:
+    """decord's VideoReader as lmms-eval's vllm wrapper uses it (len, get_batch(...).asnumpy()), on PyAV; records
+    the indices asked for."""
+
+    asked: ClassVar[list[list[int]]] = []
+    total = 0
+
+    def __init__(self, path: str, ctx: Any = None) -> None:
+        import av
+
+        with av.open(path) as container:
+            self.frames = np.stack([f.to_ndarray(format="rgb24") for f in container.decode(video=0)])
+
+        PyAVReader.total = len(self.frames)
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def get_batch(self, indices: list[int]) -> Any:
+        PyAVReader.asked.append(list(indices))
+        frames = self.frames[indices]
+        return type("Batch", (), {"asnumpy": lambda self: frames})()
+
+
+def lmms_vllm_indices(video: str, max_frame_num: int) -> list[int]:
+    """The frame indices lmms-eval 0.7.3's ``vllm`` wrapper decodes from `video` for `max_frame_num` frames: its
+    own `VLLM.encode_video`, run with a PyAV reader in place of decord."""
+    from lmms_eval.models.simple import vllm as lmms_vllm
+
+    wrapper = type("Wrapper", (), {"max_frame_num": max_frame_num, "_maybe_resize_image": lambda self, img: img})()
+    old = lmms_vllm.VideoReader, lmms_vllm.cpu
+    lmms_vllm.VideoReader, lmms_vllm.cpu = PyAVReader, lambda i: None
+    try:
+        PyAVReader.asked.clear()
+        lmms_vllm.VLLM.encode_video(wrapper, video)
+        [indices] = PyAVReader.asked
+        return indices
+    finally:
+        lmms_vllm.VideoReader, lmms_vllm.cpu = old
+
+
+def replay_class() -> type:
+    from lmms_eval.api.model import lmms
+
+    class ReplayLmms(lmms):
+        """Answers each lmms-eval request with the response framesweep recorded for its document at one budget
+        (``model_args``: ``replay=<json file>``: per task, per framesweep item id, the row's response, prompt
+        hash, media uuid, video and frame indices), after checking the request is what the row was asked."""
+
+        is_simple = True
+        seen: ClassVar[list[dict[str, Any]]] = []
+
+        def __init__(self, replay: str, **kwargs: Any) -> None:
+            super().__init__()
+            self.replay = json.loads(Path(replay).read_text())
+
+        def generate_until(self, requests: list[Any]) -> list[str]:
+            out = []
+            for request in requests:
+                contexts, _gen, doc_to_visual, doc_id, task, split = request.args
+                row = self.replay["rows"][task][str(doc_id)]
+                [video] = doc_to_visual(self.task_dict[task][split][doc_id])
+                ReplayLmms.seen.append({
+                    "task": task, "doc_id": doc_id, "budget": self.replay["frames"],
+                    "prompt_hash": row_prompt_hash(contexts, row["media_uuid"]) == row["prompt_hash"],
+                    "video": Path(video).resolve() == Path(row["video"]).resolve(),
+                    "indices": (lmms_vllm_indices(video, self.replay["frames"]), row["frame_indices"]),
+                    "n_frames": (PyAVReader.total, row["video_frames"])})
+                out.append(row["response"])
+            return out
+
+        def loglikelihood(self, requests: list[Any]) -> list[tuple[float, bool]]:
+            raise NotImplementedError("the bridged tasks generate")
+
+        def generate_until_multi_round(self, requests: list[Any]) -> list[str]:
+            raise NotImplementedError("the bridged tasks are single turn")
+
+    return ReplayLmms
+
+
+def register_replay() -> type:
+    """`ReplayLmms` in lmms-eval's model registry, by class path as its built-in models are."""
+    from lmms_eval.models import MODEL_REGISTRY_V2
+    from lmms_eval.models.registry_v2 import ModelManifest
+
+    cls = replay_class()
+    sys.modules[__name__].ReplayLmms = cls  # type: ignore[attr-defined]  # importable by the path below
+    MODEL_REGISTRY_V2.register_manifest(ModelManifest(model_id=REPLAY, simple_class_path=f"{__name__}.ReplayLmms"),
+                                        overwrite=True)
+    return cls
+
+
+def lmms_eval_reports(task: Task, release: Path, replay: Path) -> tuple[float, list[int]]:
+    """lmms-eval's own evaluation of `task` over the documents of `release`: the reported score of its first metric
+    and the doc ids it scored. The task's YAML as lmms-eval's TaskManager reads it, its data read from `release`
+    (the download kwargs dropped: no hub)."""
+    from lmms_eval import evaluator
+    from lmms_eval.tasks import TaskManager
+
+    manager = TaskManager(verbosity="ERROR")
+    config = dict(manager._get_config(task.name))
+    config["dataset_path"] = str(release)
+    config["dataset_kwargs"] = {}
+    result = evaluator.simple_evaluate(model=REPLAY, model_args=f"replay={replay}", tasks=[config],
+                                       task_manager=manager, bootstrap_iters=0, log_samples=True,
+                                       verbosity="ERROR", process_docs_parallel=1)
+    assert result is not None
+    samples = result["samples"][task.name]
+    return float(result["results"][task.name][f"{task.metric},none"]), sorted(s["doc_id"] for s in samples)
+
+
+def replay_file(path: Path, rows: pl.DataFrame, frames: int, tasks: list[Task],
+                 releases: dict[str, Path]) -> Path:
+    """What `ReplayLmms` answers at one budget: per task, per lmms-eval doc id, the row of that document and the
+    video its item was decoded from (the adapter's: rows keep the video id, not the file)."""
+    mine = rows.filter(pl.col("frames") == frames)
+    table: dict[str, dict[str, Any]] = {}
+    for task in tasks:
+        files = {it.item_id: str(it.video_path) for it in build_adapter(LmmsEvalSpec(
+            name="lmms_eval", task=task.name, dataset_path=releases[task.name])).items()}
+        by_item = {r["item_id"]: r for r in mine.filter(pl.col("dataset") == task.name).iter_rows(named=True)}
+        table[task.name] = {str(i): {**{k: by_item[task.key(i)][k] for k in (
+            "response", "prompt_hash", "media_uuid", "frame_indices", "video_frames")},
+            "video": files[task.key(i)]} for i in range(len(task.docs)) if task.key(i) in by_item}
+    path.write_text(json.dumps({"frames": frames, "rows": table}))
+    return path
+
+
+def official(out: Path) -> tuple[dict[tuple[str, int], float], dict[str, int]]:
+    """framesweep's metrics document: `lmms_eval_score` per (task, frames), and each task's paired item count."""
+    opts = SummaryOptions(n_boot=0)
+    doc = summary_document(summary_tables(load_rows(out), opts), opts)
+    scores, paired = {}, {}
+    for group in doc["groups"]:
+        frames = group["budget_frames"]
+        paired[group["dataset"]] = group["n_items"]
+        for r in group["official_scores"]:
+            if r["metric"] == "lmms_eval_score":
+                scores[(group["dataset"], frames[r["budget_id"]])] = r["value"]
+    return scores, paired
