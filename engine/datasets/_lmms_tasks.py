@@ -189,19 +189,6 @@ def _judged(fn: Callable[..., Any]) -> str | None:
     return None
 
 
-_FRAME_PROMPT_KEYS = ("frame_num", "insert_interleave_subtitles")
-"""lmms_eval_specific_kwargs that make a task's doc_to_text depend on its own frame sampling (Video-MME w/ subtitles'
-`frame_num`, LongVideoBench's interleaved subtitles)."""
-
-
-def _frame_dependent_prompt(config: dict[str, Any]) -> str:
-    """The keys of any model's lmms_eval_specific_kwargs that tie the prompt to lmms-eval's frames ('' for none)."""
-    kwargs = config.get("lmms_eval_specific_kwargs") or {}
-    found = {k for section in kwargs.values() if isinstance(section, dict) for k in _FRAME_PROMPT_KEYS
-             if section.get(k)}
-    return ", ".join(sorted(found))
-
-
 def refusal(config: dict[str, Any], *, static: bool = False) -> str | None:
     """Why the bridge cannot run this task faithfully (from its YAML alone), else None.
 
@@ -217,10 +204,6 @@ def refusal(config: dict[str, Any], *, static: bool = False) -> str | None:
         names = ", ".join(str(f.get("name")) for f in filters)
         return (f"its filter_list has {len(filters)} pipelines ({names}): lmms-eval reports a score per pipeline, "
                 "the bridge scores each answer once")
-    if frame_keys := _frame_dependent_prompt(config):
-        return (f"its prompt depends on the frames lmms-eval samples (lmms_eval_specific_kwargs: {frame_keys}: "
-                "subtitles at those frames' times): the bridge sends framesweep's frames, so that prompt would "
-                "describe other frames")
     metrics = [str(m.get("metric")) for m in config.get("metric_list") or []]
     if not metrics:
         return "it declares no metric (metric_list)"
