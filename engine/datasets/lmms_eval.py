@@ -56,7 +56,7 @@ from pydantic import Field, model_validator
 from engine.datasets._base import BaseAdapter, ItemScore
 from engine.datasets._images import image_cache_dir, image_file
 from engine.datasets._lmms_frames import FramePrompt, frame_prompt
-from engine.datasets._lmms_tasks import LmmsTaskError, installed_version, load_task
+from engine.datasets._lmms_tasks import LmmsTaskError, installed_version, load_task, remember_task_folders
 from engine.datasets.errors import DatasetError, Problem, Problems
 from engine.datasets.registry import register_adapter
 from engine.datasets.spec import FileDatasetSpec
@@ -227,6 +227,9 @@ class LmmsEvalBridge(BaseAdapter):
             if why is not None:
                 raise self._refuse(f"lmms-eval task {self.spec.task!r}: {why}")
             self._task, self._media_root = loaded.task, loaded.media_root
+            if self.spec.include_path is not None:  # the metrics step finds the task's aggregation there
+                remember_task_folders({"datasets": [{"name": "lmms_eval", "task": self.spec.task,
+                                                     "include_path": str(self.spec.include_path)}]})
             self.metric = str(self._task.config.metric_list[0]["metric"])
             self.generation = generation_of(self._task.config.generation_kwargs)
         return self._task
