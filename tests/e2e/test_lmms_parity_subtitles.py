@@ -5,10 +5,10 @@ lmms-eval's ``videomme_w_subtitle`` lists the cues on screen at ``np.linspace(0,
 with ``frame_num`` fixed by its YAML (32), whatever the model is shown; the bridge builds each job's prompt with
 the task's own doc_to_text at the job's frames (`engine.datasets._lmms_frames`). The test sweeps the task's real
 YAML and utils (unmodified) over synthetic v2 clips (64 frames, 8 fps; the trained tiny model's questions) whose
-subtitle files hold cues at frames only some budgets send, at 2, 4 and 8 frames (policy ``uniform``: on 64 frames
-its indices are lmms-eval's truncated linspace at these budgets, tests/e2e/test_lmms_parity.py). Then lmms-eval's
-own evaluator runs the task once per budget with ``frame_num`` set to that budget, answering with the replay model
-of tests/helpers/lmms_parity.py, which checks each request's text against the row's prompt hash (so the subtitle
+subtitle files hold cues at frames only some budgets send, at 2, 3, 4 and 8 frames with policy ``uniform_floor``,
+lmms-eval's own truncated linspace (at 3 frames of 64 it is 0, 31, 63 where ``uniform`` rounds to 0, 32, 63). Then
+lmms-eval's own evaluator runs the task once per budget with ``frame_num`` set to that budget, answering with the
+replay model of tests/helpers/lmms_parity.py, which checks each request's text against the row's prompt hash (so the subtitle
 lines lmms-eval writes at its frames are the ones framesweep sent) and its sampled frames against the row's.
 """
 
@@ -30,13 +30,13 @@ pytestmark = [
     *NEEDS_LMMS,
 ]
 
-BUDGETS = (2, 4, 8)
+BUDGETS = (2, 3, 4, 8)
 TASK = "videomme_w_subtitle"
 # the cues: frames 0-7 (every budget's first frame), 20-23 (frame 21: 4 frames only), 35-36 (frame 36: 8 frames
 # only), 60-63 (every budget's last frame), as lmms-eval's Video-MME subtitles are written
 CUES = (("00:00:00,000", "00:00:01,000", "the scene opens"), ("00:00:02,500", "00:00:03,000", "a flash at 21"),
         ("00:00:04,375", "00:00:04,625", "a flash at 36"), ("00:00:07,500", "00:00:08,000", "the scene closes"))
-EXPECTED = {2: ["the scene opens", "the scene closes"],
+EXPECTED = {2: ["the scene opens", "the scene closes"], 3: ["the scene opens", "the scene closes"],
             4: ["the scene opens", "a flash at 21", "the scene closes"],
             8: ["the scene opens", "a flash at 36", "the scene closes"]}
 
@@ -73,7 +73,7 @@ def test_each_budget_is_asked_with_the_subtitles_of_its_frames_as_lmms_eval_writ
     for video_id, path in videos.items():
         shutil.copy(path, home / task.media / f"{video_id}.mp4")
         (home / "videomme" / "subtitle" / f"{video_id}.srt").write_text(_srt())
-    sweep(tmp_path / "out", {TASK: data}, BUDGETS)
+    sweep(tmp_path / "out", {TASK: data}, BUDGETS, policy="uniform_floor")
     rows = ResultsDir.open(tmp_path / "out").scan().collect()
     assert rows.height == len(task.docs) * len(BUDGETS)
     assert set(rows["dataset_version"].str.ends_with("|frames=frame_num")) == {True}
