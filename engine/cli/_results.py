@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -30,13 +30,26 @@ def open_results(out_dir: Path | ResultsDir) -> ResultsDir:
     try:
         if isinstance(out_dir, ResultsDir):
             return out_dir
-        return ResultsDir.open(out_dir)
+        results = ResultsDir.open(out_dir)
     except ResultsDirError as err:
         fail(err)
         raise typer.Exit(2) from None
     except OSError as err:  # a name too long for the file system, a folder this user cannot read
         fail(f"{out_dir}: cannot be read as a results directory ({err.strerror or err})")
         raise typer.Exit(2) from None
+    _remember_task_folders(results.manifest)
+    return results
+
+
+def _remember_task_folders(manifest: dict[str, Any]) -> None:
+    """The lmms-eval task folders (``include_path``) the directory's specs name, where the metrics step finds the
+    official score of a user's own task (`engine.datasets._lmms_tasks.remember_task_folders`)."""
+    from engine.datasets._lmms_tasks import remember_task_folders
+
+    history = manifest.get("history")
+    for run in [manifest, *(history if isinstance(history, list) else [])]:
+        if isinstance(run, dict):
+            remember_task_folders(run.get("spec"))
 
 
 def need_results_dir(out_dir: Path) -> None:

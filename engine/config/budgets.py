@@ -59,7 +59,7 @@ class BudgetPoint(StrictModel):
     )
     policy: str = Field(
         default="uniform",
-        description="Sampling policy: uniform, segment_centre, random, dense_head@<share>, fps@<rate>, "
+        description="Sampling policy: uniform, uniform_floor, segment_centre, random, dense_head@<share>, fps@<rate>, "
         "nested or nested@<largest budget> (see `engine.frames.plan`).",
     )
     seed: int = Field(default=0, ge=0, le=MAX_SEED,

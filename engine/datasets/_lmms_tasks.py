@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, cast
 
 __all__ = ["INSTALL_HINT", "LMMS_EVAL_PIN", "LmmsTaskError", "LoadedTask", "TaskListing", "aggregate", "aggregation",
-           "installed_version", "list_tasks", "load_task", "media_root_of", "refusal", "task_config"]
+           "installed_version", "list_tasks", "load_task", "media_root_of", "refusal", "remember_task_folders",
+           "task_config"]
 
 log = logging.getLogger(__name__)
 
@@ -115,13 +116,31 @@ def task_config(task: str, *, include_path: Path | None = None, model_name: str 
         raise LmmsTaskError(task, f"its YAML or utils cannot be loaded: {type(err).__name__}: {err}") from err
 
 
+_TASK_FOLDERS: dict[str, Path] = {}
+"""The user's task folder (``include_path``) of each task a run or a results directory's spec named, in this
+process: where the metrics step finds a task lmms-eval itself does not hold."""
+
+
+def remember_task_folders(spec: Any) -> None:
+    """Note the ``include_path`` of each lmms-eval dataset of a spec recorded as a mapping (a manifest's), so that a
+    later `aggregation` of its task finds the task's YAML; anything malformed is skipped."""
+    datasets = spec.get("datasets") if isinstance(spec, dict) else None
+    for ds in datasets if isinstance(datasets, list) else []:
+        if (isinstance(ds, dict) and ds.get("name") == "lmms_eval" and ds.get("include_path")
+                and isinstance(ds.get("task"), str)):
+            _TASK_FOLDERS[ds["task"]] = Path(str(ds["include_path"]))
+
+
 def aggregation(task: str, metric: str, *, include_path: Path | None = None) -> Callable[..., Any]:
     """The task's own aggregation of `metric`, as lmms-eval's `ConfigurableTask` picks it: the metric's
     ``aggregation`` in the YAML (a ``!function`` or a registered name), else the metric's registered default.
+    A task from a user's folder is looked for there (`include_path`, else the folder a spec named for the task:
+    `remember_task_folders`).
 
     Raises `LmmsTaskError` when lmms-eval, the task or the metric is not there, or no aggregation is declared."""
     from lmms_eval.api import registry
 
+    include_path = include_path or _TASK_FOLDERS.get(task)
     entries = task_config(task, include_path=include_path).get("metric_list") or []
     entry = next((m for m in entries if str(m.get("metric")) == metric), None)
     if entry is None:
@@ -189,19 +208,6 @@ def _judged(fn: Callable[..., Any]) -> str | None:
     return None
 
 
-_FRAME_PROMPT_KEYS = ("frame_num", "insert_interleave_subtitles")
-"""lmms_eval_specific_kwargs that make a task's doc_to_text depend on its own frame sampling (Video-MME w/ subtitles'
-`frame_num`, LongVideoBench's interleaved subtitles)."""
-
-
-def _frame_dependent_prompt(config: dict[str, Any]) -> str:
-    """The keys of any model's lmms_eval_specific_kwargs that tie the prompt to lmms-eval's frames ('' for none)."""
-    kwargs = config.get("lmms_eval_specific_kwargs") or {}
-    found = {k for section in kwargs.values() if isinstance(section, dict) for k in _FRAME_PROMPT_KEYS
-             if section.get(k)}
-    return ", ".join(sorted(found))
-
-
 def refusal(config: dict[str, Any], *, static: bool = False) -> str | None:
     """Why the bridge cannot run this task faithfully (from its YAML alone), else None.
 
@@ -217,10 +223,6 @@ def refusal(config: dict[str, Any], *, static: bool = False) -> str | None:
         names = ", ".join(str(f.get("name")) for f in filters)
         return (f"its filter_list has {len(filters)} pipelines ({names}): lmms-eval reports a score per pipeline, "
                 "the bridge scores each answer once")
-    if frame_keys := _frame_dependent_prompt(config):
-        return (f"its prompt depends on the frames lmms-eval samples (lmms_eval_specific_kwargs: {frame_keys}: "
-                "subtitles at those frames' times): the bridge sends framesweep's frames, so that prompt would "
-                "describe other frames")
     metrics = [str(m.get("metric")) for m in config.get("metric_list") or []]
     if not metrics:
         return "it declares no metric (metric_list)"

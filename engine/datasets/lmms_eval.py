@@ -21,7 +21,11 @@ becomes one item:
   returns one PIL image (MME, POPE, ...) has that image written once, losslessly (PNG, by content hash), to the
   image cache (``image_cache``), as the image benchmarks' embedded images are; several visuals are refused;
 - an image task (its first document's visual is one image) is asked as the image benchmarks are: once, as one
-  image, at its image budgets (``asks_images``), not at every frame budget.
+  image, at its image budgets (``asks_images``), not at every frame budget;
+- a task whose text depends on the frames shown (Video-MME with subtitles' ``frame_num``, LongVideoBench's
+  ``insert_interleave_subtitles``: subtitles at the frames) has each job's prompt built by the task's own
+  ``doc_to_text`` at the frames that job sends (`job_prompt`, `engine.datasets._lmms_frames`), so every budget's
+  prompt describes its own frames; the rows' rule says so (``|frames=<key>``).
 
 Each answer is scored by the task's own ``process_results`` on the response as the task's filter pipeline
 leaves it (a task without ``filter_list``: the raw response), reading the task's first metric: a number is the
@@ -45,12 +49,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from PIL import Image
 from pydantic import Field, model_validator
 
 from engine.datasets._base import BaseAdapter, ItemScore
 from engine.datasets._images import image_cache_dir, image_file
-from engine.datasets._lmms_tasks import LmmsTaskError, installed_version, load_task
+from engine.datasets._lmms_frames import FramePrompt, frame_prompt
+from engine.datasets._lmms_tasks import LmmsTaskError, installed_version, load_task, remember_task_folders
 from engine.datasets.errors import DatasetError, Problem, Problems
 from engine.datasets.registry import register_adapter
 from engine.datasets.spec import FileDatasetSpec
@@ -161,20 +167,24 @@ def read_result(value: Any, kind: TaskKind, response: str) -> tuple[ItemScore, s
 
     A number is the score (on a multiple-choice item a 0/1 value is also correctness); a dict's ``score``
     likewise, else its ``correct`` (PerceptionTest's), else its ``pred_answer`` against its ``answer``, compared
-    as lmms-eval's Video-MME does (case-insensitively); its ``pred_answer`` / ``pred`` / ``pred_id`` is the
-    extracted answer.
+    as lmms-eval's Video-MME does (case-insensitively), else its ``parsed_pred`` against its ``answer`` (one or a
+    list), equal exactly as LongVideoBench's `eval_multi_choice` compares them; its ``pred_answer`` /
+    ``parsed_pred`` / ``pred`` / ``pred_id`` is the extracted answer.
     """
     pred: Any = response.strip() or None
     number = _number(value)
     rule = "value"
     if isinstance(value, dict):
-        pred = next((value[k] for k in ("pred_answer", "pred", "pred_id") if k in value), pred)
+        pred = next((value[k] for k in ("pred_answer", "parsed_pred", "pred", "pred_id") if k in value), pred)
         number, rule = _number(value.get("score")), "score"
         if number is None and "correct" in value:
             number, rule = _number(value["correct"]), "correct"
         if number is None and "pred_answer" in value and "answer" in value:
             number = float(str(value["pred_answer"]).strip().lower() == str(value["answer"]).strip().lower())
             rule = "pred_answer==answer"
+        if number is None and "parsed_pred" in value and "answer" in value:  # LongVideoBench's: exactly equal
+            gold = value["answer"] if isinstance(value["answer"], list) else [value["answer"]]
+            number, rule = float(value["parsed_pred"] in gold), "parsed_pred==answer"
     if number is None:
         return None
     correct = number >= 1.0 if kind == "mcq" and number in (0.0, 1.0) else None
@@ -198,6 +208,7 @@ class LmmsEvalBridge(BaseAdapter):
         self.metric = ""
         self.rule = ""
         self.generation = Generation()
+        self._frames: FramePrompt | None = None
 
     def _source(self) -> str:
         return f"lmms-eval task {self.spec.task}"
@@ -212,7 +223,13 @@ class LmmsEvalBridge(BaseAdapter):
                                    dataset_path=self.spec.dataset_path, model_name=self.spec.lmms_model)
             except LmmsTaskError as err:
                 raise self._refuse(str(err)) from None
+            self._frames, why = frame_prompt(loaded.task.lmms_eval_specific_kwargs, loaded.task.config.doc_to_text)
+            if why is not None:
+                raise self._refuse(f"lmms-eval task {self.spec.task!r}: {why}")
             self._task, self._media_root = loaded.task, loaded.media_root
+            if self.spec.include_path is not None:  # the metrics step finds the task's aggregation there
+                remember_task_folders({"datasets": [{"name": "lmms_eval", "task": self.spec.task,
+                                                     "include_path": str(self.spec.include_path)}]})
             self.metric = str(self._task.config.metric_list[0]["metric"])
             self.generation = generation_of(self._task.config.generation_kwargs)
         return self._task
@@ -241,6 +258,11 @@ class LmmsEvalBridge(BaseAdapter):
         visuals = visuals if isinstance(visuals, list | tuple) else [visuals]
         if len(visuals) == 1 and isinstance(visuals[0], Image.Image):
             return image_file(visuals[0], image_cache_dir(self.spec.image_cache, self.spec.dataset_id))[1]
+        if len(visuals) > 1 and all(isinstance(v, Image.Image) for v in visuals):
+            raise self._refuse(f"lmms-eval task {self.spec.task!r}: its doc_to_visual returns {len(visuals)} images "
+                               "(frames its own code decoded, as longvideobench_val_i's, or several pictures), not "
+                               "one video or image: the bridge decodes a video's frames itself and asks one visual "
+                               "per item; run the task's video variant (e.g. longvideobench_val_v)")
         if len(visuals) != 1 or not isinstance(visuals[0], str | Path):
             what = f"{len(visuals)} visuals" if len(visuals) != 1 else f"a {type(visuals[0]).__name__}"
             raise self._refuse(f"lmms-eval task {self.spec.task!r}: its doc_to_visual returns {what}, not one "
@@ -317,9 +339,22 @@ class LmmsEvalBridge(BaseAdapter):
             raise self._refuse(f"lmms-eval task {self.spec.task!r}: its metric {self.metric!r} gives "
                                f"{type(value).__name__} per document, not a score the bridge can read")
         pipeline = task._filters[0].name
-        self.rule = read[1] + ("" if pipeline == "none" else f"|filter={pipeline}")
+        self.rule = (read[1] + ("" if pipeline == "none" else f"|filter={pipeline}")
+                     + ("" if self._frames is None else f"|frames={self._frames.key}"))
         version = _task_version(task.config.metadata)
         self.version = f"lmms_eval-{installed_version()}/{self.spec.task}@{version}/{self.metric}:{self.rule}"
+
+    def job_prompt(self, item: Item, indices: np.ndarray, fps: float | None) -> str | None:
+        """The prompt of one job of a task whose text depends on the frames (subtitles at them: `_lmms_frames`): the
+        task's own doc_to_text at the frames the job sends (none for a text-only job); None, the item's own prompt,
+        for any other task."""
+        if self._frames is None:
+            return None
+        return self._frames.text(self._doc(item), [int(i) for i in indices], fps)
+
+    def _doc(self, item: Item) -> Any:
+        doc = self._docs.get(item.item_id)
+        return doc if doc is not None else self._load_task().eval_docs[int(item.extra["doc_id"])]
 
     def load(self) -> list[Item]:
         items = super().load()
@@ -328,9 +363,7 @@ class LmmsEvalBridge(BaseAdapter):
     def score(self, item: Item, response: str) -> ItemScore:
         """The task's own `process_results` on the filtered response, its first metric read by `read_result`."""
         task = self._load_task()
-        doc = self._docs.get(item.item_id)
-        if doc is None:
-            doc = task.eval_docs[int(item.extra["doc_id"])]
+        doc = self._doc(item)
         filtered = _filtered(task, doc, response)
         value = task.process_results(doc, [filtered]).get(self.metric)
         read = read_result(value, item.kind, filtered)

@@ -9,9 +9,11 @@ task's metric as its `subset` (``videomme_perception_score``), in the task's own
 
 The per-document results are stored rather than made again at metrics time: `process_results` needs each row's
 document, which only the task's dataset holds (wherever the run's spec read it), while the aggregation needs the
-task's YAML alone. So this module imports without lmms-eval; where lmms-eval is not installed, or cannot name the
-task (a task from a run's ``include_path``), or the aggregation fails or gives no single number, the score is
-absent (logged), never guessed. Error rows, and rows without a ``score_detail`` (from before it, or an MCQ read by
+task's YAML alone (a task from a user's folder, ``include_path``, is looked for in the folder the run's spec named:
+the adapter notes it when it loads the task, a command when it opens the results directory, from its manifest's
+specs: `engine.datasets._lmms_tasks.remember_task_folders`). So this module imports without lmms-eval; where
+lmms-eval is not installed, or cannot name the task (a folder since moved), or the aggregation fails or gives no
+single number, the score is absent (logged), never guessed. Error rows, and rows without a ``score_detail`` (from before it, or an MCQ read by
 a `[prompt] extraction` rule of framesweep's), are not in it: lmms-eval scores every document it ran.
 """
 

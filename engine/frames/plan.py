@@ -131,14 +131,23 @@ def get_policy(name: str) -> SamplingPolicy:
 
 
 def _spread(n_items: int, budget: int) -> np.ndarray:
-    """lmms-eval's uniform pick of `budget` positions out of `n_items`."""
+    """The uniform pick of `budget` positions out of `n_items` (`linspace` rounded)."""
     return np.rint(np.linspace(0, n_items - 1, budget)).astype(np.int64)
 
 
 @register_policy("uniform", "repeat")
 def uniform(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
-    """lmms-eval's uniform sampling: `linspace(0, T-1, N)` rounded (repeats when N > T)."""
+    """Uniform sampling: `linspace(0, T-1, N)` rounded (repeats when N > T)."""
     return _spread(n_frames, budget)
+
+
+@register_policy("uniform_floor", "repeat")
+def uniform_floor(n_frames: int, fps: float, budget: int, seed: int, param: float | None = None) -> np.ndarray:
+    """`linspace(0, T-1, N)` truncated (repeats when N > T): the frames lmms-eval's ``vllm`` model wrapper and its
+    Video-MME subtitle rule pick (``np.linspace(0, T - 1, N, dtype=int)``), for a run whose frames must be an
+    lmms-eval run's where `uniform`'s rounding differs (64 frames at 3: 0, 31, 63, not 0, 32, 63). That wrapper
+    also sends the last frame where its linspace lacks it (at N = 1 only): no budget of N frames does."""
+    return np.linspace(0, n_frames - 1, budget).astype(np.int64)
 
 
 @register_policy("segment_centre", "repeat")

@@ -134,3 +134,66 @@ def test_an_imported_lmms_eval_log_keeps_accuracy_as_its_headline() -> None:
     assert got.filter(pl.col("metric") == "accuracy")["headline"].to_list() == [True]
     bridged = benchmark_scores(lazy(_rows())).collect()
     assert not bridged.filter(pl.col("metric") == "accuracy")["headline"].any()
+
+
+OWN_UTILS = """
+def my_text(doc, kwargs=None):
+    return doc["q"]
+def my_results(doc, results):
+    return {"hits": {"hit": float(results[0].strip() == doc["a"]), "weight": doc["w"]}}
+def my_weighted(items):
+    return 100 * sum(i["hit"] * i["weight"] for i in items) / sum(i["weight"] for i in items)
+"""
+
+
+def _own_task_rows(folder: Path) -> list[ResultRow]:
+    """A user's task (a folder given as ``include_path``) whose aggregation is its own: a weighted hit rate."""
+    folder.mkdir()
+    (folder / "utils.py").write_text(OWN_UTILS)
+    (folder / "my_weighted_task.yaml").write_text("""
+task: my_weighted_task
+dataset_path: unused
+test_split: test
+output_type: generate_until
+doc_to_visual: !function utils.my_text
+doc_to_text: !function utils.my_text
+doc_to_target: "a"
+process_results: !function utils.my_results
+metric_list:
+  - metric: hits
+    aggregation: !function utils.my_weighted
+    higher_is_better: true
+""")
+    version = "lmms_eval-0.7.3/my_weighted_task@?/hits:value"
+    hits = {"f0": [(1.0, 1), (0.0, 3)], "f8": [(1.0, 1), (1.0, 3)]}  # (hit, weight) of documents 0 and 1
+    return [row("m", "my_weighted_task", str(i), b, f, "1" if hit else "0", dataset_version=version,
+                score_detail=json.dumps({"hit": hit, "weight": w}))
+            for b, f in (("f0", 0), ("f8", 8)) for i, (hit, w) in enumerate(hits[b])]
+
+
+@needs_lmms
+def test_a_users_own_task_is_scored_from_the_folder_its_run_named(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    """A task from a run's ``include_path`` is not in lmms-eval: the metrics step finds its aggregation in the folder
+    the results directory's spec names (read when a command opens the directory), not only in the run's process."""
+    from helpers.metric_rows import write_sweep
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+    from engine.datasets import _lmms_tasks
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(_lmms_tasks, "_TASK_FOLDERS", {})  # a fresh process: no run loaded the task here
+    folder = tmp_path / "my_tasks"
+    rows = _own_task_rows(folder)
+    assert _official(benchmark_scores(lazy(rows)).collect(), "my_weighted_task") == {}  # the folder is not known
+    spec = {"sweep_id": "t", "datasets": [{"name": "lmms_eval", "task": "my_weighted_task",
+                                           "include_path": str(folder)}]}
+    write_sweep(tmp_path / "out", rows, {"sweep_id": "t", "spec": spec})
+    monkeypatch.setattr(_lmms_tasks, "_TASK_FOLDERS", {})
+    result = CliRunner().invoke(app, ["metrics", str(tmp_path / "out"), "--n-boot", "0", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    [group] = [g for g in doc["groups"] if g["dataset"] == "my_weighted_task"]
+    official = {r["budget_id"]: r["value"] for r in group["official_scores"] if r["metric"] == "lmms_eval_score"}
+    assert official == pytest.approx({"f0": 100 * 1 / 4, "f8": 100.0})  # weighted by hand: (1*1 + 0*3) / 4

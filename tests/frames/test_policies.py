@@ -16,7 +16,7 @@ def idx(policy: str, n_frames: int, budget: int, fps: float = 30.0, seed: int = 
 
 
 def test_registry_lists_every_policy_and_rejects_unknown_names() -> None:
-    assert set(POLICIES) >= {"uniform", "segment_centre", "random", "dense_head", "fps", "nested"}
+    assert set(POLICIES) >= {"uniform", "uniform_floor", "segment_centre", "random", "dense_head", "fps", "nested"}
     with pytest.raises(KeyError, match="known: .*uniform"):
         get_policy("nope")
     with pytest.raises(KeyError, match="takes no parameter"):
@@ -29,6 +29,17 @@ def test_uniform_is_lmms_eval_linspace_rounded() -> None:
     assert idx("uniform", 10, 4) == [0, 3, 6, 9]
     assert idx("uniform", 100, 5) == [0, 25, 50, 74, 99]  # 24.75, 49.5 (half to even), 74.25
     assert idx("uniform", 3, 5) == [0, 0, 1, 2, 2]  # short video: repeats
+
+
+def test_uniform_floor_is_lmms_evals_truncated_linspace() -> None:
+    """lmms-eval's vllm wrapper: ``np.linspace(0, T - 1, N, dtype=int)``; it differs from `uniform` where a point's
+    fraction is one half or more (100 frames at 5: 49.5 and 74.25 -> 49, 74; 64 frames at 3: 31.5 -> 31)."""
+    assert idx("uniform_floor", 100, 5) == [0, 24, 49, 74, 99]  # 24.75 -> 24 (uniform: 25)
+    assert idx("uniform_floor", 64, 3) == [0, 31, 63] != idx("uniform", 64, 3)
+    assert idx("uniform_floor", 3, 5) == [0, 0, 1, 1, 2]  # short video: repeats
+    for n_frames in (1, 2, 7, 64, 100, 1001):
+        for budget in (1, 2, 3, 8, 16, 32):
+            assert idx("uniform_floor", n_frames, budget) == np.linspace(0, n_frames - 1, budget, dtype=int).tolist()
 
 
 def test_segment_centre() -> None:

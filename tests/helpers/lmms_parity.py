@@ -183,10 +183,12 @@ def register_replay() -> type:
     return cls
 
 
-def lmms_eval_reports(task: Task, release: Path, replay: Path) -> tuple[float, list[int]]:
+def lmms_eval_reports(task: Task, release: Path, replay: Path,
+                      model_kwargs: dict[str, Any] | None = None) -> tuple[float, list[int]]:
     """lmms-eval's own evaluation of `task` over the documents of `release`: the reported score of its first metric
     and the doc ids it scored. The task's YAML as lmms-eval's TaskManager reads it, its data read from `release`
-    (the download kwargs dropped: no hub)."""
+    (the download kwargs dropped: no hub); `model_kwargs`: entries set in its `lmms_eval_specific_kwargs` default
+    (e.g. ``frame_num``)."""
     from lmms_eval import evaluator
     from lmms_eval.tasks import TaskManager
 
@@ -194,6 +196,9 @@ def lmms_eval_reports(task: Task, release: Path, replay: Path) -> tuple[float, l
     config = dict(manager._get_config(task.name))
     config["dataset_path"] = str(release)
     config["dataset_kwargs"] = {}
+    if model_kwargs:
+        sections = dict(config.get("lmms_eval_specific_kwargs") or {})
+        config["lmms_eval_specific_kwargs"] = {**sections, "default": {**sections.get("default", {}), **model_kwargs}}
     result = evaluator.simple_evaluate(model=REPLAY, model_args=f"replay={replay}", tasks=[config],
                                        task_manager=manager, bootstrap_iters=0, log_samples=True,
                                        verbosity="ERROR", process_docs_parallel=1)
