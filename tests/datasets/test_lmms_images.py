@@ -132,7 +132,7 @@ def test_several_images_per_document_are_refused_naming_the_task_and_the_count(h
     (folder / "two_task.yaml").write_text(TASK.format(name="two_task", root=tmp_path, visual="two_images"))
     with pytest.raises(DatasetError) as err:
         list(build_adapter(LmmsEvalSpec(name="lmms_eval", task="two_task", include_path=folder)).items())
-    assert "lmms-eval task 'two_task': its doc_to_visual returns 2 visuals" in str(err.value)
+    assert "lmms-eval task 'two_task': its doc_to_visual returns 2 images" in str(err.value)
 
 
 def test_the_official_score_per_budget_is_popes_own_aggregation(hf_home: Path) -> None:
