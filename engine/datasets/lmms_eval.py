@@ -30,17 +30,19 @@ becomes one item:
 Each answer is scored by the task's own ``process_results`` on the response as the task's filter pipeline
 leaves it (a task without ``filter_list``: the raw response), reading the task's first metric: a number is the
 score (a 0/1 one is correctness on a multiple-choice item), a dict gives its ``score``, else its ``correct``,
-else its ``pred_answer`` against its ``answer`` (Video-MME's). The value itself is kept, as JSON, in the row's
+else its ``pred_answer`` against its ``answer`` (Video-MME's), else its ``parsed_pred`` (LongVideoBench's). The value itself is kept, as JSON, in the row's
 ``score_detail``: the task's own ``aggregation`` of that metric over each budget's rows is the official score
 (`engine.datasets.lmms_official`). The metric, the rule and the filter pipeline are in every
-row's ``dataset_version`` (``lmms-eval-<version>/<task>@<task version>/<metric>:<rule>[|filter=<name>]``). A
-task the bridge cannot run faithfully is refused when its items are read (`framesweep inspect`), naming the
-task and the reason.
+row's ``dataset_version`` (``lmms_eval-<version>/<task>@<task version>/<metric>:<rule>[|filter=<name>]``; a
+task from a user's folder, ``include_path``, has ``+<digest of the folder's task files>`` after its version:
+`folder_digest`). A task the bridge cannot run faithfully is refused when its items are read (`framesweep
+inspect`), naming the task and the reason.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import math
@@ -62,8 +64,8 @@ from engine.datasets.registry import register_adapter
 from engine.datasets.spec import FileDatasetSpec
 from engine.items import Generation, Item, MediaKind, TaskKind
 
-__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "generation_of", "image_task", "options_in_text", "read_result",
-           "result_json"]
+__all__ = ["LmmsEvalBridge", "LmmsEvalSpec", "folder_digest", "generation_of", "image_task", "options_in_text",
+           "read_result", "result_json"]
 
 log = logging.getLogger(__name__)
 
@@ -342,6 +344,8 @@ class LmmsEvalBridge(BaseAdapter):
         self.rule = (read[1] + ("" if pipeline == "none" else f"|filter={pipeline}")
                      + ("" if self._frames is None else f"|frames={self._frames.key}"))
         version = _task_version(task.config.metadata)
+        if self.spec.include_path is not None:  # a user's task: its files may change under one version
+            version += f"+{folder_digest(self.spec.include_path)}"
         self.version = f"lmms_eval-{installed_version()}/{self.spec.task}@{version}/{self.metric}:{self.rule}"
 
     def job_prompt(self, item: Item, indices: np.ndarray, fps: float | None) -> str | None:
@@ -405,6 +409,23 @@ def _filtered(task: Any, doc: Any, response: str) -> str:
     for step in task._filters[0].filters:
         resps = step.apply(resps, [doc])
     return str(next(iter(resps)))
+
+
+TASK_FILE_SUFFIXES = frozenset({".yaml", ".yml", ".py", ""})
+"""The files of a task folder that define its tasks: YAMLs, their utils, lmms-eval's extensionless include files."""
+
+
+def folder_digest(folder: Path) -> str:
+    """12 hex digits of SHA-256 over a user's task folder's defining files (`TASK_FILE_SUFFIXES`; names relative to
+    the folder, with their bytes; caches skipped): part of its tasks' version, so an edited YAML or utils (its
+    prompt, generation_kwargs, scoring) under an unchanged ``metadata: version`` is another version, and a resume
+    does not mix its rows with the old ones."""
+    digest = hashlib.sha256()
+    root = folder.expanduser()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in TASK_FILE_SUFFIXES
+                       and "__pycache__" not in p.parts and not p.name.startswith(".")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\x00" + path.read_bytes() + b"\x00")
+    return digest.hexdigest()[:12]
 
 
 def _task_version(metadata: Any) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -337,6 +338,30 @@ def test_a_users_own_task_runs_from_include_path(hf_home: Path) -> None:
     assert item.kind == "open" and item.options == ()  # a letter answer, but no options shown: open
     right, wrong = adapter.score(item, "A"), adapter.score(item, "B")
     assert (right.score, right.correct, wrong.score, wrong.correct) == (1.0, None, 0.0, None)
+
+
+def test_a_users_own_task_is_versioned_by_its_files(hf_home: Path) -> None:
+    """A user's task folder changes under one ``metadata: version``: its files' digest is in the rows' version (so in
+    the answer fingerprint), so a run after an edit of its YAML or utils never resumes over the old rows; a copy
+    elsewhere (the path is not in it) and a cache file are the same task."""
+    (hf_home / "mine").mkdir()
+    (hf_home / "mine" / "v1.mp4").write_bytes(b"placeholder")
+
+    def version(folder: Path) -> str:
+        [item] = build_adapter(LmmsEvalSpec(name="lmms_eval", task="my_task", include_path=folder,
+                                            media_root=hf_home / "mine")).items()
+        return item.dataset_version
+
+    first = version(_own_task(hf_home.parent / "a", UTILS))
+    assert re.fullmatch(r"lmms_eval-0\.7\.3/my_task@\?\+[0-9a-f]{12}/accuracy:value", first), first
+    assert version(_own_task(hf_home.parent / "b", UTILS)) == first  # the same files elsewhere
+    (hf_home.parent / "b" / "__pycache__").mkdir(exist_ok=True)
+    (hf_home.parent / "b" / "__pycache__" / "utils.cpython-311.pyc").write_bytes(b"cache")
+    assert version(hf_home.parent / "b") == first
+    edited = _own_task(hf_home.parent / "c", UTILS, generation="generation_kwargs:\n  max_new_tokens: 7\n")
+    assert version(edited) != first
+    other_utils = _own_task(hf_home.parent / "d", UTILS + "\n# a comment\n")
+    assert version(other_utils) != first
 
 
 FILTERS = """filter_list:
