@@ -298,7 +298,9 @@ def load_task(task: str, *, include_path: Path | None = None, dataset_path: Path
     config = task_config(task, include_path=include_path, model_name=model_name)
     reason = refusal(config)
     if reason is not None:
-        raise LmmsTaskError(task, reason)
+        runnable = _runnable_variants(task, include_path)
+        hint = f"; its variants the bridge runs: {', '.join(runnable)}" if runnable else ""
+        raise LmmsTaskError(task, reason + hint)
     from lmms_eval.api.task import ConfigurableTask
 
     media_root = media_root_of(config)
@@ -317,6 +319,24 @@ def load_task(task: str, *, include_path: Path | None = None, dataset_path: Path
                                  "once, or give dataset_path)")
         raise LmmsTaskError(task, f"its dataset could not be read from {where}: {type(cause).__name__}: "
                                   f"{cause}") from err
+
+
+def _runnable_variants(task: str, include_path: Path | None) -> list[str]:
+    """The tasks named ``<task>_...`` that the bridge runs, by their YAML (`egoschema_subset` for ``egoschema``,
+    whose full test set is scored by a server): what a refused task's message suggests."""
+    from lmms_eval import utils as lmms_utils
+
+    include = str(include_path) if include_path is not None else None
+    manager = _task_manager(include, None)
+    found = []
+    for name in sorted(n for n in manager.all_subtasks if n.startswith(f"{task}_")):
+        try:
+            config = dict(lmms_utils.load_yaml_config(manager.task_index[name]["yaml_path"], mode="simple"))
+        except Exception:  # noqa: BLE001,S112 - a variant whose YAML cannot be read is no suggestion
+            continue
+        if refusal(config, static=True) is None:
+            found.append(name)
+    return found[:5]
 
 
 @dataclass(frozen=True)

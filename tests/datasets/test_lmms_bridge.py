@@ -269,6 +269,7 @@ def test_unknown_and_unfaithful_tasks_are_refused_naming_the_task_and_the_reason
     assert "lmms-eval task 'videomm': unknown task" in unknown and "videomme" in unknown  # a close name
     submission = _refusal(LmmsEvalSpec(name="lmms_eval", task="egoschema"))
     assert "lmms-eval task 'egoschema': its metric 'submission' is a submission" in submission
+    assert "its variants the bridge runs: egoschema_subset" in submission  # the subset has its answers
     judged = _refusal(LmmsEvalSpec(name="lmms_eval", task="activitynetqa"))
     assert "lmms-eval task 'activitynetqa'" in judged and "LLM judge" in judged
 
