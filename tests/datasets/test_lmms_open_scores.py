@@ -46,7 +46,7 @@ def test_an_open_tasks_items_are_open_even_when_the_question_lists_choices(adapt
 def test_a_lower_is_better_metric_is_negated_in_the_score_and_kept_in_the_detail(adapter) -> None:  # type: ignore[no-untyped-def]
     """framesweep's paired score metrics read higher as better: RepCount's normalised error is negated in the row's
     score (rule ``-value``); its `score_detail` keeps the task's own value, which its aggregation (mean) reads."""
-    item = list(adapter.items())[0]
+    item = next(iter(adapter.items()))
     for response, own in (("5", 2 / 3.1), ("3", 0.0), ("B", 3.0), ("four", 1 / 3.1)):
         scored = adapter.score(item, response)
         assert scored.score == pytest.approx(-own) and scored.correct is None, response
