@@ -30,13 +30,16 @@ becomes one item:
 Each answer is scored by the task's own ``process_results`` on the response as the task's filter pipeline
 leaves it (a task without ``filter_list``: the raw response), reading the task's first metric: a number is the
 score (a 0/1 one is correctness on a multiple-choice item), a dict gives its ``score``, else its ``correct``,
-else its ``pred_answer`` against its ``answer`` (Video-MME's), else its ``parsed_pred`` (LongVideoBench's). The value itself is kept, as JSON, in the row's
-``score_detail``: the task's own ``aggregation`` of that metric over each budget's rows is the official score
-(`engine.datasets.lmms_official`). The metric, the rule and the filter pipeline are in every
-row's ``dataset_version`` (``lmms_eval-<version>/<task>@<task version>/<metric>:<rule>[|filter=<name>]``; a
-task from a user's folder, ``include_path``, has ``+<digest of the folder's task files>`` after its version:
-`folder_digest`). A task the bridge cannot run faithfully is refused when its items are read (`framesweep
-inspect`), naming the task and the reason.
+else its ``pred_answer`` against its ``answer`` (Video-MME's), else its ``parsed_pred`` (LongVideoBench's). A metric
+the task declares lower-is-better (``higher_is_better: false``: RepCount's ``mae_norm``) is negated in the row's
+score (rule ``-<rule>``, no correctness), so framesweep's paired score metrics (the best budget, the oracle, the
+regressions) read higher as better. The value itself is kept, as JSON, in the row's ``score_detail``: the task's
+own ``aggregation`` of that metric over each budget's rows is the official score (`engine.datasets.lmms_official`).
+The metric, the rule and the filter pipeline are in every row's ``dataset_version``
+(``lmms_eval-<version>/<task>@<task version>/<metric>:<rule>[|filter=<name>]``; a task from a user's folder,
+``include_path``, has ``+<digest of the folder's task files>`` after its version: `folder_digest`). A task the
+bridge cannot run faithfully is refused when its items are read (`framesweep inspect`), naming the task and the
+reason.
 """
 
 from __future__ import annotations
@@ -209,6 +212,7 @@ class LmmsEvalBridge(BaseAdapter):
         self._docs: dict[str, Any] = {}
         self.metric = ""
         self.rule = ""
+        self.lower_is_better = False
         self.generation = Generation()
         self._frames: FramePrompt | None = None
 
@@ -233,6 +237,7 @@ class LmmsEvalBridge(BaseAdapter):
                 remember_task_folders({"datasets": [{"name": "lmms_eval", "task": self.spec.task,
                                                      "include_path": str(self.spec.include_path)}]})
             self.metric = str(self._task.config.metric_list[0]["metric"])
+            self.lower_is_better = self._task.higher_is_better().get(self.metric) is False
             self.generation = generation_of(self._task.config.generation_kwargs)
         return self._task
 
@@ -341,7 +346,8 @@ class LmmsEvalBridge(BaseAdapter):
             raise self._refuse(f"lmms-eval task {self.spec.task!r}: its metric {self.metric!r} gives "
                                f"{type(value).__name__} per document, not a score the bridge can read")
         pipeline = task._filters[0].name
-        self.rule = (read[1] + ("" if pipeline == "none" else f"|filter={pipeline}")
+        self.rule = (("-" if self.lower_is_better else "") + read[1]
+                     + ("" if pipeline == "none" else f"|filter={pipeline}")
                      + ("" if self._frames is None else f"|frames={self._frames.key}"))
         version = _task_version(task.config.metadata)
         if self.spec.include_path is not None:  # a user's task: its files may change under one version
@@ -374,7 +380,8 @@ class LmmsEvalBridge(BaseAdapter):
         if read is None:
             raise ValueError(f"lmms-eval task {self.spec.task}: item {item.item_id}: metric {self.metric!r} gave "
                              f"{value!r}, not a score")
-        return replace(read[0], detail=result_json(value))
+        scored = replace(read[0], correct=None, score=0.0 - read[0].score) if self.lower_is_better else read[0]
+        return replace(scored, detail=result_json(value))
 
 
 def result_json(value: Any) -> str:

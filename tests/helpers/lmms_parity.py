@@ -80,15 +80,18 @@ def sweep(out: Path, releases: dict[str, Path], budgets: tuple[int, ...], *, pol
     assert summary.jobs_failed == 0, summary
 
 
-def qwen_prompt(contexts: str) -> str:
-    """framesweep's Qwen2.5-VL prompt around one video and a task's text (`engine.backends.families`)."""
+def qwen_prompt(contexts: str, media: str = "video") -> str:
+    """framesweep's Qwen2.5-VL prompt around one video (or, `media` ``"image"``, one image) and a task's text
+    (`engine.backends.families`)."""
+    pad = {"video": "<|video_pad|>", "image": "<|image_pad|>"}[media]
     return ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
-            f"<|vision_start|><|video_pad|><|vision_end|>{contexts}<|im_end|>\n<|im_start|>assistant\n")
+            f"<|vision_start|>{pad}<|vision_end|>{contexts}<|im_end|>\n<|im_start|>assistant\n")
 
 
-def row_prompt_hash(contexts: str, media_uuid: str) -> str:
-    """A row's `prompt_hash` had it been asked with `contexts` (`engine.backends.prompts.prompt_hash`)."""
-    return hashlib.sha256(f"{qwen_prompt(contexts)}\x00{media_uuid}".encode()).hexdigest()[:16]
+def row_prompt_hash(contexts: str, media_uuid: str | None, media: str = "video") -> str:
+    """A row's `prompt_hash` had it been asked with `contexts` (`engine.backends.prompts.prompt_hash`): an image's
+    request carries no video uuid, so pass None for an image."""
+    return hashlib.sha256(f"{qwen_prompt(contexts, media)}\x00{media_uuid or ''}".encode()).hexdigest()[:16]
 
 
 class PyAVReader:
@@ -138,7 +141,9 @@ def replay_class() -> type:
     class ReplayLmms(lmms):
         """Answers each lmms-eval request with the response framesweep recorded for its document at one budget
         (``model_args``: ``replay=<json file>``: per task, per framesweep item id, the row's response, prompt
-        hash, media uuid, video and frame indices), after checking the request is what the row was asked."""
+        hash, media uuid, video and frame indices), after checking the request is what the row was asked: a video
+        task's text, video file and frame indices (`_video`), an image task's (``"media": "image"``) text and
+        image pixels (`_image`)."""
 
         is_simple = True
         seen: ClassVar[list[dict[str, Any]]] = []
@@ -152,15 +157,32 @@ def replay_class() -> type:
             for request in requests:
                 contexts, _gen, doc_to_visual, doc_id, task, split = request.args
                 row = self.replay["rows"][task][str(doc_id)]
-                [video] = doc_to_visual(self.task_dict[task][split][doc_id])
-                ReplayLmms.seen.append({
-                    "task": task, "doc_id": doc_id, "budget": self.replay["frames"],
-                    "prompt_hash": row_prompt_hash(contexts, row["media_uuid"]) == row["prompt_hash"],
-                    "video": Path(video).resolve() == Path(row["video"]).resolve(),
-                    "indices": (lmms_vllm_indices(video, self.replay["frames"]), row["frame_indices"]),
-                    "n_frames": (PyAVReader.total, row["video_frames"])})
+                visuals = doc_to_visual(self.task_dict[task][split][doc_id])
+                check = self._image if self.replay.get("media") == "image" else self._video
+                ReplayLmms.seen.append({"task": task, "doc_id": doc_id, "budget": self.replay["frames"],
+                                        **check(contexts, visuals, row)})
                 out.append(row["response"])
             return out
+
+        def _video(self, contexts: str, visuals: list[Any], row: dict[str, Any]) -> dict[str, Any]:
+            """The text, the one video file and lmms-eval's frame indices against the row's."""
+            [video] = visuals
+            return {"prompt_hash": row_prompt_hash(contexts, row["media_uuid"]) == row["prompt_hash"],
+                    "video": Path(video).resolve() == Path(row["video"]).resolve(),
+                    "indices": (lmms_vllm_indices(video, self.replay["frames"]), row["frame_indices"]),
+                    "n_frames": (PyAVReader.total, row["video_frames"])}
+
+        def _image(self, contexts: str, visuals: list[Any], row: dict[str, Any]) -> dict[str, Any]:
+            """The text (Qwen's image prompt) and the one PIL image's pixels against the image file the row was
+            asked with (the adapter's image cache)."""
+            from PIL import Image
+
+            [image] = visuals
+            with Image.open(row["video"]) as asked:
+                same = isinstance(image, Image.Image) and np.array_equal(np.asarray(image.convert("RGB")),
+                                                                         np.asarray(asked.convert("RGB")))
+            return {"prompt_hash": row_prompt_hash(contexts, None, "image") == row["prompt_hash"],
+                    "pixels": same, "size": image.size}
 
         def loglikelihood(self, requests: list[Any]) -> list[tuple[float, bool]]:
             raise NotImplementedError("the bridged tasks generate")
@@ -183,12 +205,11 @@ def register_replay() -> type:
     return cls
 
 
-def lmms_eval_reports(task: Task, release: Path, replay: Path,
-                      model_kwargs: dict[str, Any] | None = None) -> tuple[float, list[int]]:
-    """lmms-eval's own evaluation of `task` over the documents of `release`: the reported score of its first metric
-    and the doc ids it scored. The task's YAML as lmms-eval's TaskManager reads it, its data read from `release`
-    (the download kwargs dropped: no hub); `model_kwargs`: entries set in its `lmms_eval_specific_kwargs` default
-    (e.g. ``frame_num``)."""
+def lmms_eval_results(task: Task, release: Path, replay: Path,
+                      model_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """lmms-eval's own evaluation of `task` over the documents of `release` (`simple_evaluate`'s result, its samples
+    logged). The task's YAML as lmms-eval's TaskManager reads it, its data read from `release` (the download kwargs
+    dropped: no hub); `model_kwargs`: entries set in its `lmms_eval_specific_kwargs` default (e.g. ``frame_num``)."""
     from lmms_eval import evaluator
     from lmms_eval.tasks import TaskManager
 
@@ -203,24 +224,33 @@ def lmms_eval_reports(task: Task, release: Path, replay: Path,
                                        task_manager=manager, bootstrap_iters=0, log_samples=True,
                                        verbosity="ERROR", process_docs_parallel=1)
     assert result is not None
+    return dict(result)
+
+
+def lmms_eval_reports(task: Task, release: Path, replay: Path,
+                      model_kwargs: dict[str, Any] | None = None) -> tuple[float, list[int]]:
+    """lmms-eval's reported score of the task's first metric over the documents of `release`, and the doc ids it
+    scored (`lmms_eval_results`)."""
+    result = lmms_eval_results(task, release, replay, model_kwargs)
     samples = result["samples"][task.name]
     return float(result["results"][task.name][f"{task.metric},none"]), sorted(s["doc_id"] for s in samples)
 
 
 def replay_file(path: Path, rows: pl.DataFrame, frames: int, tasks: list[Task],
-                 releases: dict[str, Path]) -> Path:
+                 releases: dict[str, Path], *, media: str = "video", spec: dict[str, Any] | None = None) -> Path:
     """What `ReplayLmms` answers at one budget: per task, per lmms-eval doc id, the row of that document and the
-    video its item was decoded from (the adapter's: rows keep the video id, not the file)."""
+    video (`media` ``"image"``: the image file) its item was asked with: the adapter's, built with the sweep's
+    `spec` fields (rows keep the video id, not the file). An image task's rows are at its image budget (1 frame)."""
     mine = rows.filter(pl.col("frames") == frames)
     table: dict[str, dict[str, Any]] = {}
     for task in tasks:
         files = {it.item_id: str(it.video_path) for it in build_adapter(LmmsEvalSpec(
-            name="lmms_eval", task=task.name, dataset_path=releases[task.name])).items()}
+            name="lmms_eval", task=task.name, dataset_path=releases[task.name], **(spec or {}))).items()}
         by_item = {r["item_id"]: r for r in mine.filter(pl.col("dataset") == task.name).iter_rows(named=True)}
         table[task.name] = {str(i): {**{k: by_item[task.key(i)][k] for k in (
             "response", "prompt_hash", "media_uuid", "frame_indices", "video_frames")},
             "video": files[task.key(i)]} for i in range(len(task.docs)) if task.key(i) in by_item}
-    path.write_text(json.dumps({"frames": frames, "rows": table}))
+    path.write_text(json.dumps({"frames": frames, "media": media, "rows": table}))
     return path
 
 
@@ -236,3 +266,17 @@ def official(out: Path) -> tuple[dict[tuple[str, int], float], dict[str, int]]:
             if r["metric"] == "lmms_eval_score":
                 scores[(group["dataset"], frames[r["budget_id"]])] = r["value"]
     return scores, paired
+
+
+def generation(out: Path) -> tuple[dict[tuple[str, int], float], dict[str, int]]:
+    """framesweep's paired metrics of open items (the metrics document's ``generation`` block): the mean score per
+    (task, frames), and each task's paired item count."""
+    opts = SummaryOptions(n_boot=0)
+    doc = summary_document(summary_tables(load_rows(out), opts), opts)
+    means, paired = {}, {}
+    for group in doc["groups"]:
+        block = group["generation"] or {"n_items": 0, "mean_score": {}}
+        paired[group["dataset"]] = block["n_items"]
+        for budget, value in block["mean_score"].items():
+            means[(group["dataset"], group["budget_frames"][budget])] = value
+    return means, paired
