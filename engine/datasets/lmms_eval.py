@@ -12,7 +12,7 @@ becomes one item:
   for a letter or index answer, the ``A. ...`` lines the prompt lists: `options_in_text`), its answer the
   task's ``doc_to_target`` (an option index, NExT-QA's ``2``, as that option's letter where the task's
   ``process_results`` scores the letter right, so letter scoring compares letters); an item with options is
-  multiple choice, any other open;
+  multiple choice, one whose answer is yes or no (POPE's) yes/no, any other open;
 - its generated answers are made with the task's ``generation_kwargs`` (`generation_of`: ``max_new_tokens``,
   ``until`` as stop strings, the temperature where it samples), letter scoring's one token aside;
 - its media is the one file ``doc_to_visual`` names, which must lie under the media root (``media_root``,
@@ -29,7 +29,7 @@ becomes one item:
 
 Each answer is scored by the task's own ``process_results`` on the response as the task's filter pipeline
 leaves it (a task without ``filter_list``: the raw response), reading the task's first metric: a number is the
-score (a 0/1 one is correctness on a multiple-choice item), a dict gives its ``score``, else its ``correct``,
+score (a 0/1 one is correctness on a multiple-choice or yes/no item), a dict gives its ``score``, else its ``correct``,
 else its ``pred_answer`` against its ``answer`` (Video-MME's), else its ``parsed_pred`` (LongVideoBench's). A metric
 the task declares lower-is-better (``higher_is_better: false``: RepCount's ``mae_norm``) is negated in the row's
 score (rule ``-<rule>``, no correctness), so framesweep's paired score metrics (the best budget, the oracle, the
@@ -75,6 +75,8 @@ log = logging.getLogger(__name__)
 VERSION = "lmms-eval"
 VIDEO_SUFFIXES = frozenset({".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".flv", ".mpg", ".mpeg"})
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"})
+YES_NO = frozenset({"yes", "no"})
+"""Targets of a yes/no question (POPE's, MME's): such an item's 0/1 score is its correctness, as a letter's is."""
 _LETTER = re.compile(r"^[A-Z]$")
 _OPTION_LINE = re.compile(r"^\(?([A-Z])[.):]\s*(.*)$")
 _VIDEO_KEYS = ("videoID", "video_id", "video", "video_idx", "video_name")
@@ -170,7 +172,7 @@ def _number(value: Any) -> float | None:
 def read_result(value: Any, kind: TaskKind, response: str) -> tuple[ItemScore, str] | None:
     """One metric value of `process_results` as a score, and the rule that read it; None when it holds none.
 
-    A number is the score (on a multiple-choice item a 0/1 value is also correctness); a dict's ``score``
+    A number is the score (on a multiple-choice or yes/no item a 0/1 value is also correctness); a dict's ``score``
     likewise, else its ``correct`` (PerceptionTest's), else its ``pred_answer`` against its ``answer``, compared
     as lmms-eval's Video-MME does (case-insensitively), else its ``parsed_pred`` against its ``answer`` (one or a
     list), equal exactly as LongVideoBench's `eval_multi_choice` compares them; its ``pred_answer`` /
@@ -192,7 +194,7 @@ def read_result(value: Any, kind: TaskKind, response: str) -> tuple[ItemScore, s
             number, rule = float(value["parsed_pred"] in gold), "parsed_pred==answer"
     if number is None:
         return None
-    correct = number >= 1.0 if kind == "mcq" and number in (0.0, 1.0) else None
+    correct = number >= 1.0 if kind in ("mcq", "yesno") and number in (0.0, 1.0) else None
     text = None if pred is None or str(pred) == "" else str(pred)
     return ItemScore(text, correct, number), rule
 
@@ -296,7 +298,7 @@ class LmmsEvalBridge(BaseAdapter):
         options = tuple(str(o) for o in task.doc_to_choice(doc)) if task.config.doc_to_choice is not None else ()
         letter = isinstance(target, int) or (isinstance(target, str) and bool(_LETTER.match(target.strip())))
         options = options or (options_in_text(text) if letter else ())
-        kind: TaskKind = "mcq" if options else "open"
+        kind: TaskKind = "mcq" if options else "yesno" if str(target).strip().lower() in YES_NO else "open"
         answer = self._letter_answer(task, doc, target, options)
         media: MediaKind = "image" if path.suffix.lower() in IMAGE_SUFFIXES else "video"
         qid = doc.get("question_id")

@@ -77,7 +77,9 @@ def test_pope_answers_are_scored_by_the_tasks_process_results(hf_home: Path, tmp
         own = utils.pope_process_results(doc, [response])["pope_accuracy"]
         scored = adapter.score(items[0], response)
         assert scored.score == own["score"] == right
+        assert scored.correct is (right == 1.0)  # a yes/no item: its 0/1 score is its correctness (flows)
         assert scored.detail is not None and json.loads(scored.detail) == own
+    assert {it.kind for it in items} == {"yesno"} and [it.answer for it in items] == [a for _, _, a, *_ in POPE]
 
 
 def test_an_image_task_is_asked_once_as_one_image_not_at_every_frame_budget(hf_home: Path,

@@ -56,7 +56,7 @@ def test_an_image_tasks_official_scores_are_lmms_evals_own(tmp_path: Path, fs_ca
     rows = ResultsDir.open(tmp_path / "out").scan().collect().sort("item_id")
     assert rows["item_id"].to_list() == [q for q, *_ in POPE]
     assert set(rows["budget_id"]) == {"image"} and set(rows["frames"]) == {IMAGE_FRAMES}
-    assert set(rows["task_kind"]) == {"open"}
+    assert set(rows["task_kind"]) == {"yesno"} and rows["correct"].null_count() == 0  # scored right or wrong
     assert set(rows["dataset_version"]) == {"lmms_eval-0.7.3/pope@0.0/pope_accuracy:score"}
     scores, _ = official(tmp_path / "out")
 
