@@ -23,11 +23,21 @@ def test_renders():
 def test_plain():
     pytest.skip("not on this platform")
 """
+NEEDS_LMMS = """
+import pytest
+from helpers.lmms import NEEDS_LMMS, NO_LMMS
+
+pytestmark = [m for m in NEEDS_LMMS if m.name != "skipif"]  # the helper's marks, skipping as where it is absent
+
+def test_bridge():
+    pytest.skip(NO_LMMS)
+"""
 
 
-def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, require: str) -> pytest.RunResult:
+def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, require: str,
+         test: str = NEEDS_CHROMIUM) -> pytest.RunResult:
     monkeypatch.setenv("FRAMESWEEP_CI_REQUIRE", require)
-    pytester.makepyfile(test_parts=NEEDS_CHROMIUM)
+    pytester.makepyfile(test_parts=test)
     return pytester.runpytest("-p", "helpers.ci_parts", "-p", "no:xdist", "-p", "no:cacheprovider")
 
 
@@ -38,6 +48,16 @@ def test_a_needed_part_that_skips_fails_where_ci_says_it_is_installed(pytester: 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*skipped (no chromium binary on PATH), but FRAMESWEEP_CI_REQUIRE says chromium is "
                                  "installed here: a test that needs it must run*"])
+
+
+def test_an_lmms_eval_test_that_skips_fails_where_ci_says_lmms_eval_is_installed(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test with `helpers.lmms`'s marks, skipping as it does without lmms-eval: a failure in CI, which names lmms."""
+    result = _run(pytester, monkeypatch, "chromium,iproute2,lmms", NEEDS_LMMS)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*skipped (lmms-eval is not installed (FRAMESWEEP_EXTRA=lmms bash tools/setup.sh "
+                                 "installs it)), but FRAMESWEEP_CI_REQUIRE says lmms is installed here*"])
+    assert _run(pytester, monkeypatch, "chromium,iproute2", NEEDS_LMMS).ret == pytest.ExitCode.OK
 
 
 def test_without_the_ci_variable_the_skip_stays_a_skip_and_the_summary_lists_the_reasons(
@@ -74,13 +94,16 @@ def _commands(script: str) -> list[str]:
     return [line.strip() for line in script.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-def test_ci_requires_both_parts_and_checks_lint_and_types_before_the_quickstarts_test_command() -> None:
+def test_ci_requires_every_part_and_checks_lint_and_types_before_the_quickstarts_test_command() -> None:
+    """CI installs lmms-eval (the `lmms` extra of tools/setup.sh) before lint and the suite, and requires the three
+    parts, so the lmms-eval bridge's tests run there rather than skip."""
     lines = _commands((ROOT / ".ci/run").read_text())
-    suite = lines.index("bash tools/setup.sh && .venv/bin/python -m pytest -n 2")  # the README Quickstart's
+    suite = lines.index("FRAMESWEEP_EXTRA=lmms bash tools/setup.sh && .venv/bin/python -m pytest -n 2")  # README's
+    setup = lines.index("FRAMESWEEP_EXTRA=lmms bash tools/setup.sh")
     ruff = next(i for i, c in enumerate(lines) if re.match(r"\.venv/bin/ruff check engine tests benchmarks tools$", c))
     mypy = next(i for i, c in enumerate(lines) if re.match(r"\.venv/bin/mypy engine$", c))
-    require = next(i for i, c in enumerate(lines) if c == "export FRAMESWEEP_CI_REQUIRE=chromium,iproute2")
-    assert max(ruff, mypy, require) < suite
+    require = next(i for i, c in enumerate(lines) if c == "export FRAMESWEEP_CI_REQUIRE=chromium,iproute2,lmms")
+    assert setup < min(ruff, mypy) and max(ruff, mypy, require) < suite
     # the test extra (what tools/setup.sh installs) pins both checkers, so CI's rules and stubs do not drift
     test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
     assert {r.split("==")[0] for r in test_extra if "==" in r} >= {"ruff", "mypy"}

@@ -1,6 +1,6 @@
 """CI cannot pass by skipping: a test marked ``needs(part)`` that skips fails where FRAMESWEEP_CI_REQUIRE names
-the part (`.ci/run` installs Chromium and iproute2 and names both); every run ends with the suite's skip count and
-reasons. A pytest plugin, registered by `tests/conftest.py` (and by name, ``-p helpers.ci_parts``)."""
+the part (`.ci/run` installs Chromium, iproute2 and lmms-eval and names all three); every run ends with the suite's
+skip count and reasons. A pytest plugin, registered by `tests/conftest.py` (and by name, ``-p helpers.ci_parts``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ REQUIRE_VAR = "FRAMESWEEP_CI_REQUIRE"
 PARTS = {
     "chromium": "headless Chromium (renders the HTML report)",
     "iproute2": "the `ip` tool with network namespaces (builds the two-node Ray cluster)",
-    "lmms": "lmms-eval, the optional extra framesweep[lmms] (the lmms_eval dataset adapter)",
+    "lmms": "lmms-eval, installed by `FRAMESWEEP_EXTRA=lmms bash tools/setup.sh` (the lmms_eval dataset adapter)",
 }
 
 

