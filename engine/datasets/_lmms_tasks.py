@@ -40,8 +40,8 @@ LMMS_EVAL_PIN = "0.7.3"
 """The lmms-eval release the bridge is tested with (``framesweep[lmms]`` pins it). Earlier wheels on PyPI lack
 the task YAMLs (0.6.1, 0.7) or their extensionless include files (0.7.1, 0.7.2): their task list is empty or
 broken."""
-INSTALL_HINT = (f"install it with `pip install 'framesweep[lmms]'` (lmms-eval=={LMMS_EVAL_PIN}) or "
-                "`FRAMESWEEP_EXTRA=lmms bash tools/setup.sh`")
+INSTALL_HINT = (f"install it with `FRAMESWEEP_EXTRA=lmms bash tools/setup.sh` (lmms-eval=={LMMS_EVAL_PIN}, without "
+                "its own requirements) or `pip install 'framesweep[lmms]'` (which also downgrades av and protobuf)")
 
 _DOWNLOAD_KWARGS = ("video", "cache_dir", "From_YouTube", "force_download", "force_unzip", "create_link",
                     "builder_script", "token")
