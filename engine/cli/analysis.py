@@ -127,11 +127,14 @@ def _print_across_chains(doc: dict[str, Any]) -> None:
 
 
 def _print_official(g: dict[str, Any]) -> None:
-    """A group's headline official scores per budget (an lmms-eval task's own aggregation, ...); none: nothing."""
+    """A group's headline official scores per budget (an lmms-eval task's own aggregation, ...); none: nothing. An
+    lmms-eval task's score is in the task's own unit (Video-MME's a percentage, EgoSchema's a fraction), so it is
+    printed as lmms-eval's own results table prints it, to 4 places (EgoSchema's 0.1667, not 0.2)."""
     from rich.markup import escape
 
+    from engine.datasets.lmms_official import METRIC as LMMS_METRIC
     from engine.metrics.benchmark_scores import score_unit
-    from engine.metrics.sections import Score
+    from engine.metrics.sections import Number, Score
 
     rows = [r for r in g.get("official_scores") or [] if r["headline"] and r["metric"] != "accuracy"]
     if not rows:
@@ -141,7 +144,8 @@ def _print_official(g: dict[str, Any]) -> None:
         table.add_column(column)
     for r in rows:
         metric = r["metric"] + (f" ({r['subset']})" if r["subset"] else "")
-        table.add_row(escape(str(r["budget_id"])), escape(metric), cell_text(Score(r["value"], score_unit(r["metric"]))))
+        value = Number(r["value"], places=4) if r["metric"] == LMMS_METRIC else Score(r["value"], score_unit(r["metric"]))
+        table.add_row(escape(str(r["budget_id"])), escape(metric), cell_text(value))
     console.print(table)
 
 

@@ -1,7 +1,7 @@
 """`framesweep run` without a spec file, and the overrides a spec file takes from the command line.
 
 The quick path (`--model PATH --family F --dataset NAME --data DIR --frames 0,8,32 --limit 20 --out OUT`)
-builds a spec as a dict: one model (its family from `--family`, else from `tiny:<family>` or the
+builds a spec as a dict: one model (its family from `--family`, else from `tiny:<family>[_<build>]` or the
 checkpoint's `config.json` model_type: a folder's, or a hub id's in the local Hugging Face cache), one dataset whose path fields come from the data folder's
 layout (`engine.datasets.sources`), a budget per frame count, the results in OUT. It is validated
 like a spec file (every problem named, exit 2) and written to `OUT/spec.toml` before the run, so the
@@ -44,7 +44,7 @@ def _family(model: str) -> str:
     from engine.sweep.preflight import close_sibling, hub_cache, is_hub_id, model_problems
 
     if model.startswith("tiny:"):
-        return model.removeprefix("tiny:")
+        return _tiny_family(model.removeprefix("tiny:"))
     try:
         folder = model_folder(model)
     except OSError:  # a name the file system refuses: the path check below names it
@@ -63,6 +63,15 @@ def _family(model: str) -> str:
     else:
         said = ""
     raise SpecError(f"--family: give the model family of {model}{said}; known: {', '.join(sorted(FAMILIES))}")
+
+
+def _tiny_family(name: str) -> str:
+    """The family of the tiny build `name`: its name, or the family it is a build of (``qwen2_5_vl_seen``, the
+    trained one: qwen2_5_vl); else `name` itself, which the spec's check names as an unknown family."""
+    from engine.backends.families import FAMILIES
+
+    found = [f for f in FAMILIES if name == f or name.startswith(f"{f}_")]
+    return max(found, key=len) if found else name
 
 
 def _model_type(folder: Path) -> str | None:
@@ -135,11 +144,14 @@ def lmms_quick_spec(*, task: str, model: str, family: str | None, frames: str, l
     "lmms_eval"`` table with the task and the given folders, as `quick_spec` builds the rest.
 
     Raises SpecError, one sentence, when lmms-eval is not installed (with the install hint) or the task is not one
-    of its tasks (with the close names) or cannot be read."""
-    from engine.datasets._lmms_tasks import LmmsTaskError, task_config
+    of its tasks (with the close names), cannot be read, or is one the bridge refuses from its YAML (a submission
+    or LLM-judge metric, ...: `engine.datasets._lmms_tasks.refusal`)."""
+    from engine.datasets._lmms_tasks import LmmsTaskError, refusal, task_config
 
     try:
-        task_config(task, include_path=include_path)
+        reason = refusal(task_config(task, include_path=include_path))
+        if reason is not None:  # before anything is built or started (the model's checkpoint, the engines)
+            raise LmmsTaskError(task, reason)
     except LmmsTaskError as err:
         raise SpecError(f"--lmms-eval-task: {err}") from None
     table: dict[str, Any] = {"name": "lmms_eval", "task": task}

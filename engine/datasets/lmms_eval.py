@@ -29,12 +29,16 @@ becomes one item:
 
 Each answer is scored by the task's own ``process_results`` on the response as the task's filter pipeline
 leaves it (a task without ``filter_list``: the raw response), reading the task's first metric: a number is the
-score (a 0/1 one is correctness on a multiple-choice or yes/no item), a dict gives its ``score``, else its ``correct``,
-else its ``pred_answer`` against its ``answer`` (Video-MME's), else its ``parsed_pred`` (LongVideoBench's). A metric
+score (a 0/1 one is correctness on a multiple-choice or yes/no item), a dict gives its ``score``, else its
+``correct``, else its prediction against its gold answer (Video-MME's ``pred_answer`` / ``answer``, LongVideoBench's
+``parsed_pred`` / ``answer``, EgoSchema's ``pred`` / ``ground_truth``). A metric
 the task declares lower-is-better (``higher_is_better: false``: RepCount's ``mae_norm``) is negated in the row's
 score (rule ``-<rule>``, no correctness), so framesweep's paired score metrics (the best budget, the oracle, the
 regressions) read higher as better. The value itself is kept, as JSON, in the row's ``score_detail``: the task's
 own ``aggregation`` of that metric over each budget's rows is the official score (`engine.datasets.lmms_official`).
+`process_results` runs under a `random` state seeded from the item id and the response, the global state restored
+after: a task that draws a letter at random for a response without one (LongVideoBench, EgoSchema) scores the same
+answer alike in any run and order, where lmms-eval's one seed per run makes it depend on the documents before it.
 The metric, the rule and the filter pipeline are in every row's ``dataset_version``
 (``lmms_eval-<version>/<task>@<task version>/<metric>:<rule>[|filter=<name>]``; a task from a user's folder,
 ``include_path``, has ``+<digest of the folder's task files>`` after its version: `folder_digest`). A task the
@@ -44,12 +48,15 @@ reason.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import logging
 import math
+import random
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -80,6 +87,8 @@ YES_NO = frozenset({"yes", "no"})
 _LETTER = re.compile(r"^[A-Z]$")
 _OPTION_LINE = re.compile(r"^\(?([A-Z])[.):]\s*(.*)$")
 _VIDEO_KEYS = ("videoID", "video_id", "video", "video_idx", "video_name")
+_PRED_GOLD = (("pred_answer", "answer"), ("parsed_pred", "answer"), ("pred", "ground_truth"))
+"""A per-document dict's (prediction, gold) keys: Video-MME's, LongVideoBench's, EgoSchema's ``score``."""
 
 
 class LmmsEvalSpec(FileDatasetSpec):
@@ -172,11 +181,12 @@ def _number(value: Any) -> float | None:
 def read_result(value: Any, kind: TaskKind, response: str) -> tuple[ItemScore, str] | None:
     """One metric value of `process_results` as a score, and the rule that read it; None when it holds none.
 
-    A number is the score (on a multiple-choice or yes/no item a 0/1 value is also correctness); a dict's ``score``
-    likewise, else its ``correct`` (PerceptionTest's), else its ``pred_answer`` against its ``answer``, compared
-    as lmms-eval's Video-MME does (case-insensitively), else its ``parsed_pred`` against its ``answer`` (one or a
-    list), equal exactly as LongVideoBench's `eval_multi_choice` compares them; its ``pred_answer`` /
-    ``parsed_pred`` / ``pred`` / ``pred_id`` is the extracted answer.
+    A number is the score (on a multiple-choice or yes/no item a 0/1 value is also correctness); a dict's
+    ``score`` likewise, else its ``correct`` (PerceptionTest's), else its prediction against its gold answer, compared
+    case-insensitively (as lmms-eval's Video-MME does; its aggregations compare the same two values exactly):
+    ``pred_answer`` / ``answer`` (Video-MME), ``parsed_pred`` / ``answer`` (LongVideoBench), ``pred`` /
+    ``ground_truth`` (EgoSchema's option index); its ``pred_answer`` / ``parsed_pred`` / ``pred`` / ``pred_id``
+    is the extracted answer.
     """
     pred: Any = response.strip() or None
     number = _number(value)
@@ -186,12 +196,10 @@ def read_result(value: Any, kind: TaskKind, response: str) -> tuple[ItemScore, s
         number, rule = _number(value.get("score")), "score"
         if number is None and "correct" in value:
             number, rule = _number(value["correct"]), "correct"
-        if number is None and "pred_answer" in value and "answer" in value:
-            number = float(str(value["pred_answer"]).strip().lower() == str(value["answer"]).strip().lower())
-            rule = "pred_answer==answer"
-        if number is None and "parsed_pred" in value and "answer" in value:  # LongVideoBench's: exactly equal
-            gold = value["answer"] if isinstance(value["answer"], list) else [value["answer"]]
-            number, rule = float(value["parsed_pred"] in gold), "parsed_pred==answer"
+        pair = next(((p, g) for p, g in _PRED_GOLD if p in value and g in value), None)
+        if number is None and pair is not None:
+            number = float(str(value[pair[0]]).strip().lower() == str(value[pair[1]]).strip().lower())
+            rule = f"{pair[0]}=={pair[1]}"
     if number is None:
         return None
     correct = number >= 1.0 if kind in ("mcq", "yesno") and number in (0.0, 1.0) else None
@@ -296,23 +304,25 @@ class LmmsEvalBridge(BaseAdapter):
         target = task.doc_to_target(doc)
         text = str(task.doc_to_text(doc))
         options = tuple(str(o) for o in task.doc_to_choice(doc)) if task.config.doc_to_choice is not None else ()
-        letter = isinstance(target, int) or (isinstance(target, str) and bool(_LETTER.match(target.strip())))
+        letter = isinstance(target, int) or (isinstance(target, str) and bool(_LETTER.match(target.strip())
+                                                                           or target.strip().isdigit()))
         options = options or (options_in_text(text) if letter else ())
         kind: TaskKind = "mcq" if options else "yesno" if str(target).strip().lower() in YES_NO else "open"
-        answer = self._letter_answer(task, doc, target, options)
-        media: MediaKind = "image" if path.suffix.lower() in IMAGE_SUFFIXES else "video"
         qid = doc.get("question_id")
+        item_id = str(qid) if qid not in (None, "") else str(doc_id)
+        answer = self._letter_answer(task, doc, target, options, item_id)
+        media: MediaKind = "image" if path.suffix.lower() in IMAGE_SUFFIXES else "video"
         video = next((doc[k] for k in _VIDEO_KEYS if doc.get(k) not in (None, "")), path.stem)
         return Item(
-            dataset=self.spec.dataset_id, dataset_version=VERSION, item_id=str(qid) if qid not in (None, "") else
-            str(doc_id), video_id=str(video), video_path=path, question=text, options=options,
+            dataset=self.spec.dataset_id, dataset_version=VERSION, item_id=item_id, video_id=str(video),
+            video_path=path, question=text, options=options,
             answer=answer, kind=kind, prompt=text, media_kind=media,
             task_type=_text(doc.get("task_type")), category=_text(doc.get("domain", doc.get("category"))),
             duration=_text(doc.get("duration")), generation=self.generation,
             extra={"doc_id": doc_id, "lmms_task": self.spec.task},
         )
 
-    def _letter_answer(self, task: Any, doc: Any, target: Any, options: tuple[str, ...]) -> str | None:
+    def _letter_answer(self, task: Any, doc: Any, target: Any, options: tuple[str, ...], item_id: str) -> str | None:
         """The item's answer: for an option index (NExT-QA's 2, PerceptionTest's answer_id) among known options, the
         letter of that option (0-based) where the task's own `process_results` scores that letter right (so letter
         scoring compares letters with letters); else the target as the task gives it."""
@@ -324,7 +334,7 @@ class LmmsEvalBridge(BaseAdapter):
             return str(target)
         letter = chr(ord("A") + index)
         try:
-            read = read_result(task.process_results(doc, [_filtered(task, doc, letter)]).get(self.metric), "mcq",
+            read = read_result(_process(task, doc, item_id, _filtered(task, doc, letter)).get(self.metric), "mcq",
                                letter)
         except Exception:  # noqa: BLE001 - task code that cannot read a bare letter: the target stays as given
             return str(target)
@@ -336,7 +346,7 @@ class LmmsEvalBridge(BaseAdapter):
         Sets the rule and stamps every row's version with it (so a run under another lmms-eval, task version,
         metric or rule is never mixed with this one)."""
         doc = self._docs[item.item_id]
-        results = task.process_results(doc, [str(task.doc_to_target(doc))])
+        results = _process(task, doc, item.item_id, str(task.doc_to_target(doc)))
         if self.metric not in results:
             raise self._refuse(f"lmms-eval task {self.spec.task!r}: its process_results scores document "
                                f"{item.item_id} under {', '.join(map(repr, results)) or 'no metric'}, not its first "
@@ -377,7 +387,7 @@ class LmmsEvalBridge(BaseAdapter):
         task = self._load_task()
         doc = self._doc(item)
         filtered = _filtered(task, doc, response)
-        value = task.process_results(doc, [filtered]).get(self.metric)
+        value = _process(task, doc, item.item_id, filtered).get(self.metric)
         read = read_result(value, item.kind, filtered)
         if read is None:
             raise ValueError(f"lmms-eval task {self.spec.task}: item {item.item_id}: metric {self.metric!r} gave "
@@ -409,6 +419,26 @@ def generation_of(kwargs: Any) -> Generation:
     samples = temperature > 0 and kwargs.get("do_sample") is not False
     return Generation(max_new_tokens=int(limit) if limit else None, stop=stops,
                       temperature=temperature if samples else 0.0)
+
+
+@contextlib.contextmanager
+def _seeded(item_id: str, response: str) -> Iterator[None]:
+    """Python's `random` seeded from the item and its response for the block, the global state restored after: a
+    task's `process_results` that draws at random (a response with no option letter: LongVideoBench's and
+    EgoSchema's parsers pick ``random.choice`` of the letters) scores the same answer of the same item alike in any
+    run, order or process. A string seed is hashed by SHA-512, not by `hash`, so no PYTHONHASHSEED enters."""
+    state = random.getstate()
+    random.seed(f"{item_id}\x00{response}")
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
+def _process(task: Any, doc: Any, item_id: str, response: str) -> Any:
+    """The task's `process_results` of one (filtered) response, under `_seeded`."""
+    with _seeded(item_id, response):
+        return task.process_results(doc, [response])
 
 
 def _filtered(task: Any, doc: Any, response: str) -> str:

@@ -1,12 +1,12 @@
 """A bridged lmms-eval run's official score per budget is what lmms-eval's own evaluator reports on the same items.
 
-Three real lmms-eval tasks (the installed package's YAMLs and utils, unmodified): ``videomme``, ``nextqa_mc_test``
-and ``perceptiontest_val_mc``,
-over small local data in each task's real schema, written here (no hub). Their videos are the synthetic v2 clips
+Five real lmms-eval tasks (the installed package's YAMLs and utils, unmodified): ``videomme``, ``nextqa_mc_test``,
+``perceptiontest_val_mc``, ``egoschema_subset`` and ``longvideobench_val_v`` (its video variant, no subtitles in
+the prompt), over small local data in each task's real schema, written here (no hub). Their videos are the synthetic v2 clips
 the trained tiny model `tiny:qwen2_5_vl_seen` learned (64 frames, 8 fps) and their questions are those clips'
 questions, so the model's answers depend on what it is shown and vary with the budget.
 
-1. framesweep sweeps the three tasks on the real CPU engine at 2, 4 and 8 frames (policy ``uniform``), the answers
+1. framesweep sweeps the five tasks on the real CPU engine at 2, 4 and 8 frames (policy ``uniform``), the answers
    generated as lmms-eval generates them (``scoring = "generate"``, the task's generation_kwargs).
 2. lmms-eval's own evaluator (`lmms_eval.evaluator.simple_evaluate`) runs each task on the same documents, once per
    budget, with `ReplayLmms`, a model registered as lmms-eval 0.7.3 registers one (a `ModelManifest` in
@@ -31,6 +31,12 @@ questions, so the model's answers depend on what it is shown and vary with the b
 3. lmms-eval's reported score of the task's first metric, per budget, equals framesweep's `lmms_eval_score` of that
    budget in the metrics document, and framesweep's paired metrics are over the same documents.
 
+EgoSchema's and LongVideoBench's parsers pick ``random.choice`` of the letters for a response that holds none:
+lmms-eval draws from its one seed per run (so the letter depends on the documents before), framesweep from a state
+seeded by the item and the response (`engine.datasets.lmms_eval`). The two sides agree only where no draw decides a
+row, and that is what holds here: the trained model answers with letters, and the test asserts that every EgoSchema
+and LongVideoBench response of the sweep is scored with ``random.choice`` made to raise.
+
 lmms-eval 0.7.3's evaluator calls `_enable_reentrant_filelocks`, which imports ``filelock._api``, a module
 filelock 4 removed: with filelock 4 (framesweep's environment) it cannot start. The test replaces that one patch (a
 re-entrancy fix for dataset locks shared by several processes) with a no-op; the tasks load and score unchanged.
@@ -38,6 +44,7 @@ re-entrancy fix for dataset locks shared by several processes) with a no-op; the
 
 from __future__ import annotations
 
+import random
 import shutil
 from pathlib import Path
 
@@ -47,6 +54,8 @@ import pytest
 from helpers.lmms import NEEDS_LMMS, empty_hf_home
 from helpers.lmms_parity import LETTERS, Task, lmms_eval_reports, official, register_replay, release, replay_file, sweep
 
+from engine.datasets import build_adapter
+from engine.datasets.lmms_eval import LmmsEvalSpec
 from engine.datasets.synthetic import SyntheticBenchmark, SyntheticDatasetSpec
 from engine.frames.plan import uniform
 from engine.results import ResultsDir
@@ -57,6 +66,7 @@ pytestmark = [
 ]
 
 SEED, VIDEOS, KINDS = 77, 3, ("first_colour", "last_colour", "flash_count")
+DRAWING = ("egoschema_subset", "longvideobench_val_v")  # tasks whose parser draws a letter for a letterless answer
 BUDGETS = (2, 4, 8)
 # Video-MME's task type of each synthetic question (its aggregation counts only the categories it knows)
 TASK_TYPES = {"first_colour": "Attribute Perception", "last_colour": "Temporal Perception",
@@ -64,7 +74,8 @@ TASK_TYPES = {"first_colour": "Attribute Perception", "last_colour": "Temporal P
 
 
 def _tasks(root: Path) -> tuple[list[Task], dict[str, Path]]:
-    """Video-MME, NExT-QA and PerceptionTest documents asking the synthetic clips' questions; the clips by video id."""
+    """Video-MME, NExT-QA, PerceptionTest, EgoSchema and LongVideoBench documents asking the synthetic clips'
+    questions; the clips by video id."""
     bench = SyntheticBenchmark(SyntheticDatasetSpec(name="synthetic", version=2, n_videos=VIDEOS, seed=SEED,
                                                     root=root))
     items = [it for it in bench.items() if it.item_id.rsplit("/", 1)[1] in KINDS]
@@ -79,10 +90,41 @@ def _tasks(root: Path) -> tuple[list[Task], dict[str, Path]]:
     perception = [{"video_name": it.video_id, "question_id": 100 + i, "question": it.question,
                    "options": list(it.options), "answer_id": LETTERS.index(it.answer), "area": "semantics",
                    "reasoning": "descriptive", "tag": [it.task_type]} for i, it in enumerate(items)]
+    # EgoSchema's Subset: five `option` lines "A. ...", `answer` the option's index as a string
+    egoschema = [{"question_idx": f"q{i}", "question": it.question, "video_idx": it.video_id,
+                  "option": [f"{LETTERS[j]}. {o}" for j, o in enumerate((*it.options, "none of them"))],
+                  "answer": str(LETTERS.index(it.answer))} for i, it in enumerate(items)]
+    # LongVideoBench's validation split: option0..option4 ("N/A" past the last), correct_choice an index
+    lvb = [{"video_id": it.video_id, "video_path": f"{it.video_id}.mp4", "subtitle_path": f"{it.video_id}_en.json",
+            "duration": 8.0, "duration_group": 15, "starting_timestamp_for_subtitles": 0.0, "question": it.question,
+            "question_wo_referring_query": it.question, "candidates": list(it.options),
+            **{f"option{j}": o for j, o in enumerate((*it.options, "N/A"))}, "correct_choice": LETTERS.index(it.answer),
+            "id": f"lvb-{i}", "position": [], "topic_category": "NP-News-Programs", "question_category": "S2E",
+            "level": "L1-Perception", "view_count": 1} for i, it in enumerate(items)]
     return ([Task("videomme", videomme, None, "test", "videomme/data", "videomme_perception_score"),
              Task("nextqa_mc_test", nextqa, "MC", "test", "nextqa/NExTVideo", "exact_match"),
              Task("perceptiontest_val_mc", perception, "mc_question_val", "validation", "perceptiontest_val/videos",
-                  "accuracy")], videos)
+                  "accuracy"),
+             Task("egoschema_subset", egoschema, "Subset", "test", "egoschema/videos", "score"),
+             Task("longvideobench_val_v", lvb, None, "validation", "datasets/longvideobench/videos", "lvb_acc")],
+            videos)
+
+
+def _no_draw_decides(rows: pl.DataFrame, releases: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every response of the sweep to a task whose parser draws a letter for a letterless answer is scored by the
+    task's own process_results (through the bridge) with `random.choice` raising: no row was decided at random."""
+    def no_draw(seq: object) -> object:
+        raise AssertionError(f"the task's parser drew a letter at random among {seq}")
+
+    for name in DRAWING:
+        bridge = build_adapter(LmmsEvalSpec(name="lmms_eval", task=name, dataset_path=releases[name]))
+        items = {it.item_id: it for it in bridge.load()}
+        mine = rows.filter(pl.col("dataset") == name)
+        assert mine.height == len(items) * len(BUDGETS)
+        with monkeypatch.context() as patch:
+            patch.setattr(random, "choice", no_draw)
+            for row in mine.iter_rows(named=True):
+                assert bridge.score(items[row["item_id"]], row["response"]).score == row["score"], row
 
 
 def test_where_lmms_evals_sampling_differs_from_uniform() -> None:
@@ -115,6 +157,7 @@ def test_the_official_score_per_budget_is_lmms_evals_own(tmp_path: Path, fs_cach
     answers = rows["response"].to_list()
     assert len(set(answers)) > 1, answers  # the trained model's answers vary: the scores below are no constant
     scores, paired = official(tmp_path / "out")
+    _no_draw_decides(rows, releases, monkeypatch)
 
     from lmms_eval import evaluator
 
