@@ -168,6 +168,7 @@ WARM_MODULES = frozenset({  # every module with a test that uses the warm engine
 LONGEST = (  # the engine modules that take longest (seconds measured on 2 cores), longest first
     "tests/sweep/test_engine_faults.py",  # ~150
     "tests/benchmarks/test_benchmarks.py",  # ~120
+    "tests/e2e/test_lmms_parity.py",  # ~80
     "tests/e2e/test_two_nodes.py",  # ~55
     "tests/e2e/test_audit_study_seen.py",  # ~55
     "tests/adaptive/test_adaptive_faults.py",  # ~45
