@@ -306,11 +306,14 @@ class LmmsEvalBridge(BaseAdapter):
         options = tuple(str(o) for o in task.doc_to_choice(doc)) if task.config.doc_to_choice is not None else ()
         letter = isinstance(target, int) or (isinstance(target, str) and bool(_LETTER.match(target.strip())
                                                                            or target.strip().isdigit()))
+        listed = not options
         options = options or (options_in_text(text) if letter else ())
-        kind: TaskKind = "mcq" if options else "yesno" if str(target).strip().lower() in YES_NO else "open"
         qid = doc.get("question_id")
         item_id = str(qid) if qid not in (None, "") else str(doc_id)
         answer = self._letter_answer(task, doc, target, options, item_id)
+        if listed and isinstance(target, str) and target.strip().isdigit() and not _LETTER.match(answer or ""):
+            options = ()  # a number the task does not score as an option's letter (RepCount's count): open
+        kind: TaskKind = "mcq" if options else "yesno" if str(target).strip().lower() in YES_NO else "open"
         media: MediaKind = "image" if path.suffix.lower() in IMAGE_SUFFIXES else "video"
         video = next((doc[k] for k in _VIDEO_KEYS if doc.get(k) not in (None, "")), path.stem)
         return Item(
