@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pytest
 import yaml
-from helpers.lmms import NEEDS_LMMS, empty_hf_home
+from helpers.lmms import NEEDS_LMMS, empty_hf_home, hub_release
 from helpers.specs import small_spec_dict
 from typer.testing import CliRunner
 
@@ -75,21 +74,8 @@ def hf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return empty_hf_home(tmp_path / "hf", monkeypatch)
 
 
-def _dataset(root: Path, config: str | None, split: str, docs: list[dict[str, Any]]) -> Path:
-    """A local copy of a hub dataset: ``<config>/<split>-00000-of-00001.parquet`` and, for a named config, the
-    README configs block the hub repository has (so `load_dataset(root, name=config)` reads it)."""
-    folder = root / (config or "data")
-    folder.mkdir(parents=True, exist_ok=True)
-    pl.DataFrame(docs).write_parquet(folder / f"{split}-00000-of-00001.parquet")
-    if config:
-        block = {"configs": [{"config_name": config, "data_files": [{"split": split,
-                                                                     "path": f"{config}/{split}-*.parquet"}]}]}
-        (root / "README.md").write_text(f"---\n{yaml.safe_dump(block)}---\n")
-    return root
-
-
 def _videomme(hf_home: Path) -> Path:
-    data = _dataset(hf_home.parent / "videomme_release", None, "test", VIDEOMME_DOCS)
+    data = hub_release(hf_home.parent / "videomme_release", None, "test", VIDEOMME_DOCS)
     (hf_home / "videomme" / "data").mkdir(parents=True)
     for doc in VIDEOMME_DOCS:
         (hf_home / "videomme" / "data" / f"{doc['videoID']}.mp4").write_bytes(b"placeholder")
@@ -180,7 +166,7 @@ def test_a_tasks_generation_kwargs_reach_the_requests_of_its_generated_answers(h
 
 
 def test_nextqa_items_without_a_question_id_are_keyed_by_doc_id(hf_home: Path) -> None:
-    data = _dataset(hf_home.parent / "nextqa_release", "MC", "test", NEXTQA_DOCS)
+    data = hub_release(hf_home.parent / "nextqa_release", "MC", "test", NEXTQA_DOCS)
     (hf_home / "nextqa" / "NExTVideo").mkdir(parents=True)
     (hf_home / "nextqa" / "NExTVideo" / "4010069381.mp4").write_bytes(b"placeholder")
     adapter = build_adapter(LmmsEvalSpec(name="lmms_eval", task="nextqa_mc_test", dataset_path=data))
@@ -200,7 +186,7 @@ def test_nextqa_items_without_a_question_id_are_keyed_by_doc_id(hf_home: Path) -
 def test_letter_scoring_of_an_option_index_target_compares_letters(hf_home: Path, tmp_path: Path) -> None:
     """NExT-QA's target is an option index (2): a letter-scored row is right when the likeliest letter is that
     option's (C), as the task's own process_results says."""
-    data = _dataset(hf_home.parent / "nextqa_release", "MC", "test", NEXTQA_DOCS)
+    data = hub_release(hf_home.parent / "nextqa_release", "MC", "test", NEXTQA_DOCS)
     (hf_home / "nextqa" / "NExTVideo").mkdir(parents=True)
     (hf_home / "nextqa" / "NExTVideo" / "4010069381.mp4").write_bytes(b"placeholder")
     adapter = build_adapter(LmmsEvalSpec(name="lmms_eval", task="nextqa_mc_test", dataset_path=data))
@@ -234,7 +220,7 @@ def test_options_are_read_from_the_lines_a_prompt_lists() -> None:
 
 
 def test_perceptiontest_items_and_its_correct_field(hf_home: Path) -> None:
-    data = _dataset(hf_home.parent / "perception_release", "mc_question_val", "validation", PERCEPTION_DOCS)
+    data = hub_release(hf_home.parent / "perception_release", "mc_question_val", "validation", PERCEPTION_DOCS)
     (hf_home / "perceptiontest_val" / "videos").mkdir(parents=True)
     (hf_home / "perceptiontest_val" / "videos" / "video_10909.mp4").write_bytes(b"placeholder")
     adapter = build_adapter(LmmsEvalSpec(name="lmms_eval", task="perceptiontest_val_mc", dataset_path=data))
@@ -279,7 +265,7 @@ def _own_task(folder: Path, utils: str, visual: str = "utils.my_visual", generat
     generation_kwargs block)."""
     folder.mkdir()
     (folder / "utils.py").write_text(utils)
-    data = _dataset(folder.parent / "my_release", None, "test", [{"vid": "v1", "q": "What?", "a": "A"}])
+    data = hub_release(folder.parent / "my_release", None, "test", [{"vid": "v1", "q": "What?", "a": "A"}])
     (folder / "my_task.yaml").write_text(f"""
 task: my_task
 dataset_path: {data}

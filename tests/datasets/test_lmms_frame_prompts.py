@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pytest
-import yaml
-from helpers.lmms import NEEDS_LMMS, empty_hf_home
+from helpers.lmms import NEEDS_LMMS, empty_hf_home, hub_release
 
 from engine.datasets import build_adapter
 from engine.datasets.errors import DatasetError
@@ -60,23 +58,12 @@ def _clip(path: Path) -> Path:
     return path
 
 
-def _release(root: Path, docs: list[dict[str, Any]], split: str = "test", config: str | None = None) -> Path:
-    folder = root / (config or "data")
-    folder.mkdir(parents=True)
-    pl.DataFrame(docs).write_parquet(folder / f"{split}-00000-of-00001.parquet")
-    if config:
-        block = {"configs": [{"config_name": config, "data_files": [{"split": split,
-                                                                     "path": f"{config}/{split}-*.parquet"}]}]}
-        (root / "README.md").write_text(f"---\n{yaml.safe_dump(block)}---\n")
-    return root
-
-
 def _videomme_subs(hf_home: Path) -> Any:
     """The bridge over ``videomme_w_subtitle``: one document, its clip and its subtitles where lmms-eval's utils look."""
     _clip(hf_home / "videomme" / "data" / f"{VIDEO}.mp4")
     (hf_home / "videomme" / "subtitle").mkdir(parents=True)
     (hf_home / "videomme" / "subtitle" / f"{VIDEO}.srt").write_text(SRT)
-    data = _release(hf_home.parent / "videomme_release", [VIDEOMME_DOC])
+    data = hub_release(hf_home.parent / "videomme_release", None, "test", [VIDEOMME_DOC])
     return build_adapter(LmmsEvalSpec(name="lmms_eval", task="videomme_w_subtitle", dataset_path=data))
 
 
@@ -137,7 +124,7 @@ def _lvb_with_subtitles(hf_home: Path, tmp_path: Path) -> Any:
     _clip(root / "videos" / "v1.mp4")
     (root / "subtitles").mkdir(parents=True)
     (root / "subtitles" / "v1_en.json").write_text(json.dumps(LVB_SUBTITLES))
-    data = _release(tmp_path / "lvb_release", [LVB_DOC], split="validation")
+    data = hub_release(tmp_path / "lvb_release", None, "validation", [LVB_DOC])
     folder = tmp_path / "my_tasks"
     folder.mkdir()
     (folder / "utils.py").write_text("from lmms_eval.tasks.longvideobench.utils import *  # noqa: F403\n")
@@ -188,7 +175,7 @@ def test_a_frame_dependent_prompt_the_bridge_cannot_give_its_frames_is_refused(h
     """A user's task with ``frame_num`` whose doc_to_text picks its frames some other way (not through its module's
     ``np``): its prompt would describe frames the model is not shown, so it is refused naming the key."""
     _clip(hf_home / "media" / "v1.mp4")
-    data = _release(tmp_path / "release", [{"vid": "v1", "q": "What?", "a": "A"}])
+    data = hub_release(tmp_path / "release", None, "test", [{"vid": "v1", "q": "What?", "a": "A"}])
     folder = tmp_path / "own"
     folder.mkdir()
     (folder / "utils.py").write_text(f"""
@@ -232,7 +219,7 @@ def test_frames_decoded_by_the_task_itself_are_refused_naming_the_video_variant(
     _clip(root / "videos" / "v1.mp4")
     (root / "subtitles").mkdir(parents=True)
     (root / "subtitles" / "v1_en.json").write_text(json.dumps(LVB_SUBTITLES))
-    data = _release(tmp_path / "lvb_release", [LVB_DOC], split="validation")
+    data = hub_release(tmp_path / "lvb_release", None, "validation", [LVB_DOC])
     with pytest.raises(DatasetError) as err:
         list(build_adapter(LmmsEvalSpec(name="lmms_eval", task="longvideobench_val_i", dataset_path=data)).items())
     assert "lmms-eval task 'longvideobench_val_i': its doc_to_visual returns 8 images" in str(err.value)

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pytest
+import yaml
 
 HAVE_LMMS = importlib.util.find_spec("lmms_eval") is not None
 NO_LMMS = "lmms-eval is not installed (FRAMESWEEP_EXTRA=lmms bash tools/setup.sh installs it)"
@@ -29,3 +32,17 @@ def empty_hf_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HF_HOME", str(home))
     monkeypatch.setenv("HF_DATASETS_CACHE", str(home / "datasets"))
     return home
+
+
+def hub_release(root: Path, config: str | None, split: str, docs: list[dict[str, Any]]) -> Path:
+    """A local copy of a task's hub dataset at `root` (a task's ``dataset_path``): ``<config or data>/<split>-00000-
+    of-00001.parquet`` and, for a named config, the README configs block the hub repository has (so
+    `load_dataset(root, name=config)` reads it)."""
+    folder = root / (config or "data")
+    folder.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame(docs).write_parquet(folder / f"{split}-00000-of-00001.parquet")
+    if config:
+        block = {"configs": [{"config_name": config, "data_files": [{"split": split,
+                                                                     "path": f"{config}/{split}-*.parquet"}]}]}
+        (root / "README.md").write_text(f"---\n{yaml.safe_dump(block)}---\n")
+    return root

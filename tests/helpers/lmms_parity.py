@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
-import yaml
 
 from engine.config import parse_spec
 from engine.datasets import build_adapter
@@ -27,6 +26,7 @@ from engine.metrics.document import summary_document
 from engine.metrics.options import SummaryOptions
 from engine.metrics.summary import load_rows, summary_tables
 from engine.sweep import Sweep
+from helpers.lmms import hub_release
 
 MODEL = {"id": "seen", "family": "qwen2_5_vl", "path": "tiny:qwen2_5_vl_seen", "max_frames": 8,
          "engine": {"max_model_len": 4096, "max_num_seqs": 16, "dtype": "float32"}}
@@ -51,16 +51,8 @@ class Task:
 
 
 def release(root: Path, task: Task) -> Path:
-    """A local copy of the task's hub dataset (``<config>/<split>-00000-of-00001.parquet``, a README configs block
-    for a named config) and its videos where the task's utils look for them."""
-    folder = root / task.name / (task.config or "data")
-    folder.mkdir(parents=True)
-    pl.DataFrame(task.docs).write_parquet(folder / f"{task.split}-00000-of-00001.parquet")
-    if task.config:
-        block = {"configs": [{"config_name": task.config, "data_files": [
-            {"split": task.split, "path": f"{task.config}/{task.split}-*.parquet"}]}]}
-        (root / task.name / "README.md").write_text(f"---\n{yaml.safe_dump(block)}---\n")
-    return root / task.name
+    """A local copy of the task's hub dataset under `root`/<task> (`helpers.lmms.hub_release`)."""
+    return hub_release(root / task.name, task.config, task.split, task.docs)
 
 
 def sweep(out: Path, releases: dict[str, Path], budgets: tuple[int, ...], *, policy: str = "uniform",

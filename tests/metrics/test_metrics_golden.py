@@ -53,14 +53,17 @@ def today(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return documents(tmp_path_factory.mktemp("golden"))
 
 
+def _diff(want: str, got: str) -> str:
+    """The first 60 lines of a unified diff from main's text to today's."""
+    return "\n".join(list(difflib.unified_diff(want.splitlines(), got.splitlines(), "main", "today",
+                                               lineterm=""))[:60])
+
+
 @pytest.mark.parametrize("name", list(DOCUMENTS))
 def test_the_metrics_document_is_byte_identical_to_mains(name: str, today: dict[str, str]) -> None:
     want = (GOLDEN / f"{name}.json").read_text(encoding="utf-8")
     got = _without_added(today[name])
-    if got != want:
-        diff = "\n".join(list(difflib.unified_diff(want.splitlines(), got.splitlines(), "main", "today",
-                                                   lineterm=""))[:60])
-        pytest.fail(f"{name}.json differs from main's (tests/metrics/golden):\n{diff}")
+    assert got == want, f"{name}.json differs from main's (tests/metrics/golden):\n{_diff(want, got)}"
 
 
 def test_every_golden_document_is_checked() -> None:
@@ -79,7 +82,4 @@ def text_today(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def test_what_people_read_is_as_main_printed_it(name: str, text_today: dict[str, str]) -> None:
     want = (GOLDEN_TEXT / f"{name}.txt").read_text(encoding="utf-8")
     got = text_today[name]
-    if got != want:
-        diff = "\n".join(list(difflib.unified_diff(want.splitlines(), got.splitlines(), "main", "today",
-                                                   lineterm=""))[:60])
-        pytest.fail(f"{name} differs from main's (tests/metrics/golden/text):\n{diff}")
+    assert got == want, f"{name} differs from main's (tests/metrics/golden/text):\n{_diff(want, got)}"

@@ -50,7 +50,8 @@ def test_good_base_urls_pass() -> None:
     for url in ("http://127.0.0.1:8000", "https://api.example.org/v1", "http://[::1]:8000"):
         d = small_spec_dict(Path("/tmp/never"))
         d["models"][0].update(backend="openai", http={"base_url": url})
-        preflight(parse_spec(d), "spec.toml")
+        spec = parse_spec(d)
+        assert preflight(spec, "spec.toml").spec is spec  # passed: the record of the check, no SpecError
 
 
 def test_an_out_dir_with_a_nul_byte_is_named(tmp_path: Path) -> None:
